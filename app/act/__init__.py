@@ -1,0 +1,1 @@
+"""The only code that writes to the cluster: bindings, evictions, pod conditions."""

@@ -1,0 +1,38 @@
+"""Writers carry out committed decisions; every write is idempotent.
+
+The live writer (API calls) comes with the watch source. Without a cluster,
+SnapshotWriter applies writes straight to the state, as an API server that
+accepted them would, so `quotient serve` on a snapshot behaves end to end.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..objects.pod import PodInfo
+
+
+class WriteError(RuntimeError):
+    """A write the cluster refused; the message is shown to kube-scheduler."""
+
+
+class Writer(Protocol):
+    async def bind(self, pod: PodInfo, node: str) -> None: ...
+
+    async def evict(self, pod: PodInfo, reason: str, message: str) -> None: ...
+
+
+class SnapshotWriter:
+    """No API server: a binding is already recorded in the state; an eviction deletes the pod."""
+
+    def __init__(self, state):
+        self.state = state
+        self.bindings = 0
+        self.evictions = 0
+
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        self.bindings += 1
+
+    async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
+        if pod.uid in self.state.pods:
+            self.state.remove_pod(pod.uid)
+            self.evictions += 1

@@ -1,0 +1,153 @@
+"""The extender wire format (k8s.io/kube-scheduler/extender/v1), key for key.
+
+kube-scheduler sends Go field names (PascalCase) and reads answers case-
+insensitively; Quotient reads PascalCase and answers PascalCase. Unknown keys are
+ignored; a body that is not what a verb needs is a WireError (HTTP 400).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+
+class WireError(ValueError):
+    """A request body that cannot be used; the message says what is wrong."""
+
+
+def _body(raw: bytes) -> dict:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise WireError(f"body is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise WireError(f"body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _pod(body: dict) -> dict:
+    pod = body.get("Pod")
+    if not isinstance(pod, dict):
+        raise WireError('"Pod" must be a Pod object')
+    return pod
+
+
+@dataclass(slots=True)
+class ExtenderArgs:
+    """filter and prioritize: the pod and either NodeNames (nodeCacheCapable) or Nodes."""
+    pod: dict
+    node_names: list[str]
+    nodes: dict[str, dict] | None   # name -> Node object when nodeCacheCapable is false
+
+
+def decode_extender_args(raw: bytes) -> ExtenderArgs:
+    body = _body(raw)
+    pod = _pod(body)
+    names = body.get("NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise WireError('"NodeNames" must be a list of node names')
+        return ExtenderArgs(pod, names, None)
+    node_list = body.get("Nodes")
+    if node_list is None:
+        raise WireError('one of "NodeNames" or "Nodes" is required')
+    items = node_list.get("items") if isinstance(node_list, dict) else None
+    if not isinstance(items, list):
+        raise WireError('"Nodes" must be a NodeList with "items"')
+    nodes: dict[str, dict] = {}
+    for item in items:
+        name = item.get("metadata", {}).get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str):
+            raise WireError('every item of "Nodes" needs metadata.name')
+        nodes[name] = item
+    return ExtenderArgs(pod, list(nodes), nodes)
+
+
+def encode_filter(args: ExtenderArgs, passing: list[str], failed: dict[str, str],
+                  unresolvable: dict[str, str], error: str = "") -> bytes:
+    """ExtenderFilterResult in the shape of the request (NodeNames or Nodes)."""
+    if args.nodes is None:
+        result = {"Nodes": None, "NodeNames": passing}
+    else:
+        result = {"Nodes": {"metadata": {}, "items": [args.nodes[n] for n in passing]}, "NodeNames": None}
+    result["FailedNodes"] = failed
+    result["FailedAndUnresolvableNodes"] = unresolvable
+    result["Error"] = error
+    return orjson.dumps(result)
+
+
+def encode_filter_error(error: str) -> bytes:
+    return orjson.dumps({"Nodes": None, "NodeNames": None, "FailedNodes": None,
+                         "FailedAndUnresolvableNodes": None, "Error": error})
+
+
+def encode_priorities(scores: list[tuple[str, int]]) -> bytes:
+    return orjson.dumps([{"Host": host, "Score": score} for host, score in scores])
+
+
+@dataclass(slots=True)
+class PreemptionArgs:
+    """preempt: the preemptor and kube-scheduler's candidate victims per node (UIDs)."""
+    pod: dict
+    victims: dict[str, list[str]]            # node -> victim pod UIDs
+    pdb_violations: dict[str, int]
+
+
+def decode_preemption_args(raw: bytes) -> PreemptionArgs:
+    body = _body(raw)
+    pod = _pod(body)
+    meta = body.get("NodeNameToMetaVictims")
+    full = body.get("NodeNameToVictims")
+    source = meta if meta is not None else full
+    if source is None:
+        source = {}
+    if not isinstance(source, dict):
+        raise WireError('"NodeNameToMetaVictims" must map node names to victims')
+    victims: dict[str, list[str]] = {}
+    violations: dict[str, int] = {}
+    for node, entry in source.items():
+        if not isinstance(entry, dict):
+            raise WireError(f'victims of node "{node}" must be an object with "Pods"')
+        pods = entry.get("Pods") or []
+        if not isinstance(pods, list):
+            raise WireError(f'victims of node "{node}": "Pods" must be a list')
+        uids = []
+        for p in pods:
+            uid = p.get("UID") if isinstance(p, dict) and "UID" in p else (
+                p.get("metadata", {}).get("uid") if isinstance(p, dict) else None)
+            if not isinstance(uid, str):
+                raise WireError(f'a victim on node "{node}" has no UID')
+            uids.append(uid)
+        victims[node] = uids
+        n = entry.get("NumPDBViolations") or 0
+        violations[node] = n if isinstance(n, int) else 0
+    return PreemptionArgs(pod, victims, violations)
+
+
+def encode_preemption(victims: dict[str, list[str]], violations: dict[str, int]) -> bytes:
+    return orjson.dumps({"NodeNameToMetaVictims": {
+        node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": violations.get(node, 0)}
+        for node, uids in victims.items() if uids}})
+
+
+@dataclass(slots=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def decode_binding_args(raw: bytes) -> BindingArgs:
+    body = _body(raw)
+    values = []
+    for key in ("PodName", "PodNamespace", "PodUID", "Node"):
+        v = body.get(key)
+        if not isinstance(v, str) or (not v and key != "PodUID"):
+            raise WireError(f'"{key}" must be a non-empty string')
+        values.append(v)
+    return BindingArgs(*values)
+
+
+def encode_binding(error: str = "") -> bytes:
+    return orjson.dumps({"Error": error})

@@ -1,0 +1,88 @@
+"""Quotient's own Configuration (quotient.dev/v1alpha1), strict: an unknown field is an error."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from .objects.meta import parse_duration
+
+API_VERSION = "quotient.dev/v1alpha1"
+
+
+class ConfigError(ValueError):
+    """A Configuration that cannot be used, with the field that is wrong."""
+
+
+@dataclass(slots=True)
+class Configuration:
+    # Prefix of the verb paths: "/scheduler" serves /scheduler/filter etc.
+    path_prefix: str = ""
+    # Kueue's name: when true, a pod without the queue-name label is refused instead of passed.
+    manage_jobs_without_queue_name: bool = False
+    # How long quota held by a pod that passed filter waits for its bind.
+    reservation_timeout: float = 30.0
+    # Kueue's resources.excludeResourcePrefixes: requests that quota ignores.
+    exclude_resource_prefixes: tuple[str, ...] = ()
+    # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
+    max_queue_scan: int = 1000
+    raw: dict = field(default_factory=dict)
+
+    def excluded(self, resource: str) -> bool:
+        return any(resource.startswith(p) for p in self.exclude_resource_prefixes)
+
+
+_KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
+          "reservationTimeout", "resources", "maxQueueScan"}
+
+
+def decode_configuration(doc: dict | None) -> Configuration:
+    """Build a Configuration from its document; ConfigError names the bad field."""
+    doc = doc or {}
+    if not isinstance(doc, dict):
+        raise ConfigError("Configuration must be a mapping")
+    if doc.get("apiVersion", API_VERSION) != API_VERSION or doc.get("kind", "Configuration") != "Configuration":
+        raise ConfigError(f"expected apiVersion {API_VERSION}, kind Configuration")
+    unknown = sorted(set(doc) - _KNOWN)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(_KNOWN))})")
+    cfg = Configuration(raw=doc)
+    prefix = doc.get("pathPrefix", "")
+    if not isinstance(prefix, str) or (prefix and not prefix.startswith("/")):
+        raise ConfigError("pathPrefix must be empty or start with '/'")
+    cfg.path_prefix = prefix.rstrip("/")
+    manage = doc.get("manageJobsWithoutQueueName", False)
+    if not isinstance(manage, bool):
+        raise ConfigError("manageJobsWithoutQueueName must be true or false")
+    cfg.manage_jobs_without_queue_name = manage
+    try:
+        cfg.reservation_timeout = parse_duration(doc.get("reservationTimeout", "30s"), "reservationTimeout")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    resources = doc.get("resources") or {}
+    if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
+        raise ConfigError("resources may only hold excludeResourcePrefixes")
+    prefixes = resources.get("excludeResourcePrefixes") or []
+    if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
+        raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
+    cfg.exclude_resource_prefixes = tuple(prefixes)
+    scan = doc.get("maxQueueScan", 1000)
+    if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
+        raise ConfigError("maxQueueScan must be a positive integer")
+    cfg.max_queue_scan = scan
+    return cfg
+
+
+def load_configuration(path: str | None) -> Configuration:
+    """Read a Configuration file (YAML or JSON); no path gives the defaults."""
+    if not path:
+        return Configuration()
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.load(f, Loader=yaml.CSafeLoader)
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    try:
+        return decode_configuration(doc)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None

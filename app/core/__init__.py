@@ -1,0 +1,1 @@
+"""Pure decisions: quota tree math, flavor assignment, admission order. No I/O, no asyncio."""

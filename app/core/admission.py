@@ -1,0 +1,187 @@
+"""Admission: may this pod take quota now, in which flavors, and if not, why.
+
+The checks run in the order an admin would debug them: queue label, LocalQueue,
+ClusterQueue (exists, active, not stopped, selects the namespace), flavor
+assignment against the quota tree, then queue order (StrictFIFO, and a
+ClusterQueue with pending pods within its nominal quota before a borrower).
+Every refusal names the rule and the numbers, and says whether preemption
+could ever help (kube-scheduler's FailedNodes) or not (FailedAndUnresolvable).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..objects.kueue import ClusterQueue
+from ..objects.pod import QUEUE_LABEL, PodInfo
+from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
+from .quota import FR, QuotaNode, add_usage, remove_usage
+
+
+@dataclass(slots=True)
+class Verdict:
+    rule: str                      # short name of the deciding rule, e.g. "QuotaExceeded"
+    admit: bool = False
+    reason: str = ""
+    resolvable: bool = False       # True: preemption could help (FailedNodes)
+    managed: bool = True           # False: pod has no queue and passes untouched
+    cluster_queue: str = ""
+    assignment: Assignment | None = None
+
+
+def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
+            assignment: Assignment | None = None) -> Verdict:
+    return Verdict(rule, False, reason, resolvable, True, cq, assignment)
+
+
+def preemption_could_help(state, pod: PodInfo, cq: ClusterQueue) -> bool:
+    """Whether any preemption policy of this ClusterQueue could free quota for the pod."""
+    if pod.preemption_policy == "Never":
+        return False
+    p = cq.preemption
+    if p.within_cluster_queue != "Never":
+        return True
+    return bool(cq.cohort) and p.reclaim_within_cohort != "Never"
+
+
+@contextmanager
+def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int]]]) -> Iterator[None]:
+    """Charge usage to the tree for the length of one decision, then take it back."""
+    done: list[tuple[QuotaNode, FR, int]] = []
+    try:
+        for cq_name, usage in charges:
+            node = node_of(cq_name)
+            for fr, v in usage.items():
+                add_usage(node, fr, v)
+                done.append((node, fr, v))
+        yield
+    finally:
+        for node, fr, v in reversed(done):
+            remove_usage(node, fr, v)
+
+
+def assign(state, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
+    return assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
+                          pod.tolerations, pod.node_selector, has_nodes)
+
+
+def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
+    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic."""
+    if not pod.queue_name:
+        if state.config.manage_jobs_without_queue_name:
+            return None, _refuse("NoQueueName", f"pod has no {QUEUE_LABEL} label and "
+                                 "manageJobsWithoutQueueName is true; add the label naming a LocalQueue")
+        return None, Verdict("NoQueueName", admit=True, managed=False,
+                             reason=f"no {QUEUE_LABEL} label: not managed by Quotient")
+    lq_key = f"{pod.namespace}/{pod.queue_name}"
+    lq = state.local_queues.get(lq_key)
+    if lq is None:
+        return None, _refuse("LocalQueueNotFound", f"LocalQueue {lq_key} does not exist "
+                             f"(pod label {QUEUE_LABEL}={pod.queue_name})")
+    cq = state.cluster_queues.get(lq.cluster_queue)
+    if cq is None:
+        return None, _refuse("ClusterQueueNotFound", f"LocalQueue {lq_key} points to ClusterQueue "
+                             f"{lq.cluster_queue}, which does not exist")
+    if cq.name in state.tree.inactive:
+        return cq, _refuse("ClusterQueueInactive", state.tree.inactive[cq.name], cq.name)
+    if cq.stop_policy != "None":
+        return cq, _refuse("ClusterQueueStopped", f"ClusterQueue {cq.name} is stopped "
+                           f"(stopPolicy {cq.stop_policy}); admission resumes when it is set to None", cq.name)
+    if cq.namespace_selector is None:
+        return cq, _refuse("NamespaceNotSelected", f"ClusterQueue {cq.name} has no namespaceSelector, which "
+                           "selects no namespace (as in Kueue); set namespaceSelector: {} for all", cq.name)
+    if not cq.namespace_selector.matches(state.namespace_labels(pod.namespace)):
+        return cq, _refuse("NamespaceNotSelected", f"namespace {pod.namespace} is not selected by "
+                           f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
+                           cq.name)
+    return cq, None
+
+
+def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
+    key, limit = state.order_key(pod), state.config.max_queue_scan
+    for i, other in enumerate(state.pending_pods(cq.name)):
+        if i >= limit or state.order_key(other) >= key:
+            return
+        if other.uid != pod.uid:
+            yield other
+
+
+def strict_fifo_block(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
+    """StrictFIFO: an older pod that does not fit blocks every pod behind it.
+
+    Pods ahead that do fit are charged virtually (they would be admitted first)."""
+    for other in _ahead(state, pod, cq):
+        with virtual_charges(state.quota_node, charges):
+            a = assign(state, other, cq)
+        if a.mode != FIT:
+            why = a.reasons[-1] if a.reasons else "it does not fit"
+            return (f"StrictFIFO: {other.key} is ahead in ClusterQueue {cq.name} and does not fit "
+                    f"({why}); pods behind it wait")
+        charges.append((cq.name, a.usage))
+    return ""
+
+
+def nominal_first_holders(state, cq: ClusterQueue, charges: list) -> list[str]:
+    """Pending pods of other ClusterQueues in the cohort that fit within their nominal quota.
+
+    Kueue serves them before a ClusterQueue that would borrow; they are charged virtually."""
+    node = state.quota_node(cq.name)
+    root, holders = node.root(), []
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        stack.extend(current.children)
+        if current.is_cohort or current.name == cq.name:
+            continue
+        other_cq = state.cluster_queues.get(current.name)
+        if other_cq is None or other_cq.stop_policy != "None" or current.name in state.tree.inactive:
+            continue
+        for i, other in enumerate(state.pending_pods(current.name)):
+            if i >= state.config.max_queue_scan:
+                break
+            with virtual_charges(state.quota_node, charges):
+                a = assign(state, other, other_cq)
+            if a.mode == FIT and not a.borrowing:
+                charges.append((other_cq.name, a.usage))
+                holders.append(other.key)
+    return holders
+
+
+def decide(state, pod: PodInfo, offered: set[str] | None = None) -> Verdict:
+    """Decide whether pod may be admitted now; offered restricts flavors to nodes on offer."""
+    cq, refusal = resolve(state, pod)
+    if refusal is not None:
+        return refusal
+    has_nodes = None
+    if offered is not None:
+        def has_nodes(flavor: str) -> bool:
+            members = state.flavor_nodes.get(flavor)
+            return bool(offered) if members is None else not members.isdisjoint(offered)
+
+    charges: list = []
+    if cq.queueing_strategy == "StrictFIFO":
+        blocked = strict_fifo_block(state, pod, cq, charges)
+        if blocked:
+            return _refuse("StrictFIFO", blocked, cq.name)
+    with virtual_charges(state.quota_node, charges):
+        a = assign(state, pod, cq, has_nodes)
+    if a.mode == NOFIT:
+        return _refuse("NoFlavorNodes" if a.no_nodes else "QuotaExceeded",
+                       "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
+                       cq.name, not a.unresolvable and preemption_could_help(state, pod, cq), a)
+    if a.mode == PREEMPT:
+        ahead = " after the pods ahead of it (StrictFIFO)" if charges else ""
+        return _refuse("QuotaExceeded", "; ".join(a.reasons) + ahead, cq.name,
+                       preemption_could_help(state, pod, cq), a)
+    if a.borrowing and cq.cohort:
+        holders = nominal_first_holders(state, cq, charges)
+        if holders:
+            with virtual_charges(state.quota_node, charges):
+                again = assign(state, pod, cq, has_nodes)
+            if again.mode != FIT:
+                shown = ", ".join(holders[:5]) + (f" and {len(holders) - 5} more" if len(holders) > 5 else "")
+                return _refuse("NominalQuotaFirst", f"ClusterQueue {cq.name} would borrow, but pending pods "
+                               f"within their own nominal quota come first in cohort {cq.cohort}: {shown}",
+                               cq.name, False, again)
+    return Verdict("Admitted", True, "", False, True, cq.name, a)

@@ -1,0 +1,70 @@
+"""Kubernetes quantities ("36Gi", "500m", "1e3") parsed once into integers.
+
+CPU is kept in milli-CPU, everything else in base units (bytes, counts), rounded
+up like kube-scheduler's Value()/MilliValue().
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal, ROUND_CEILING
+
+# Anything above this is a typo or an attack, not a cluster (2**62 ~ 4.6e18).
+MAX_QUANTITY = 2**62
+
+_SUFFIX = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"),
+    "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
+_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
+
+MILLI_RESOURCES = frozenset({"cpu"})
+
+
+class QuantityError(ValueError):
+    """A quantity that is malformed, negative or absurdly large."""
+
+
+def parse_quantity(value: object, resource: str = "") -> int:
+    """Return `value` as an int: milli-units for cpu, base units otherwise."""
+    if isinstance(value, bool) or value is None:
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a quantity")
+    if isinstance(value, (int, float)):
+        text = repr(value) if isinstance(value, float) else str(value)
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a quantity")
+    m = _RE.match(text)
+    if not m:
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a Kubernetes quantity")
+    number, exponent, suffix = m.groups()
+    try:
+        amount = Decimal(number)
+        amount *= Decimal(10) ** int(exponent[1:]) if exponent else _SUFFIX[suffix or ""]
+        if resource in MILLI_RESOURCES:
+            amount *= 1000
+    except (ArithmeticError, ValueError):  # decimal.Overflow/InvalidOperation are ArithmeticErrors
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is out of range") from None
+    if amount < 0:
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is negative")
+    # Check before int(): converting a value like 1e999990 to int takes many seconds.
+    if amount > MAX_QUANTITY:
+        raise QuantityError(f"{resource or 'quantity'}: {value!r} is absurdly large")
+    return int(amount.to_integral_value(rounding=ROUND_CEILING))
+
+
+def format_quantity(amount: int, resource: str) -> str:
+    """Render an integer amount the way an admin would write it (cpu 1500 -> "1500m", 2000 -> "2")."""
+    if resource in MILLI_RESOURCES:
+        if amount % 1000 == 0:
+            return str(amount // 1000)
+        return f"{amount}m"
+    if resource == "memory" or resource.endswith("storage"):
+        for suffix, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if amount and amount % factor == 0:
+                return f"{amount // factor}{suffix}"
+    return str(amount)

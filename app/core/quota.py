@@ -1,0 +1,111 @@
+"""The quota tree: nominal, borrowing and lending limits over ClusterQueues and Cohorts.
+
+This is Kueue's hierarchical resource-node arithmetic (pkg/cache resource_node.go):
+each node keeps its SubtreeQuota and Usage per (flavor, resource). A child lends
+to its parent everything above its guaranteed quota (nominal - lendingLimit) and
+stores there the usage above it. `available` walks up the tree, capping what a
+node may take from its parent by its borrowingLimit. With team-a 9 and team-b 12
+CPUs in one cohort this gives 21, 10 with borrowingLimit 1 on team-a, and 10
+with lendingLimit 1 on team-b, the seed's worked numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FR = tuple[str, str]  # (flavor, resource)
+
+
+@dataclass(slots=True)
+class Limits:
+    nominal: int = 0
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(eq=False, slots=True)
+class QuotaNode:
+    """A ClusterQueue (leaf) or a Cohort (inner node) of the quota tree."""
+    name: str
+    is_cohort: bool
+    parent: "QuotaNode | None" = None
+    children: list["QuotaNode"] = field(default_factory=list)
+    quotas: dict[FR, Limits] = field(default_factory=dict)
+    subtree: dict[FR, int] = field(default_factory=dict)
+    usage: dict[FR, int] = field(default_factory=dict)
+
+    def guaranteed(self, fr: FR) -> int:
+        """Quota this node keeps for itself: SubtreeQuota - lendingLimit (0 without a limit)."""
+        q = self.quotas.get(fr)
+        if q is None or q.lending_limit is None:
+            return 0
+        return max(0, self.subtree.get(fr, 0) - q.lending_limit)
+
+    def root(self) -> "QuotaNode":
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+
+def available(node: QuotaNode, fr: FR) -> int:
+    """How much of fr this node may still use, counting what its ancestors can lend."""
+    if node.parent is None:
+        return max(0, node.subtree.get(fr, 0) - node.usage.get(fr, 0))
+    usage = node.usage.get(fr, 0)
+    guaranteed = node.guaranteed(fr)
+    local = max(0, guaranteed - usage)
+    from_parent = available(node.parent, fr)
+    q = node.quotas.get(fr)
+    if q is not None and q.borrowing_limit is not None:
+        stored_in_parent = node.subtree.get(fr, 0) - guaranteed
+        used_in_parent = max(0, usage - guaranteed)
+        from_parent = min(stored_in_parent - used_in_parent + q.borrowing_limit, from_parent)
+    # Guaranteed quota is never stored in the parent, so an over-committed parent
+    # (quota lowered under running pods) cannot take it away.
+    return local + max(0, from_parent)
+
+
+def potential_available(node: QuotaNode, fr: FR) -> int:
+    """The most this node could ever use of fr if nothing else were running."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0)
+    total = node.guaranteed(fr) + potential_available(node.parent, fr)
+    q = node.quotas.get(fr)
+    if q is not None and q.borrowing_limit is not None:
+        total = min(node.subtree.get(fr, 0) + q.borrowing_limit, total)
+    return total
+
+
+def add_usage(node: QuotaNode, fr: FR, value: int) -> None:
+    """Charge value to node; what exceeds its guaranteed quota is charged to the parent too."""
+    local = max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
+    node.usage[fr] = node.usage.get(fr, 0) + value
+    if node.parent is not None and value > local:
+        add_usage(node.parent, fr, value - local)
+
+
+def remove_usage(node: QuotaNode, fr: FR, value: int) -> None:
+    """Release value from node, and from the parent what had been stored there."""
+    stored_in_parent = node.usage.get(fr, 0) - node.guaranteed(fr)
+    node.usage[fr] = node.usage.get(fr, 0) - value
+    if node.parent is not None and stored_in_parent > 0:
+        remove_usage(node.parent, fr, min(value, stored_in_parent))
+
+
+def compute_subtree(node: QuotaNode) -> None:
+    """Recompute SubtreeQuota bottom-up: own nominal plus what each child lends."""
+    node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+    for child in node.children:
+        compute_subtree(child)
+        for fr, quota in child.subtree.items():
+            node.subtree[fr] = node.subtree.get(fr, 0) + quota - child.guaranteed(fr)
+
+
+def borrowing(node: QuotaNode, fr: FR, extra: int = 0) -> bool:
+    """True when node's usage (plus extra) goes above its own nominal quota."""
+    return node.usage.get(fr, 0) + extra > node.subtree.get(fr, 0)
+
+
+def lendable(node: QuotaNode, fr: FR) -> int:
+    """What node offers to its parent: SubtreeQuota - guaranteed."""
+    return node.subtree.get(fr, 0) - node.guaranteed(fr)

@@ -1,0 +1,168 @@
+"""The four extender verbs, from wire bytes to wire bytes, over one ClusterState.
+
+Each verb decodes, asks core/ for a decision, commits it to the state, and
+encodes; none awaits in the middle of a decision, so each sees a consistent
+state. bind charges quota before it writes and takes the charge back if the
+write fails, so two pods can never both hold the last unit of quota.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+from .act.writer import WriteError, Writer
+from .api import wire
+from .core.admission import Verdict, decide
+from .core.flavors import Assignment, Charge
+from .core.placement import flavor_node_filter, pack_score
+from .objects.errors import InvalidObject
+from .objects.pod import PodInfo, decode_pod
+from .state.cluster import ClusterState
+
+log = logging.getLogger("quotient.extender")
+
+
+class Extender:
+    def __init__(self, state: ClusterState, writer: Writer, history: int = 1000):
+        self.state = state
+        self.writer = writer
+        self.decisions: deque[dict] = deque(maxlen=history)
+
+    # ---- helpers ---------------------------------------------------------
+    def _pod(self, obj: dict) -> PodInfo:
+        """The state's record of a pod, learning it from the request when new."""
+        try:
+            pod = decode_pod(obj)
+        except InvalidObject as e:
+            raise wire.WireError(f'"Pod": {e}') from None
+        known = self.state.pods.get(pod.uid)
+        if known is not None:
+            return known
+        self.state.upsert_pod(pod)
+        return pod
+
+    def _record(self, verb: str, pod: PodInfo, outcome: str, reason: str = "", **extra) -> None:
+        self.decisions.append({"time": self.state.clock(), "verb": verb, "pod": pod.key,
+                               "outcome": outcome, "reason": reason, **extra})
+
+    def _flavor_labels(self) -> dict:
+        return {name: f.node_labels for name, f in self.state.flavors.items()}
+
+    # ---- filter ------------------------------------------------------------
+    def filter(self, raw: bytes) -> bytes:
+        args = wire.decode_extender_args(raw)
+        state = self.state
+        state.expire_reservations()
+        pod = self._pod(args.pod)
+        names = args.node_names
+        charge = state.admitted.get(pod.uid)
+        if charge is not None:   # already bound by Quotient: only its flavors' nodes
+            verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
+            flavors = charge.flavors
+        else:
+            state.drop_reservation(pod.uid)
+            verdict = decide(state, pod, set(names))
+            flavors = verdict.assignment.flavors if verdict.assignment else {}
+        if not verdict.managed:
+            return wire.encode_filter(args, names, {}, {})
+        if not verdict.admit:
+            reason = verdict.reason
+            rejected = {n: reason for n in names}
+            self._record("filter", pod, verdict.rule, reason, queue=verdict.cluster_queue)
+            if verdict.resolvable:
+                return wire.encode_filter(args, [], rejected, {})
+            return wire.encode_filter(args, [], {}, rejected)
+        passing, failed = flavor_node_filter(state.flavor_nodes, self._flavor_labels(),
+                                             Assignment(flavors=flavors), names)
+        if not passing:
+            reason = (f"none of the {len(names)} nodes offered belongs to flavor(s) "
+                      f"{', '.join(sorted(set(flavors.values())))}; kube-scheduler may offer only part of the "
+                      "cluster (set percentageOfNodesToScore: 100)")
+            self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
+            return wire.encode_filter(args, [], {}, {n: reason for n in names})
+        if charge is None:
+            a = verdict.assignment
+            state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage),
+                          frozenset(passing) if failed else None)
+        self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue,
+                     flavors=dict(flavors), nodes=len(passing))
+        return wire.encode_filter(args, passing, {}, failed)
+
+    # ---- prioritize ----------------------------------------------------------
+    def prioritize(self, raw: bytes) -> bytes:
+        args = wire.decode_extender_args(raw)
+        state = self.state
+        pod = self._pod(args.pod)
+        held = state.reservations.get(pod.uid)
+        flavors = set(held.charge.flavors.values()) if held else set()
+        scores = []
+        for name in args.node_names:
+            node = state.nodes.get(name)
+            if node is None or not all(state.node_in_flavor(name, f) for f in flavors):
+                scores.append((name, 0))
+                continue
+            scores.append((name, pack_score(pod.requests, node.allocatable, state.node_requested.get(name, {}))))
+        return wire.encode_priorities(scores)
+
+    # ---- preempt ---------------------------------------------------------------
+    def preempt(self, raw: bytes) -> bytes:
+        """Until quota-aware preemption lands, only unmanaged pods keep kube-scheduler's choice.
+
+        Answering {} for a queued pod is always safe: it never evicts a pod the
+        quota rules protect."""
+        args = wire.decode_preemption_args(raw)
+        pod = self._pod(args.pod)
+        if not pod.queue_name and not self.state.config.manage_jobs_without_queue_name:
+            return wire.encode_preemption(args.victims, args.pdb_violations)
+        self._record("preempt", pod, "NoPreemption", "quota-aware preemption is not enabled")
+        return wire.encode_preemption({}, {})
+
+    # ---- bind ------------------------------------------------------------------
+    def check_binding(self, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
+        """The charge a binding takes, re-checked now; (None, reason) when it must be refused."""
+        state = self.state
+        state.expire_reservations()
+        if node not in state.nodes:
+            return None, f"node {node} is not known to Quotient"
+        held = state.reservations.get(pod.uid)
+        if held is not None and (held.nodes is None or node in held.nodes):
+            return held.charge, ""
+        state.drop_reservation(pod.uid)
+        verdict = decide(state, pod, {node})
+        if not verdict.managed:
+            return None, ""
+        if not verdict.admit:
+            return None, f"quota no longer fits at bind: {verdict.reason}"
+        a = verdict.assignment
+        outside = [f for f in set(a.flavors.values()) if not state.node_in_flavor(node, f)]
+        if outside:
+            return None, f"node {node} is not in flavor {', '.join(sorted(outside))}"
+        return Charge(verdict.cluster_queue, a.flavors, a.usage), ""
+
+    async def bind(self, raw: bytes) -> bytes:
+        args = wire.decode_binding_args(raw)
+        state = self.state
+        pod = state.pod_by_key(f"{args.pod_namespace}/{args.pod_name}")
+        if pod is None or (args.pod_uid and pod.uid != args.pod_uid):
+            return wire.encode_binding(f"pod {args.pod_namespace}/{args.pod_name} (uid {args.pod_uid}) is not "
+                                       "known to Quotient; it must pass filter first")
+        if pod.node_name:
+            if pod.node_name == args.node:
+                return wire.encode_binding()
+            return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
+        charge, refusal = self.check_binding(pod, args.node)
+        if refusal:
+            self._record("bind", pod, "Refused", refusal)
+            return wire.encode_binding(refusal)
+        state.commit_binding(pod.uid, args.node, charge)
+        try:
+            await self.writer.bind(pod, args.node)
+        except WriteError as e:
+            state.undo_binding(pod.uid)
+            self._record("bind", pod, "WriteFailed", str(e))
+            return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+        self._record("bind", pod, "Bound", "", node=args.node,
+                     queue=charge.cluster_queue if charge else "")
+        log.info("bound %s to %s%s", pod.key, args.node, f" ({charge.cluster_queue})" if charge else "")
+        return wire.encode_binding()
+

@@ -1,0 +1,266 @@
+"""Kueue's quota API (kueue.x-k8s.io/v1beta1): ResourceFlavor, ClusterQueue, Cohort, LocalQueue.
+
+Field names and defaults follow Kueue; validation follows Kueue's webhooks, so an
+object Kueue would refuse is refused here with the same reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.quantity import QuantityError, parse_quantity
+from ..core.selectors import Selector, decode_selector
+from .errors import InvalidObject
+from .meta import listing, mapping, metadata, string_map
+
+GROUP = "kueue.x-k8s.io"
+FENCE_ANNOTATION = "quotient.dev/preemption-fence"
+
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN = ("Never", "LowerPriority")
+WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor")
+WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor")
+
+
+@dataclass(slots=True)
+class ResourceFlavor:
+    name: str
+    node_labels: dict[str, str] = field(default_factory=dict)
+    node_taints: list[dict] = field(default_factory=list)
+    tolerations: list[dict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(slots=True)
+class FlavorQuotas:
+    name: str
+    resources: dict[str, Quota]
+
+
+@dataclass(slots=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: list[FlavorQuotas]
+
+
+@dataclass(slots=True)
+class Preemption:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(slots=True)
+class ClusterQueue:
+    name: str
+    cohort: str = ""
+    namespace_selector: Selector | None = None
+    resource_groups: list[ResourceGroup] = field(default_factory=list)
+    queueing_strategy: str = "BestEffortFIFO"
+    stop_policy: str = "None"
+    when_can_borrow: str = "Borrow"
+    when_can_preempt: str = "TryNextFlavor"
+    preemption: Preemption = field(default_factory=Preemption)
+    fair_weight: float = 1.0
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def covered_resources(self) -> dict[str, int]:
+        """resource name -> index of the resource group that covers it."""
+        return {r: i for i, g in enumerate(self.resource_groups) for r in g.covered}
+
+
+@dataclass(slots=True)
+class Cohort:
+    name: str
+    parent: str = ""
+    resource_groups: list[ResourceGroup] = field(default_factory=list)
+    fair_weight: float = 1.0
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _choice(value: object, allowed: tuple[str, ...], default: str, kind: str, name: str, field_: str) -> str:
+    if value is None or value == "":
+        return default
+    if value not in allowed:
+        raise InvalidObject(kind, name, f"{field_}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _quantity(value: object, resource: str, kind: str, name: str, where: str) -> int:
+    try:
+        return parse_quantity(value, resource)
+    except QuantityError as e:
+        raise InvalidObject(kind, name, f"{where}: {e}") from None
+
+
+def _resource_groups(raw: object, kind: str, name: str, has_parent: bool) -> list[ResourceGroup]:
+    groups: list[ResourceGroup] = []
+    seen_flavors: set[str] = set()
+    seen_resources: set[str] = set()
+    for gi, g in enumerate(listing(raw, kind, name, "spec.resourceGroups")):
+        g = mapping(g, kind, name, f"resourceGroups[{gi}]")
+        covered = listing(g.get("coveredResources"), kind, name, f"resourceGroups[{gi}].coveredResources")
+        if not covered or not all(isinstance(r, str) and r for r in covered):
+            raise InvalidObject(kind, name, f"resourceGroups[{gi}].coveredResources must list resource names")
+        for r in covered:
+            if r in seen_resources:
+                raise InvalidObject(kind, name, f"resource {r} is covered by more than one resource group")
+            seen_resources.add(r)
+        flavors: list[FlavorQuotas] = []
+        for fi, f in enumerate(listing(g.get("flavors"), kind, name, f"resourceGroups[{gi}].flavors")):
+            where = f"resourceGroups[{gi}].flavors[{fi}]"
+            f = mapping(f, kind, name, where)
+            fname = f.get("name")
+            if not isinstance(fname, str) or not fname:
+                raise InvalidObject(kind, name, f"{where}.name is required")
+            if fname in seen_flavors:
+                raise InvalidObject(kind, name, f"flavor {fname} appears in more than one place; "
+                                    "a flavor may belong to one resource group only")
+            seen_flavors.add(fname)
+            resources: dict[str, Quota] = {}
+            entries = listing(f.get("resources"), kind, name, f"{where}.resources")
+            names = [e.get("name") if isinstance(e, dict) else None for e in entries]
+            if names != list(covered):
+                raise InvalidObject(kind, name, f"{where} (flavor {fname}) must list exactly the covered "
+                                    f"resources in order {list(covered)}, got {names}")
+            for e in entries:
+                r = e["name"]
+                q = Quota(nominal=_quantity(e.get("nominalQuota", 0), r, kind, name, f"{fname}/{r} nominalQuota"))
+                if e.get("borrowingLimit") is not None:
+                    if not has_parent:
+                        raise InvalidObject(kind, name, f"{fname}/{r} borrowingLimit needs a cohort "
+                                            "(there is nothing to borrow from)")
+                    q.borrowing_limit = _quantity(e["borrowingLimit"], r, kind, name, f"{fname}/{r} borrowingLimit")
+                if e.get("lendingLimit") is not None:
+                    if not has_parent:
+                        raise InvalidObject(kind, name, f"{fname}/{r} lendingLimit needs a cohort")
+                    q.lending_limit = _quantity(e["lendingLimit"], r, kind, name, f"{fname}/{r} lendingLimit")
+                    if kind == "ClusterQueue" and q.lending_limit > q.nominal:
+                        raise InvalidObject(kind, name, f"{fname}/{r} lendingLimit must be <= nominalQuota")
+                resources[r] = q
+            flavors.append(FlavorQuotas(fname, resources))
+        if not flavors:
+            raise InvalidObject(kind, name, f"resourceGroups[{gi}] needs at least one flavor")
+        groups.append(ResourceGroup(tuple(covered), flavors))
+    return groups
+
+
+def _weight(spec: dict, kind: str, name: str) -> float:
+    fs = mapping(spec.get("fairSharing"), kind, name, "spec.fairSharing")
+    raw = fs.get("weight", 1)
+    try:
+        weight = parse_quantity(raw, "cpu") / 1000 if isinstance(raw, str) else float(raw)
+    except (QuantityError, TypeError, ValueError):
+        raise InvalidObject(kind, name, f"spec.fairSharing.weight: {raw!r} is not a number") from None
+    if weight < 0:
+        raise InvalidObject(kind, name, "spec.fairSharing.weight must not be negative")
+    return weight
+
+
+def decode_resource_flavor(obj: dict) -> ResourceFlavor:
+    meta, name = metadata(obj, "ResourceFlavor")
+    spec = mapping(obj.get("spec"), "ResourceFlavor", name, "spec")
+    return ResourceFlavor(
+        name=name,
+        node_labels=string_map(spec.get("nodeLabels"), "ResourceFlavor", name, "spec.nodeLabels"),
+        node_taints=[t for t in listing(spec.get("nodeTaints"), "ResourceFlavor", name, "spec.nodeTaints")
+                     if isinstance(t, dict)],
+        tolerations=[t for t in listing(spec.get("tolerations"), "ResourceFlavor", name, "spec.tolerations")
+                     if isinstance(t, dict)],
+    )
+
+
+def decode_cluster_queue(obj: dict) -> ClusterQueue:
+    kind = "ClusterQueue"
+    meta, name = metadata(obj, kind)
+    spec = mapping(obj.get("spec"), kind, name, "spec")
+    cohort = spec.get("cohort") or ""
+    if not isinstance(cohort, str):
+        raise InvalidObject(kind, name, "spec.cohort must be a string")
+    selector = None
+    if spec.get("namespaceSelector") is not None:
+        try:
+            selector = decode_selector(spec["namespaceSelector"])
+        except ValueError as e:
+            raise InvalidObject(kind, name, f"spec.namespaceSelector: {e}") from None
+    pre = mapping(spec.get("preemption"), kind, name, "spec.preemption")
+    bwc = mapping(pre.get("borrowWithinCohort"), kind, name, "spec.preemption.borrowWithinCohort")
+    threshold = bwc.get("maxPriorityThreshold")
+    if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool)):
+        raise InvalidObject(kind, name, "borrowWithinCohort.maxPriorityThreshold must be an integer")
+    preemption = Preemption(
+        within_cluster_queue=_choice(pre.get("withinClusterQueue"), WITHIN_CQ, "Never", kind, name,
+                                     "spec.preemption.withinClusterQueue"),
+        reclaim_within_cohort=_choice(pre.get("reclaimWithinCohort"), RECLAIM, "Never", kind, name,
+                                      "spec.preemption.reclaimWithinCohort"),
+        borrow_within_cohort=_choice(bwc.get("policy"), BORROW_WITHIN, "Never", kind, name,
+                                     "spec.preemption.borrowWithinCohort.policy"),
+        max_priority_threshold=threshold,
+    )
+    if preemption.borrow_within_cohort != "Never" and preemption.reclaim_within_cohort == "Never":
+        raise InvalidObject(kind, name, "borrowWithinCohort needs reclaimWithinCohort other than Never")
+    fung = mapping(spec.get("flavorFungibility"), kind, name, "spec.flavorFungibility")
+    return ClusterQueue(
+        name=name,
+        cohort=cohort,
+        namespace_selector=selector,
+        resource_groups=_resource_groups(spec.get("resourceGroups"), kind, name, bool(cohort)),
+        queueing_strategy=_choice(spec.get("queueingStrategy"), QUEUEING_STRATEGIES, "BestEffortFIFO",
+                                  kind, name, "spec.queueingStrategy"),
+        stop_policy=_choice(spec.get("stopPolicy"), STOP_POLICIES, "None", kind, name, "spec.stopPolicy"),
+        when_can_borrow=_choice(fung.get("whenCanBorrow"), WHEN_CAN_BORROW, "Borrow", kind, name,
+                                "spec.flavorFungibility.whenCanBorrow"),
+        when_can_preempt=_choice(fung.get("whenCanPreempt"), WHEN_CAN_PREEMPT, "TryNextFlavor", kind, name,
+                                 "spec.flavorFungibility.whenCanPreempt"),
+        preemption=preemption,
+        fair_weight=_weight(spec, kind, name),
+        annotations=string_map(meta.get("annotations"), kind, name, "metadata.annotations"),
+    )
+
+
+def decode_cohort(obj: dict) -> Cohort:
+    kind = "Cohort"
+    meta, name = metadata(obj, kind)
+    spec = mapping(obj.get("spec"), kind, name, "spec")
+    parent = spec.get("parentName") or ""
+    if not isinstance(parent, str):
+        raise InvalidObject(kind, name, "spec.parentName must be a string")
+    if parent == name:
+        raise InvalidObject(kind, name, "spec.parentName must not name the cohort itself")
+    return Cohort(
+        name=name,
+        parent=parent,
+        resource_groups=_resource_groups(spec.get("resourceGroups"), kind, name, bool(parent)),
+        fair_weight=_weight(spec, kind, name),
+        annotations=string_map(meta.get("annotations"), kind, name, "metadata.annotations"),
+    )
+
+
+def decode_local_queue(obj: dict) -> LocalQueue:
+    meta, name = metadata(obj, "LocalQueue")
+    namespace = meta.get("namespace") or "default"
+    spec = mapping(obj.get("spec"), "LocalQueue", f"{namespace}/{name}", "spec")
+    cq = spec.get("clusterQueue")
+    if not isinstance(cq, str) or not cq:
+        raise InvalidObject("LocalQueue", f"{namespace}/{name}", "spec.clusterQueue is required")
+    return LocalQueue(namespace=namespace, name=name, cluster_queue=cq)

@@ -1,0 +1,185 @@
+"""A Pod reduced to what quota and placement decisions need, requests parsed once.
+
+Requests are computed the way kube-scheduler does (resourcehelper.PodRequests):
+the sum of the app containers, the max with each init container (restartable
+"sidecar" init containers run alongside and accumulate), pod-level resources
+where set, plus pod overhead.
+A limit with no request counts as the request (the API server's defaulting).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.quantity import QuantityError, parse_quantity
+from .errors import InvalidObject
+from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(slots=True)
+class Owner:
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(slots=True)
+class PodInfo:
+    uid: str
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    requests: dict[str, int]
+    priority: int | None = None
+    priority_class: str = ""
+    preemption_policy: str = ""
+    node_name: str = ""
+    phase: str = "Pending"
+    ready: bool = False
+    created: float | None = None
+    deleting: bool = False
+    scheduler_name: str = "default-scheduler"
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity_terms: list = field(default_factory=list)
+    tolerations: list = field(default_factory=list)
+    owner: Owner | None = None
+    nominated_node: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def queue_name(self) -> str:
+        return self.labels.get(QUEUE_LABEL, "")
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+
+def _container_requests(container: object, kind: str, name: str) -> dict[str, int]:
+    c = mapping(container, kind, name, "spec.containers[]")
+    res = mapping(c.get("resources"), kind, name, "resources")
+    requests = mapping(res.get("requests"), kind, name, "resources.requests")
+    limits = mapping(res.get("limits"), kind, name, "resources.limits")
+    out: dict[str, int] = {}
+    try:
+        for resource, value in limits.items():
+            if resource not in requests:
+                out[resource] = parse_quantity(value, resource)
+        for resource, value in requests.items():
+            out[resource] = parse_quantity(value, resource)
+    except QuantityError as e:
+        raise InvalidObject(kind, name, f"container {c.get('name', '?')}: {e}") from None
+    return out
+
+
+def _add(into: dict[str, int], other: dict[str, int]) -> None:
+    for r, v in other.items():
+        into[r] = into.get(r, 0) + v
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for r, v in other.items():
+        if v > into.get(r, 0):
+            into[r] = v
+
+
+def pod_requests(spec: dict, kind: str = "Pod", name: str = "?") -> dict[str, int]:
+    """kube-scheduler's effective pod request, plus `pods: 1`."""
+    total: dict[str, int] = {}
+    for c in listing(spec.get("containers"), kind, name, "spec.containers"):
+        _add(total, _container_requests(c, kind, name))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in listing(spec.get("initContainers"), kind, name, "spec.initContainers"):
+        reqs = _container_requests(c, kind, name)
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always":
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            current = dict(sidecars)
+        else:
+            current = dict(reqs)
+            _add(current, sidecars)
+        _max(init_peak, current)
+    _max(total, init_peak)
+    # Pod-level resources (PodLevelResources, on by default since 1.34) replace the
+    # containers' aggregate for the resources they support.
+    pod_level = _container_requests({"name": "(pod-level)", "resources": spec.get("resources")}, kind, name) \
+        if spec.get("resources") else {}
+    for resource, amount in pod_level.items():
+        if resource in ("cpu", "memory") or resource.startswith("hugepages-"):
+            total[resource] = amount
+    overhead = mapping(spec.get("overhead"), kind, name, "spec.overhead")
+    try:
+        _add(total, {r: parse_quantity(v, r) for r, v in overhead.items()})
+    except QuantityError as e:
+        raise InvalidObject(kind, name, f"overhead: {e}") from None
+    total["pods"] = 1
+    return {r: v for r, v in total.items() if v or r == "pods"}
+
+
+def _owner(meta: dict) -> Owner | None:
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    chosen = None
+    for ref in refs:
+        if isinstance(ref, dict) and isinstance(ref.get("kind"), str):
+            if chosen is None or ref.get("controller"):
+                chosen = ref
+    if chosen is None:
+        return None
+    return Owner(chosen.get("kind", ""), str(chosen.get("name", "")), str(chosen.get("uid", "")))
+
+
+def _ready(status: dict) -> bool:
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def decode_pod(obj: dict) -> PodInfo:
+    """Decode a Pod object (API JSON) into a PodInfo; InvalidObject on bad input."""
+    meta, name = metadata(obj, "Pod")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise InvalidObject("Pod", name, "metadata.namespace must be a string")
+    key = f"{namespace}/{name}"
+    spec = mapping(obj.get("spec"), "Pod", key, "spec")
+    status = mapping(obj.get("status"), "Pod", key, "status")
+    priority = spec.get("priority")
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+        raise InvalidObject("Pod", key, f"spec.priority must be an integer, got {priority!r}")
+    affinity = mapping(spec.get("affinity"), "Pod", key, "spec.affinity")
+    node_aff = mapping(affinity.get("nodeAffinity"), "Pod", key, "spec.affinity.nodeAffinity")
+    required = mapping(node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                       "Pod", key, "nodeAffinity.required")
+    uid = meta.get("uid") or stable_uid("Pod", namespace, name)
+    return PodInfo(
+        uid=str(uid),
+        namespace=namespace,
+        name=name,
+        labels=string_map(meta.get("labels"), "Pod", key, "metadata.labels"),
+        annotations=string_map(meta.get("annotations"), "Pod", key, "metadata.annotations"),
+        requests=pod_requests(spec, "Pod", key),
+        priority=priority,
+        priority_class=spec.get("priorityClassName") or "",
+        preemption_policy=spec.get("preemptionPolicy") or "",
+        node_name=spec.get("nodeName") or "",
+        phase=status.get("phase") or "Pending",
+        ready=_ready(status),
+        created=parse_time(meta.get("creationTimestamp")),
+        deleting=bool(meta.get("deletionTimestamp")),
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        node_selector=string_map(spec.get("nodeSelector"), "Pod", key, "spec.nodeSelector"),
+        affinity_terms=listing(required.get("nodeSelectorTerms"), "Pod", key, "nodeSelectorTerms"),
+        tolerations=listing(spec.get("tolerations"), "Pod", key, "spec.tolerations"),
+        owner=_owner(meta),
+        nominated_node=status.get("nominatedNodeName") or "",
+    )

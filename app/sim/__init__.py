@@ -1,0 +1,1 @@
+"""`quotient simulate`: a simulated kube-scheduler driving the real HTTP routes."""

@@ -1,0 +1,162 @@
+"""The simulated cluster: the API server's truth, and kube-scheduler's in-tree checks over it.
+
+Every change is also sent to the extender's ClusterState through sync.dispatch,
+as a watch would deliver it.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from ..core.selectors import node_affinity_matches, untolerated_taint
+from ..objects.meta import format_time, stable_uid
+from ..objects.node import NodeInfo, decode_node
+from ..objects.pod import PodInfo, decode_pod
+from ..state.cluster import ClusterState
+from ..sync.dispatch import apply_object
+
+RECREATING_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
+
+
+@dataclass
+class SimPod:
+    obj: dict
+    info: PodInfo
+    ready_after: float | None = 0.0
+    finish_after: float | None = None
+    recreations: int = 0
+    base_name: str = ""
+
+
+@dataclass
+class SimCluster:
+    state: ClusterState
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    pods: dict[str, SimPod] = field(default_factory=dict)       # key -> pod (present in the API)
+    evictions: list[tuple[float, str, str]] = field(default_factory=list)   # (time, pod, reason)
+    preempted: set[str] = field(default_factory=set)
+
+    # ---- the API side -----------------------------------------------------
+    def add_object(self, obj: dict) -> None:
+        if obj.get("kind") == "Node":
+            node = decode_node(obj)
+            self.nodes[node.name] = node
+        apply_object(self.state, obj)
+
+    def add_pod(self, pod: SimPod) -> None:
+        self.pods[pod.info.key] = pod
+        apply_object(self.state, pod.obj)
+        pod.info = self.state.pods.get(pod.info.uid, pod.info)
+
+    def update_pod(self, pod: SimPod, *, node: str | None = None, ready: bool | None = None,
+                   phase: str | None = None, nominated: str | None = None) -> None:
+        obj = pod.obj
+        spec, status = obj.setdefault("spec", {}), obj.setdefault("status", {})
+        if node is not None:
+            spec["nodeName"] = node
+            status["phase"] = "Running"
+        if ready is not None:
+            status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+        if phase is not None:
+            status["phase"] = phase
+        if nominated is not None:
+            status["nominatedNodeName"] = nominated
+        pod.info = decode_pod(obj)
+        apply_object(self.state, obj)
+        pod.info = self.state.pods.get(pod.info.uid, pod.info)
+
+    def delete_pod(self, key: str) -> SimPod | None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            apply_object(self.state, pod.obj, deleted=True)
+        return pod
+
+    def evict(self, key: str, now: float, reason: str, preemption: bool) -> SimPod | None:
+        """Remove a pod as an eviction would; a controller-owned pod comes back as <name>-r<N>."""
+        pod = self.delete_pod(key)
+        if pod is None:
+            return None
+        self.evictions.append((now, key, reason))
+        if preemption:
+            self.preempted.add(key)
+        if pod.info.owner and pod.info.owner.kind in RECREATING_OWNERS:
+            return self._recreate(pod, now)
+        return None
+
+    def _recreate(self, pod: SimPod, now: float) -> SimPod:
+        base = pod.base_name or pod.info.name
+        n = pod.recreations + 1
+        obj = copy.deepcopy(pod.obj)
+        meta = obj["metadata"]
+        meta["name"] = f"{base}-r{n}"
+        meta["uid"] = stable_uid("Pod", pod.info.namespace, f"{base}-r{n}")
+        meta["creationTimestamp"] = format_time(now)
+        obj.setdefault("spec", {}).pop("nodeName", None)
+        obj["status"] = {"phase": "Pending"}
+        fresh = SimPod(obj, decode_pod(obj), pod.ready_after, pod.finish_after, n, base)
+        self.add_pod(fresh)
+        return fresh
+
+    # ---- kube-scheduler's in-tree filters -------------------------------------
+    def requested_on(self, node: str, exclude: set[str] = frozenset()) -> dict[str, int]:
+        used: dict[str, int] = {}
+        for p in self.pods.values():
+            if p.info.node_name == node and not p.info.terminal and p.info.key not in exclude:
+                for r, v in p.info.requests.items():
+                    used[r] = used.get(r, 0) + v
+        return used
+
+    @staticmethod
+    def fits(pod: PodInfo, node: NodeInfo, used: dict[str, int]) -> str:
+        """NodeResourcesFit: '' when the requests fit, else "Insufficient <resource>"."""
+        for r, v in pod.requests.items():
+            if v and used.get(r, 0) + v > node.allocatable.get(r, 0):
+                return f"Insufficient {r}"
+        return ""
+
+    @staticmethod
+    def static_failure(pod: PodInfo, node: NodeInfo) -> str:
+        """Filters no preemption can fix: taints, nodeSelector, required node affinity."""
+        if node.unschedulable:
+            return "node(s) were unschedulable"
+        taint = untolerated_taint(pod.tolerations, node.taints)
+        if taint is not None:
+            return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
+        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            return "node(s) didn't match Pod's node affinity/selector"
+        if not node_affinity_matches(pod.affinity_terms, node.labels):
+            return "node(s) didn't match Pod's node affinity/selector"
+        return ""
+
+    def in_tree_filter(self, pod: PodInfo) -> tuple[list[str], dict[str, str]]:
+        """(feasible node names sorted, node -> failure reason)."""
+        feasible, failed = [], {}
+        for name in sorted(self.nodes):
+            node = self.nodes[name]
+            why = self.static_failure(pod, node) or self.fits(pod, node, self.requested_on(name))
+            if why:
+                failed[name] = why
+            else:
+                feasible.append(name)
+        return feasible, failed
+
+    def victims_on(self, pod: PodInfo, name: str) -> list[SimPod] | None:
+        """kube-scheduler's dry run on one node: the fewest lower-priority pods whose removal lets pod fit."""
+        node = self.nodes[name]
+        if self.static_failure(pod, node):
+            return None
+        lower = [p for p in self.pods.values() if p.info.node_name == name and not p.info.terminal
+                 and (p.info.priority or 0) < (pod.priority or 0)]
+        if not lower:
+            return None
+        removed = {p.info.key for p in lower}
+        if self.fits(pod, node, self.requested_on(name, removed)):
+            return None
+        # Reprieve the most important victims first, keeping only those that must go.
+        victims = []
+        for p in sorted(lower, key=lambda p: (-(p.info.priority or 0), p.info.created or 0)):
+            removed.discard(p.info.key)
+            if self.fits(pod, node, self.requested_on(name, removed)):
+                removed.add(p.info.key)
+                victims.append(p)
+        return victims or None

@@ -1,0 +1,96 @@
+"""Run a scenario file and check its Expectation: exit 0 (holds), 1 (does not), 2 (bad file)."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+
+from .scenario import LIST_FIELDS, Scenario, ScenarioError, load_scenario
+from .scheduler import NotConverged, SimScheduler
+
+
+@dataclass
+class Outcome:
+    admitted: dict[str, str] = field(default_factory=dict)     # pod -> node, bound at the end
+    pending: set[str] = field(default_factory=set)             # present, not bound
+    preempted: set[str] = field(default_factory=set)
+    evictions: int = 0
+    reasons: dict[str, str] = field(default_factory=dict)      # last reason a pod waited
+    timeline: list[str] = field(default_factory=list)
+
+
+async def simulate(scenario: Scenario, verbose: bool = False) -> Outcome:
+    sim = SimScheduler(scenario, verbose)
+    until = scenario.expectation.until if scenario.expectation else None
+    await sim.run(until)
+    out = Outcome(timeline=sim.timeline, reasons=dict(sim.last_reason))
+    for key, pod in sim.cluster.pods.items():
+        if pod.info.node_name:
+            out.admitted[key] = pod.info.node_name
+        else:
+            out.pending.add(key)
+    out.preempted = set(sim.cluster.preempted)
+    out.evictions = len(sim.cluster.evictions)
+    return out
+
+
+def differences(scenario: Scenario, out: Outcome) -> list[str]:
+    """Every way the outcome differs from the Expectation, in words."""
+    exp = scenario.expectation
+    if exp is None:
+        return []
+    diffs = []
+
+    def state_of(key: str) -> str:
+        if key in out.admitted:
+            return f"admitted on {out.admitted[key]}"
+        if key in out.pending:
+            why = out.reasons.get(key)
+            return f"pending ({why})" if why else "pending"
+        return "gone (evicted)" if key in out.preempted else "gone"
+
+    for key in exp.lists.get("admitted", []):
+        if key not in out.admitted:
+            diffs.append(f"expected {key} admitted, but it is {state_of(key)}")
+    for key in exp.lists.get("pending", []):
+        if key not in out.pending:
+            diffs.append(f"expected {key} pending, but it is {state_of(key)}")
+    for key in exp.lists.get("preempted", []):
+        if key not in out.preempted:
+            diffs.append(f"expected {key} preempted, but it never was (it is {state_of(key)})")
+    for key in exp.lists.get("notPreempted", []):
+        if key in out.preempted:
+            diffs.append(f"expected {key} never preempted, but it was")
+    for key, node in exp.placements.items():
+        if out.admitted.get(key) != node:
+            diffs.append(f"expected {key} on {node}, but it is {state_of(key)}")
+    if exp.max_evictions is not None and out.evictions > exp.max_evictions:
+        diffs.append(f"expected at most {exp.max_evictions} evictions, but there were {out.evictions}")
+    return diffs
+
+
+def run_file(path: str, verbose: bool = True) -> int:
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as e:
+        print(f"quotient simulate: {e}", file=sys.stderr)
+        return 2
+    try:
+        out = asyncio.run(simulate(scenario, verbose))
+    except NotConverged as e:
+        print(f"quotient simulate: {path}: {e}", file=sys.stderr)
+        return 1
+    print(f"\n{len(out.admitted)} admitted, {len(out.pending)} pending, {len(out.preempted)} preempted, "
+          f"{out.evictions} evictions")
+    if scenario.expectation is None:
+        print("no Expectation in the file: nothing checked")
+        return 0
+    diffs = differences(scenario, out)
+    if diffs:
+        print(f"FAIL {path}: the Expectation does not hold:")
+        for d in diffs:
+            print(f"  - {d}")
+        return 1
+    checked = sum(len(scenario.expectation.lists[n]) for n in LIST_FIELDS) + len(scenario.expectation.placements)
+    print(f"PASS {path}: {checked} expectations hold")
+    return 0

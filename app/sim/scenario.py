@@ -1,0 +1,140 @@
+"""A scenario file (../shared/scenarios/FORMAT.md): cluster objects, pods to submit, Expectation.
+
+Everything is checked before the run starts; a problem is a ScenarioError that
+names the file and document (exit 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..config import ConfigError, Configuration, decode_configuration
+from ..objects.meta import format_time, parse_duration, parse_time, stable_uid
+from ..sync.snapshot import Document, SnapshotError, read_snapshot
+
+SUBMIT_AT = "scenario.quotient.dev/submit-at"
+READY_AFTER = "scenario.quotient.dev/ready-after"
+FINISH_AFTER = "scenario.quotient.dev/finish-after"
+DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
+LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
+EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}
+
+
+class ScenarioError(ValueError):
+    """The scenario file itself is wrong (exit 2)."""
+
+
+@dataclass
+class Expectation:
+    until: float | None = None
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    placements: dict[str, str] = field(default_factory=dict)
+    max_evictions: int | None = None
+
+
+@dataclass
+class PodPlan:
+    """A pod and when things happen to it in simulated time."""
+    obj: dict
+    submit_at: float = 0.0
+    ready_after: float | None = 0.0      # None: never Ready
+    finish_after: float | None = None    # None: runs forever
+
+    @property
+    def key(self) -> str:
+        m = self.obj["metadata"]
+        return f"{m.get('namespace') or 'default'}/{m['name']}"
+
+
+@dataclass
+class Scenario:
+    path: str
+    cluster: list[Document]              # everything but the pods
+    pods: list[PodPlan]
+    config: Configuration
+    expectation: Expectation | None
+    start: float
+
+
+def _duration(doc: Document, annotations: dict, key: str, allow_never: bool = False) -> float | None:
+    value = annotations.get(key)
+    if value is None:
+        return None
+    if allow_never and value == "never":
+        return None
+    try:
+        return parse_duration(value, key)
+    except ValueError as e:
+        raise ScenarioError(f"document {doc.index} (Pod {doc.name}): {e}") from None
+
+
+def _expectation(path: str, doc: Document, pod_keys: set[str]) -> Expectation:
+    spec = doc.obj.get("spec") or {}
+    where = f"{path}: document {doc.index} (Expectation)"
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{where}: spec must be a mapping")
+    unknown = sorted(set(spec) - EXPECTATION_FIELDS)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    exp = Expectation()
+    if spec.get("until") is not None:
+        try:
+            exp.until = parse_duration(spec["until"], "until")
+        except ValueError as e:
+            raise ScenarioError(f"{where}: {e}") from None
+    for name in LIST_FIELDS:
+        values = spec.get(name) or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ScenarioError(f"{where}: {name} must be a list of namespace/name")
+        exp.lists[name] = values
+    placements = spec.get("placements") or {}
+    if not isinstance(placements, dict):
+        raise ScenarioError(f"{where}: placements must map namespace/name to a node")
+    exp.placements = {str(k): str(v) for k, v in placements.items()}
+    if spec.get("maxEvictions") is not None:
+        if not isinstance(spec["maxEvictions"], int) or spec["maxEvictions"] < 0:
+            raise ScenarioError(f"{where}: maxEvictions must be a non-negative integer")
+        exp.max_evictions = spec["maxEvictions"]
+    for name in list(exp.lists.get("admitted", [])) + [k for n in LIST_FIELDS for k in exp.lists[n]] \
+            + list(exp.placements):
+        base = name.rsplit("-r", 1)[0] if "-r" in name and name.rsplit("-r", 1)[1].isdigit() else name
+        if name not in pod_keys and base not in pod_keys:
+            raise ScenarioError(f"{where}: names pod {name}, which is not in the file")
+    return exp
+
+
+def load_scenario(path: str) -> Scenario:
+    try:
+        cluster_docs, own = read_snapshot(path)
+        config = decode_configuration(own["Configuration"][0].obj) if own.get("Configuration") else Configuration()
+    except (SnapshotError, ConfigError) as e:
+        raise ScenarioError(str(e)) from None
+    cluster, pods = [], []
+    previous: float | None = None
+    explicit = [parse_time((d.obj.get("metadata") or {}).get("creationTimestamp"))
+                for d in cluster_docs if d.kind == "Pod"]
+    start = max([t for t in explicit if t is not None], default=DEFAULT_START)
+    for doc in cluster_docs:
+        if doc.kind != "Pod":
+            cluster.append(doc)
+            continue
+        meta = doc.obj.setdefault("metadata", {})
+        annotations = meta.get("annotations") or {}
+        ns = meta.setdefault("namespace", "default")
+        meta.setdefault("uid", stable_uid("Pod", ns, meta["name"]))
+        submit = _duration(doc, annotations, SUBMIT_AT) or 0.0
+        created = parse_time(meta.get("creationTimestamp"))
+        if created is None:
+            created = start + submit if submit else (previous + 1 if previous is not None else start)
+            meta["creationTimestamp"] = format_time(created)
+        previous = created
+        ready = _duration(doc, annotations, READY_AFTER, allow_never=True)
+        if annotations.get(READY_AFTER) is None:
+            ready = 0.0
+        pods.append(PodPlan(doc.obj, submit, ready, _duration(doc, annotations, FINISH_AFTER)))
+    start = max([start] + [parse_time(p.obj["metadata"]["creationTimestamp"]) for p in pods if not p.submit_at])
+    expectation = None
+    if own.get("Expectation"):
+        if len(own["Expectation"]) > 1:
+            raise ScenarioError(f"{path}: more than one Expectation")
+        expectation = _expectation(path, own["Expectation"][0], {p.key for p in pods})
+    return Scenario(path, cluster, pods, config, expectation, start)

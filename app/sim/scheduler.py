@@ -1,0 +1,294 @@
+"""A simulated kube-scheduler that calls Quotient's real HTTP routes with the real wire format.
+
+Order of work (../shared/scenarios/FORMAT.md): the active queue by priority then
+creation time; in-tree filters, then the extender's filter with the surviving
+NodeNames, prioritize when two or more nodes are left, the highest score (ties:
+node name), bind. When no node is left: kube-scheduler's preemption dry run
+(lower-priority victims only, fewest per node) and, if it found candidates, the
+extender's preempt verb. A failed pod waits until the cluster changes.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import httpx
+import orjson
+
+from ..api.app import create_app
+from ..extender import Extender
+from ..objects.pod import PodInfo, decode_pod
+from ..state.cluster import ClusterState
+from .cluster import SimCluster, SimPod
+from .scenario import Scenario
+
+MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
+RETRY_TICK = 10.0         # with `until`, unschedulable pods are retried this often (seconds)
+
+
+class NotConverged(RuntimeError):
+    pass
+
+
+class SimWriter:
+    """Quotient's writer in the simulator: bindings and evictions go to the simulated API."""
+
+    def __init__(self, sim: "SimScheduler"):
+        self.sim = sim
+
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        self.sim.on_bound(pod.key, node)
+
+    async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
+        self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True)
+
+
+class SimScheduler:
+    def __init__(self, scenario: Scenario, verbose: bool = True):
+        self.scenario = scenario
+        self.verbose = verbose
+        self.now = scenario.start
+        self.state = ClusterState(scenario.config, clock=lambda: self.now)
+        self.cluster = SimCluster(self.state)
+        self.extender = Extender(self.state, SimWriter(self))
+        prefix = scenario.config.path_prefix
+        self.url = f"{prefix}/" if prefix else "/"
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(self.extender, prefix)),
+                                        base_url="http://quotient", timeout=5.0)
+        self.events: list[tuple[float, int, str, str, str]] = []   # (time, seq, what, pod key, uid)
+        self.seq = itertools.count()
+        self.active: set[str] = set()
+        self.unschedulable: set[str] = set()
+        self.changed = False
+        self.attempts = 0
+        self.timeline: list[str] = []
+        self.last_reason: dict[str, str] = {}
+        self.later: dict[str, SimPod] = {}     # pods submitted later, by uid
+
+    # ---- output -------------------------------------------------------------
+    def log(self, what: str, text: str) -> None:
+        line = f"{self.now - self.scenario.start:8.1f}s  {what:<10} {text}"
+        self.timeline.append(line)
+        if self.verbose:
+            print(line)
+
+    def note_pending(self, key: str, reason: str) -> None:
+        if self.last_reason.get(key) != reason:
+            self.last_reason[key] = reason
+            self.log("waiting", f"{key}: {reason}")
+
+    # ---- events ---------------------------------------------------------------
+    def at(self, when: float, what: str, pod: SimPod) -> None:
+        heapq.heappush(self.events, (when, next(self.seq), what, pod.info.key, pod.info.uid))
+
+    def on_bound(self, key: str, node: str) -> None:
+        pod = self.cluster.pods.get(key)
+        if pod is None:
+            return
+        self.cluster.update_pod(pod, node=node, ready=False)
+        charge = self.state.admitted.get(pod.info.uid)
+        where = f" (ClusterQueue {charge.cluster_queue}, flavor {', '.join(sorted(set(charge.flavors.values())))})" \
+            if charge else ""
+        self.log("bound", f"{key} -> {node}{where}")
+        self.last_reason.pop(key, None)
+        if pod.ready_after is not None:
+            self.at(self.now + pod.ready_after, "ready", pod)
+        self.changed = True
+
+    def on_evicted(self, key: str, reason: str, by_quotient: bool = False) -> None:
+        fresh = self.cluster.evict(key, self.now, reason, preemption=True)
+        self.log("preempted", f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
+        self.active.discard(key)
+        self.unschedulable.discard(key)
+        if fresh is not None:
+            self.log("recreated", f"{fresh.info.key} by its {fresh.info.owner.kind}")
+            self.active.add(fresh.info.key)
+        self.changed = True
+
+    def handle(self, what: str, key: str, uid: str) -> None:
+        pod = self.cluster.pods.get(key)
+        if what == "submit":
+            self.active.add(key)
+            self.log("submitted", key)
+        elif pod is None or pod.info.uid != uid:
+            return
+        elif what == "ready":
+            self.cluster.update_pod(pod, ready=True)
+            if pod.finish_after is not None:
+                self.at(self.now + pod.finish_after, "finish", pod)
+        elif what == "finish":
+            self.cluster.update_pod(pod, phase="Succeeded")
+            self.cluster.delete_pod(key)
+            self.log("finished", key)
+        self.changed = True
+
+    # ---- setup -------------------------------------------------------------------
+    def load(self) -> None:
+        self.state.begin_bulk()
+        try:
+            for doc in self.scenario.cluster:
+                self.cluster.add_object(doc.obj)
+            for plan in self.scenario.pods:
+                if (plan.obj.get("spec") or {}).get("nodeName"):
+                    plan.obj.setdefault("status", {}).update(
+                        {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+                    pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after)
+                    self.cluster.add_pod(pod)
+                    if plan.finish_after is not None:
+                        self.at(self.now + plan.finish_after, "finish", pod)
+        finally:
+            self.state.end_bulk()
+        for plan in self.scenario.pods:
+            if (plan.obj.get("spec") or {}).get("nodeName"):
+                continue
+            plan.obj.setdefault("status", {"phase": "Pending"})
+            pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after)
+            if plan.submit_at:
+                heapq.heappush(self.events, (self.now + plan.submit_at, next(self.seq), "submit_pod",
+                                             pod.info.key, pod.info.uid))
+                self.later[pod.info.uid] = pod
+            else:
+                self.cluster.add_pod(pod)
+                self.active.add(pod.info.key)
+
+    # ---- the scheduling cycle --------------------------------------------------------
+    async def post(self, verb: str, body: dict) -> tuple[int, object]:
+        r = await self.client.post(self.url + verb, content=orjson.dumps(body),
+                                   headers={"Content-Type": "application/json"})
+        try:
+            return r.status_code, orjson.loads(r.content)
+        except orjson.JSONDecodeError:
+            return r.status_code, None
+
+    async def attempt(self, key: str) -> None:
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.info.node_name:
+            return
+        self.attempts += 1
+        if self.attempts > MAX_ATTEMPTS:
+            raise NotConverged(f"more than {MAX_ATTEMPTS} scheduling attempts: the run does not converge")
+        info = pod.info
+        feasible, failed = self.cluster.in_tree_filter(info)
+        if info.nominated_node in feasible:
+            feasible = [info.nominated_node]
+        if not feasible:
+            self.note_pending(key, _summary(len(self.cluster.nodes), failed))
+            return await self.preempt(pod, failed, {})
+        status, body = await self.post("filter", {"Pod": pod.obj, "Nodes": None, "NodeNames": feasible})
+        if status != 200 or not isinstance(body, dict):
+            return self.fail(key, f"failed filter with extender, code {status}: {body}")
+        if body.get("Error"):
+            return self.fail(key, body["Error"])
+        names = body.get("NodeNames") or []
+        extender_failed = body.get("FailedNodes") or {}
+        if not names:
+            reasons = {**failed, **extender_failed, **(body.get("FailedAndUnresolvableNodes") or {})}
+            self.note_pending(key, _summary(len(self.cluster.nodes), reasons))
+            return await self.preempt(pod, failed, extender_failed)
+        node = names[0]
+        if len(names) > 1:
+            status, scores = await self.post("prioritize", {"Pod": pod.obj, "Nodes": None, "NodeNames": names})
+            if status == 200 and isinstance(scores, list):   # a prioritize error is ignored, as kube-scheduler does
+                best = {s["Host"]: s["Score"] for s in scores if isinstance(s, dict) and s.get("Host") in names}
+                node = min(names, key=lambda n: (-best.get(n, 0), n))
+            else:
+                node = min(names)
+        status, body = await self.post("bind", {"PodName": info.name, "PodNamespace": info.namespace,
+                                                "PodUID": info.uid, "Node": node})
+        if status != 200 or not isinstance(body, dict) or body.get("Error"):
+            return self.fail(key, (body or {}).get("Error") if isinstance(body, dict) else f"bind code {status}")
+
+    def fail(self, key: str, reason: str) -> None:
+        self.note_pending(key, reason)
+        self.unschedulable.add(key)
+
+    async def preempt(self, pod: SimPod, in_tree_failed: dict[str, str], extender_failed: dict[str, str]) -> None:
+        key, info = pod.info.key, pod.info
+        self.unschedulable.add(key)
+        if info.preemption_policy == "Never":
+            return
+        candidates = [n for n, why in in_tree_failed.items() if why.startswith("Insufficient")]
+        candidates += [n for n in extender_failed if n not in in_tree_failed]
+        victims = {n: v for n in sorted(candidates) if (v := self.cluster.victims_on(info, n))}
+        if not victims:
+            return
+        meta = {n: {"Pods": [{"UID": v.info.uid} for v in vs], "NumPDBViolations": 0} for n, vs in victims.items()}
+        status, body = await self.post("preempt", {"Pod": pod.obj, "NodeNameToVictims": None,
+                                                   "NodeNameToMetaVictims": meta})
+        if status != 200 or not isinstance(body, dict):
+            return self.note_pending(key, f"preemption: failed preempt with extender, code {status}")
+        chosen = {}
+        by_uid = {p.info.uid: p for p in self.cluster.pods.values()}
+        for node, entry in (body.get("NodeNameToMetaVictims") or {}).items():
+            uids = [p.get("UID") for p in (entry or {}).get("Pods") or []]
+            pods = [by_uid[u] for u in uids if u in by_uid and by_uid[u].info.node_name == node]
+            if pods and len(pods) == len(uids):
+                chosen[node] = pods
+        if not chosen:
+            return self.note_pending(key, "preemption: no candidate node for preemption")
+        node = min(chosen, key=lambda n: (max(p.info.priority or 0 for p in chosen[n]),
+                                          sum(p.info.priority or 0 for p in chosen[n]), len(chosen[n]), n))
+        for victim in chosen[node]:
+            self.on_evicted(victim.info.key, f"preempted by {key} on node {node} (kube-scheduler)")
+        self.cluster.update_pod(pod, nominated=node)
+        self.unschedulable.discard(key)
+        self.active.add(key)
+
+    # ---- the run --------------------------------------------------------------------
+    async def drain(self) -> None:
+        while self.active:
+            key = min(self.active, key=self._order)
+            self.active.discard(key)
+            self.changed = False
+            await self.attempt(key)
+            if self.changed:
+                self.active |= self.unschedulable
+                self.unschedulable.clear()
+
+    def _order(self, key: str) -> tuple:
+        pod = self.cluster.pods.get(key)
+        return ClusterState.order_key(pod.info) if pod else (0, 0.0, key)
+
+    async def run(self, until: float | None) -> None:
+        self.load()
+        end = self.scenario.start + until if until is not None else None
+        try:
+            while True:
+                await self.drain()
+                nxt = self.events[0][0] if self.events else None
+                if end is not None and self.unschedulable:
+                    tick = self.now + RETRY_TICK
+                    nxt = tick if nxt is None else min(nxt, tick)
+                if nxt is None:
+                    generation = self.state.generation
+                    if not self.unschedulable:
+                        break
+                    self.active |= self.unschedulable    # one more pass: did anything change?
+                    self.unschedulable.clear()
+                    await self.drain()
+                    if self.state.generation == generation:
+                        break
+                    continue
+                if end is not None and nxt > end:
+                    self.now = end
+                    break
+                self.now = max(self.now, nxt)
+                while self.events and self.events[0][0] <= self.now:
+                    _, _, what, key, uid = heapq.heappop(self.events)
+                    if what == "submit_pod":
+                        self.cluster.add_pod(self.later.pop(uid))
+                        what = "submit"
+                    self.handle(what, key, uid)
+                self.active |= self.unschedulable
+                self.unschedulable.clear()
+        finally:
+            await self.client.aclose()
+
+
+def _summary(total: int, reasons: dict[str, str]) -> str:
+    """kube-scheduler's style: "0/4 nodes are available: 4 <reason>." with identical reasons grouped."""
+    counts: dict[str, int] = {}
+    for why in reasons.values():
+        counts[why] = counts.get(why, 0) + 1
+    parts = ", ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+    return f"0/{total} nodes are available: {parts}."

@@ -1,0 +1,402 @@
+"""ClusterState: nodes, pods, queues and the running totals decisions read.
+
+Mutated only on the event loop, by sync/ (objects added, changed, deleted) and
+by committed decisions (reservations, bindings). Totals are kept incrementally:
+quota usage per ClusterQueue and Cohort, requests per node, pending pods per
+ClusterQueue in queue order; nothing is recomputed per request except when a
+Kueue object changes, which rebuilds the quota tree.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
+
+from ..config import Configuration
+from ..core.flavors import Charge, quota_usage
+from ..core.quota import FR, QuotaNode, add_usage, remove_usage
+from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
+from ..objects.node import NodeInfo
+from ..objects.pod import PodInfo
+from .tree import QuotaTree, build_tree
+
+log = logging.getLogger("quotient.state")
+
+
+@dataclass(slots=True)
+class PriorityClassInfo:
+    name: str
+    value: int
+    preemption_policy: str = "PreemptLowerPriority"
+    global_default: bool = False
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Reservation:
+    """Quota held between a pod passing filter and its bind."""
+    charge: Charge
+    expires: float
+    nodes: frozenset[str] | None  # nodes filter let through; None = any
+
+
+class ClusterState:
+    def __init__(self, config: Configuration | None = None, clock: Callable[[], float] = time.time):
+        self.config = config or Configuration()
+        self.clock = clock
+        self.nodes: dict[str, NodeInfo] = {}
+        self.node_requested: dict[str, dict[str, int]] = {}
+        self.pods: dict[str, PodInfo] = {}
+        self.uid_by_key: dict[str, str] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.priority_classes: dict[str, PriorityClassInfo] = {}
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cluster_queues: dict[str, ClusterQueue] = {}
+        self.cohorts: dict[str, Cohort] = {}
+        self.local_queues: dict[str, LocalQueue] = {}
+        self.extra: dict[str, dict[str, dict]] = {}   # kinds kept for later use (PDBs, PodGroups)
+        self.tree = QuotaTree()
+        self.flavor_nodes: dict[str, set[str] | None] = {}
+        self.admitted: dict[str, Charge] = {}
+        self.reservations: dict[str, Reservation] = {}
+        self._expiry: list[tuple[float, str]] = []
+        self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
+        self._pending_of: dict[str, tuple[str, tuple]] = {}
+        self.skips: Counter = Counter()
+        self.generation = 0     # bumps on every change; the simulator watches it
+        self._bulk = 0
+
+    # ---- bulk loading -------------------------------------------------
+    def begin_bulk(self) -> None:
+        """Defer tree rebuilds while a snapshot or initial list is applied."""
+        self._bulk += 1
+
+    def end_bulk(self) -> None:
+        self._bulk -= 1
+        if self._bulk == 0:
+            self._rebuild()
+
+    def skip(self, reason: str) -> None:
+        """Count and log (once per reason) an object Quotient could not use."""
+        self.skips[reason] += 1
+        if self.skips[reason] == 1:
+            log.warning("skipped: %s", reason)
+
+    # ---- lookups -------------------------------------------------------
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        labels = self.namespaces.get(namespace)
+        return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
+
+    def pod_by_key(self, key: str) -> PodInfo | None:
+        uid = self.uid_by_key.get(key)
+        return self.pods.get(uid) if uid else None
+
+    def queue_of(self, pod: PodInfo) -> tuple[LocalQueue | None, ClusterQueue | None]:
+        lq = self.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+        return lq, (self.cluster_queues.get(lq.cluster_queue) if lq else None)
+
+    def quota_node(self, cq_name: str) -> QuotaNode | None:
+        return self.tree.queues.get(cq_name)
+
+    def resolve_priority(self, pod: PodInfo) -> None:
+        """Fill priority and preemptionPolicy from the PriorityClass, as the Priority admission plugin does."""
+        pc = self.priority_classes.get(pod.priority_class) if pod.priority_class else None
+        if pc is None and not pod.priority_class:
+            pc = next((c for c in self.priority_classes.values() if c.global_default), None)
+        if pod.priority is None:
+            pod.priority = pc.value if pc else 0
+        if not pod.preemption_policy:
+            pod.preemption_policy = pc.preemption_policy if pc else "PreemptLowerPriority"
+
+    def node_in_flavor(self, node: str, flavor: str) -> bool:
+        members = self.flavor_nodes.get(flavor)
+        return members is None or node in members
+
+    def node_free(self, node: str) -> dict[str, int]:
+        info = self.nodes.get(node)
+        if info is None:
+            return {}
+        used = self.node_requested.get(node, {})
+        return {r: v - used.get(r, 0) for r, v in info.allocatable.items()}
+
+    # ---- nodes -----------------------------------------------------------
+    def upsert_node(self, node: NodeInfo) -> None:
+        self.nodes[node.name] = node
+        self.node_requested.setdefault(node.name, {})
+        for fname, flavor in self.flavors.items():
+            members = self.flavor_nodes.get(fname)
+            if members is None:
+                continue
+            if all(node.labels.get(k) == v for k, v in flavor.node_labels.items()):
+                members.add(node.name)
+            else:
+                members.discard(node.name)
+        self.generation += 1
+
+    def remove_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+        for members in self.flavor_nodes.values():
+            if members is not None:
+                members.discard(name)
+        self.generation += 1
+
+    # ---- namespaces, priority classes, other kinds ----------------------
+    def upsert_namespace(self, name: str, labels: dict[str, str]) -> None:
+        self.namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self.generation += 1
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+        self.generation += 1
+
+    def upsert_priority_class(self, pc: PriorityClassInfo) -> None:
+        self.priority_classes[pc.name] = pc
+        self.generation += 1
+
+    def remove_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+        self.generation += 1
+
+    def upsert_extra(self, kind: str, key: str, obj: dict) -> None:
+        self.extra.setdefault(kind, {})[key] = obj
+        self.generation += 1
+
+    def remove_extra(self, kind: str, key: str) -> None:
+        self.extra.get(kind, {}).pop(key, None)
+        self.generation += 1
+
+    # ---- Kueue objects -----------------------------------------------------
+    def upsert_flavor(self, flavor: ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+        self._kueue_changed()
+
+    def upsert_cluster_queue(self, cq: ClusterQueue) -> None:
+        self.cluster_queues[cq.name] = cq
+        self._kueue_changed()
+
+    def upsert_cohort(self, cohort: Cohort) -> None:
+        self.cohorts[cohort.name] = cohort
+        self._kueue_changed()
+
+    def upsert_local_queue(self, lq: LocalQueue) -> None:
+        self.local_queues[lq.key] = lq
+        self._kueue_changed()
+
+    def remove_kueue(self, kind: str, key: str) -> None:
+        table = {"ResourceFlavor": self.flavors, "ClusterQueue": self.cluster_queues,
+                 "Cohort": self.cohorts, "LocalQueue": self.local_queues}[kind]
+        table.pop(key, None)
+        self._kueue_changed()
+
+    def _kueue_changed(self) -> None:
+        self.generation += 1
+        if not self._bulk:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Rebuild the tree and flavor node sets, then charge every holder again."""
+        self.tree = build_tree(self.cluster_queues, self.cohorts, self.flavors)
+        self.flavor_nodes = {}
+        for fname, flavor in self.flavors.items():
+            if not flavor.node_labels:
+                self.flavor_nodes[fname] = None
+                continue
+            items = flavor.node_labels.items()
+            self.flavor_nodes[fname] = {n.name for n in self.nodes.values()
+                                        if all(n.labels.get(k) == v for k, v in items)}
+        admitted, self.admitted = self.admitted, {}
+        reservations, self.reservations = self.reservations, {}
+        self.pending, self._pending_of = {}, {}
+        for uid, pod in self.pods.items():
+            if pod.node_name and not pod.terminal:
+                self._charge_running(pod, admitted.get(uid))
+            elif uid in reservations:
+                r = reservations[uid]
+                if self._charge_valid(r.charge):
+                    self._hold(uid, r)
+            self._index_pending(pod)
+
+    # ---- pods ---------------------------------------------------------------
+    def upsert_pod(self, pod: PodInfo) -> None:
+        self.resolve_priority(pod)
+        old = self.pods.get(pod.uid)
+        charge = self.admitted.pop(pod.uid, None)
+        if charge is not None:
+            self._release(charge)
+        if old is not None:
+            self._unlink(old)
+        self.pods[pod.uid] = pod
+        self.uid_by_key[pod.key] = pod.uid
+        if pod.node_name and not pod.terminal:
+            self._add_node_requests(pod)
+            reservation = self.reservations.pop(pod.uid, None)
+            if reservation is not None:
+                self._release(reservation.charge)
+                charge = charge or reservation.charge
+            self._charge_running(pod, charge)
+        elif pod.terminal or pod.deleting:
+            self.drop_reservation(pod.uid)
+        self._index_pending(pod)
+        self.generation += 1
+
+    def remove_pod(self, uid: str) -> None:
+        pod = self.pods.pop(uid, None)
+        charge = self.admitted.pop(uid, None)
+        if charge is not None:
+            self._release(charge)
+        self.drop_reservation(uid)
+        if pod is not None:
+            self._unlink(pod)
+            if self.uid_by_key.get(pod.key) == uid:
+                del self.uid_by_key[pod.key]
+        self.generation += 1
+
+    def _unlink(self, pod: PodInfo) -> None:
+        if pod.node_name and not pod.terminal:
+            used = self.node_requested.get(pod.node_name)
+            if used is not None:
+                for r, v in pod.requests.items():
+                    used[r] = used.get(r, 0) - v
+        self._unindex_pending(pod.uid)
+
+    def _add_node_requests(self, pod: PodInfo) -> None:
+        used = self.node_requested.setdefault(pod.node_name, {})
+        for r, v in pod.requests.items():
+            used[r] = used.get(r, 0) + v
+
+    def quota_requests(self, pod: PodInfo) -> dict[str, int]:
+        """The pod's requests that quota counts (excludeResourcePrefixes removed)."""
+        if not self.config.exclude_resource_prefixes:
+            return pod.requests
+        return {r: v for r, v in pod.requests.items() if not self.config.excluded(r)}
+
+    def _charge_running(self, pod: PodInfo, previous: Charge | None) -> None:
+        """Charge a bound pod to its ClusterQueue, keeping its flavors when still valid."""
+        _, cq = self.queue_of(pod)
+        if cq is None or cq.name not in self.tree.queues:
+            return
+        if previous is not None and previous.cluster_queue == cq.name and self._charge_valid(previous):
+            charge = previous
+        else:
+            flavors = self._infer_flavors(pod, cq)
+            charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors))
+        self.admitted[pod.uid] = charge
+        self._apply(charge)
+
+    def _charge_valid(self, charge: Charge) -> bool:
+        node = self.tree.queues.get(charge.cluster_queue)
+        return node is not None and all(fr in node.quotas for fr in charge.usage)
+
+    def _infer_flavors(self, pod: PodInfo, cq: ClusterQueue) -> dict[str, str]:
+        """Flavors of a pod found running: the first flavor of each group whose nodeLabels its node has."""
+        node = self.nodes.get(pod.node_name)
+        labels = node.labels if node else {}
+        chosen: dict[str, str] = {}
+        requests = self.quota_requests(pod)
+        for group in cq.resource_groups:
+            if not any(r in requests for r in group.covered):
+                continue
+            pick = group.flavors[0].name
+            for fq in group.flavors:
+                flavor = self.flavors.get(fq.name)
+                if flavor and all(labels.get(k) == v for k, v in flavor.node_labels.items()):
+                    pick = fq.name
+                    break
+            for r in group.covered:
+                if r in requests:
+                    chosen[r] = pick
+        return chosen
+
+    def _apply(self, charge: Charge) -> None:
+        node = self.tree.queues.get(charge.cluster_queue)
+        if node is not None:
+            for fr, v in charge.usage.items():
+                add_usage(node, fr, v)
+
+    def _release(self, charge: Charge) -> None:
+        node = self.tree.queues.get(charge.cluster_queue)
+        if node is not None:
+            for fr, v in charge.usage.items():
+                remove_usage(node, fr, v)
+
+    # ---- pending index ------------------------------------------------------
+    @staticmethod
+    def order_key(pod: PodInfo) -> tuple:
+        """Queue order: priority high first, then creation time, then name."""
+        return (-(pod.priority or 0), pod.created or 0.0, pod.key)
+
+    def _index_pending(self, pod: PodInfo) -> None:
+        if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name:
+            return
+        _, cq = self.queue_of(pod)
+        if cq is None:
+            return
+        entry = (self.order_key(pod), pod.uid)
+        bisect.insort(self.pending.setdefault(cq.name, []), entry)
+        self._pending_of[pod.uid] = (cq.name, entry)
+
+    def _unindex_pending(self, uid: str) -> None:
+        found = self._pending_of.pop(uid, None)
+        if found is None:
+            return
+        cq_name, entry = found
+        items = self.pending.get(cq_name, [])
+        i = bisect.bisect_left(items, entry)
+        if i < len(items) and items[i] == entry:
+            items.pop(i)
+
+    def pending_pods(self, cq_name: str) -> Iterator[PodInfo]:
+        """Pending pods of a ClusterQueue in queue order, reserved ones excluded."""
+        for _, uid in self.pending.get(cq_name, ()):
+            if uid not in self.reservations:
+                yield self.pods[uid]
+
+    # ---- reservations and bindings -------------------------------------------
+    def expire_reservations(self) -> int:
+        """Drop reservations whose bind never came; returns how many."""
+        now, dropped = self.clock(), 0
+        while self._expiry and self._expiry[0][0] <= now:
+            expires, uid = heapq.heappop(self._expiry)
+            r = self.reservations.get(uid)
+            if r is not None and r.expires == expires:
+                self.drop_reservation(uid)
+                self.skips["reservation expired"] += 1
+                dropped += 1
+        return dropped
+
+    def reserve(self, uid: str, charge: Charge, nodes: frozenset[str] | None) -> Reservation:
+        """Hold quota for a pod that passed filter until it binds or the timeout passes."""
+        self.drop_reservation(uid)
+        r = Reservation(charge, self.clock() + self.config.reservation_timeout, nodes)
+        self._hold(uid, r)
+        self.generation += 1
+        return r
+
+    def _hold(self, uid: str, r: Reservation) -> None:
+        self.reservations[uid] = r
+        self._apply(r.charge)
+        heapq.heappush(self._expiry, (r.expires, uid))
+
+    def drop_reservation(self, uid: str) -> Reservation | None:
+        r = self.reservations.pop(uid, None)
+        if r is not None:
+            self._release(r.charge)
+            self.generation += 1
+        return r
+
+    def commit_binding(self, uid: str, node: str, charge: Charge | None) -> None:
+        """Record a binding Quotient made: the pod runs on node and its quota is charged."""
+        self.drop_reservation(uid)
+        if charge is not None:
+            self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
+            self._apply(charge)
+        self.upsert_pod(replace(self.pods[uid], node_name=node))
+
+    def undo_binding(self, uid: str) -> None:
+        """Take back a binding whose write failed: the pod is pending again, its quota free."""
+        if uid in self.pods:
+            self.upsert_pod(replace(self.pods[uid], node_name=""))

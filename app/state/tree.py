@@ -1,0 +1,74 @@
+"""Builds the quota tree (core.quota nodes) from ClusterQueue and Cohort objects.
+
+A ClusterQueue naming a cohort that has no Cohort object gets an implicit one,
+as in Kueue. A ClusterQueue is inactive (admits nothing, says why) when a
+flavor it names does not exist or its cohort chain has a cycle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.quota import Limits, QuotaNode, compute_subtree
+from ..objects.kueue import ClusterQueue, Cohort, ResourceFlavor, ResourceGroup
+
+
+@dataclass
+class QuotaTree:
+    queues: dict[str, QuotaNode] = field(default_factory=dict)
+    cohorts: dict[str, QuotaNode] = field(default_factory=dict)
+    inactive: dict[str, str] = field(default_factory=dict)   # ClusterQueue -> reason
+
+
+def _limits(groups: list[ResourceGroup]) -> dict:
+    return {(fq.name, r): Limits(q.nominal, q.borrowing_limit, q.lending_limit)
+            for g in groups for fq in g.flavors for r, q in fq.resources.items()}
+
+
+def _cycle(start: str, cohorts: dict[str, Cohort]) -> bool:
+    seen, name = set(), start
+    while name:
+        if name in seen:
+            return True
+        seen.add(name)
+        c = cohorts.get(name)
+        name = c.parent if c else ""
+    return False
+
+
+def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
+               flavors: dict[str, ResourceFlavor]) -> QuotaTree:
+    tree = QuotaTree()
+    cyclic = {name for name in cohorts if _cycle(name, cohorts)}
+
+    def cohort_node(name: str) -> QuotaNode:
+        node = tree.cohorts.get(name)
+        if node is None:
+            spec = cohorts.get(name)
+            node = QuotaNode(name, True, quotas=_limits(spec.resource_groups) if spec else {})
+            tree.cohorts[name] = node
+            if spec and spec.parent and name not in cyclic:
+                parent = cohort_node(spec.parent)
+                node.parent = parent
+                parent.children.append(node)
+        return node
+
+    for name in cohorts:
+        cohort_node(name)
+    for name, cq in queues.items():
+        node = QuotaNode(name, False, quotas=_limits(cq.resource_groups))
+        tree.queues[name] = node
+        missing = sorted({fq.name for g in cq.resource_groups for fq in g.flavors} - set(flavors))
+        if missing:
+            tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
+                                   f"{', '.join(missing)} does not exist")
+        if cq.cohort:
+            if cq.cohort in cyclic:
+                tree.inactive[name] = f"ClusterQueue {name} is inactive: cohort {cq.cohort} is in a parentName cycle"
+                continue
+            parent = cohort_node(cq.cohort)
+            node.parent = parent
+            parent.children.append(node)
+    for node in list(tree.cohorts.values()) + list(tree.queues.values()):
+        if node.parent is None:
+            compute_subtree(node)
+    return tree
