@@ -25,7 +25,7 @@ class Configuration:
     # Kueue's resources.excludeResourcePrefixes: requests that quota ignores.
     exclude_resource_prefixes: tuple[str, ...] = ()
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
-    max_queue_scan: int = 1000
+    max_queue_scan: int = 200
     raw: dict = field(default_factory=dict)
 
     def excluded(self, resource: str) -> bool:
@@ -66,7 +66,7 @@ def decode_configuration(doc: dict | None) -> Configuration:
     if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
         raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
     cfg.exclude_resource_prefixes = tuple(prefixes)
-    scan = doc.get("maxQueueScan", 1000)
+    scan = doc.get("maxQueueScan", 200)
     if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
         raise ConfigError("maxQueueScan must be a positive integer")
     cfg.max_queue_scan = scan

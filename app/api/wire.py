@@ -56,7 +56,8 @@ def decode_extender_args(raw: bytes) -> ExtenderArgs:
         raise WireError('"Nodes" must be a NodeList with "items"')
     nodes: dict[str, dict] = {}
     for item in items:
-        name = item.get("metadata", {}).get("name") if isinstance(item, dict) else None
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
         if not isinstance(name, str):
             raise WireError('every item of "Nodes" needs metadata.name')
         nodes[name] = item
@@ -113,8 +114,11 @@ def decode_preemption_args(raw: bytes) -> PreemptionArgs:
             raise WireError(f'victims of node "{node}": "Pods" must be a list')
         uids = []
         for p in pods:
-            uid = p.get("UID") if isinstance(p, dict) and "UID" in p else (
-                p.get("metadata", {}).get("uid") if isinstance(p, dict) else None)
+            if isinstance(p, dict) and "UID" in p:
+                uid = p["UID"]
+            else:
+                meta = p.get("metadata") if isinstance(p, dict) else None
+                uid = meta.get("uid") if isinstance(meta, dict) else None
             if not isinstance(uid, str):
                 raise WireError(f'a victim on node "{node}" has no UID')
             uids.append(uid)

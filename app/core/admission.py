@@ -46,11 +46,11 @@ def preemption_could_help(state, pod: PodInfo, cq: ClusterQueue) -> bool:
 
 
 @contextmanager
-def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int]]]) -> Iterator[None]:
-    """Charge usage to the tree for the length of one decision, then take it back."""
+def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int], str]]) -> Iterator[None]:
+    """Charge (ClusterQueue, usage, pod) to the tree for the length of one decision, then take it back."""
     done: list[tuple[QuotaNode, FR, int]] = []
     try:
-        for cq_name, usage in charges:
+        for cq_name, usage, _ in charges:
             node = node_of(cq_name)
             for fr, v in usage.items():
                 add_usage(node, fr, v)
@@ -107,18 +107,23 @@ def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
             yield other
 
 
-def strict_fifo_block(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
-    """StrictFIFO: an older pod that does not fit blocks every pod behind it.
+def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
+    """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order.
 
-    Pods ahead that do fit are charged virtually (they would be admitted first)."""
+    Each one that fits is charged virtually. One that does not fit blocks every pod
+    behind it under StrictFIFO and is passed over under BestEffortFIFO. A pod its
+    ClusterQueue would refuse anyway (namespace not selected) never blocks."""
     for other in _ahead(state, pod, cq):
+        if resolve(state, other)[1] is not None:
+            continue
         with virtual_charges(state.quota_node, charges):
             a = assign(state, other, cq)
-        if a.mode != FIT:
+        if a.mode == FIT:
+            charges.append((cq.name, a.usage, other.key))
+        elif cq.queueing_strategy == "StrictFIFO":
             why = a.reasons[-1] if a.reasons else "it does not fit"
             return (f"StrictFIFO: {other.key} is ahead in ClusterQueue {cq.name} and does not fit "
                     f"({why}); pods behind it wait")
-        charges.append((cq.name, a.usage))
     return ""
 
 
@@ -140,12 +145,22 @@ def nominal_first_holders(state, cq: ClusterQueue, charges: list) -> list[str]:
         for i, other in enumerate(state.pending_pods(current.name)):
             if i >= state.config.max_queue_scan:
                 break
+            if resolve(state, other)[1] is not None:
+                continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
             with virtual_charges(state.quota_node, charges):
                 a = assign(state, other, other_cq)
             if a.mode == FIT and not a.borrowing:
-                charges.append((other_cq.name, a.usage))
+                charges.append((other_cq.name, a.usage, other.key))
                 holders.append(other.key)
     return holders
+
+
+def _ahead_note(charges: list) -> str:
+    if not charges:
+        return ""
+    names = [key for _, _, key in charges]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f", counting {len(names)} pending pod(s) ahead of it in queue order ({shown})"
 
 
 def decide(state, pod: PodInfo, offered: set[str] | None = None) -> Verdict:
@@ -160,18 +175,17 @@ def decide(state, pod: PodInfo, offered: set[str] | None = None) -> Verdict:
             return bool(offered) if members is None else not members.isdisjoint(offered)
 
     charges: list = []
-    if cq.queueing_strategy == "StrictFIFO":
-        blocked = strict_fifo_block(state, pod, cq, charges)
-        if blocked:
-            return _refuse("StrictFIFO", blocked, cq.name)
+    blocked = queue_ahead(state, pod, cq, charges)
+    if blocked:
+        return _refuse("StrictFIFO", blocked, cq.name)
     with virtual_charges(state.quota_node, charges):
         a = assign(state, pod, cq, has_nodes)
     if a.mode == NOFIT:
         return _refuse("NoFlavorNodes" if a.no_nodes else "QuotaExceeded",
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
-                       cq.name, not a.unresolvable and preemption_could_help(state, pod, cq), a)
+                       cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, pod, cq), a)
     if a.mode == PREEMPT:
-        ahead = " after the pods ahead of it (StrictFIFO)" if charges else ""
+        ahead = _ahead_note(charges)
         return _refuse("QuotaExceeded", "; ".join(a.reasons) + ahead, cq.name,
                        preemption_could_help(state, pod, cq), a)
     if a.borrowing and cq.cohort:

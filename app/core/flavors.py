@@ -42,6 +42,7 @@ class Charge:
     cluster_queue: str
     flavors: dict[str, str]
     usage: dict[FR, int]
+    inferred: bool = False   # read off the node's labels, not decided by Quotient
 
 
 def quota_usage(requests: dict[str, int], flavors: dict[str, str]) -> dict[FR, int]:
@@ -151,15 +152,14 @@ def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_
         mode, borrow = FIT, False
         for resource, need in needs.items():
             fr = (fq.name, resource)
-            if need <= available(node, fr):
-                borrow = borrow or borrowing(node, fr, need)
-            elif need <= potential_available(node, fr):
-                mode = PREEMPT if mode == FIT else mode
-                reasons.append(_shortfall(cq, node, fr, need))
-            else:
+            if need > potential_available(node, fr):
                 mode = NOFIT
                 reasons.append(_never_fits(cq, node, fr, need))
                 break
+            borrow = borrow or (node.parent is not None and borrowing(node, fr, need))
+            if need > available(node, fr):
+                mode = PREEMPT
+                reasons.append(_shortfall(cq, node, fr, need))
         if mode == NOFIT:
             continue
         if has_nodes is not None and not has_nodes(fq.name):
@@ -167,17 +167,22 @@ def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_
                            "(is percentageOfNodesToScore 100?)")
             result.no_nodes = True
             continue
-        if mode == FIT and not borrow:
-            return fq.name, FIT, False
-        if mode == FIT and cq.when_can_borrow == "Borrow":
-            return fq.name, FIT, True
-        if mode == PREEMPT and cq.when_can_preempt == "Preempt":
-            return fq.name, PREEMPT, borrow
+        if not _try_next_flavor(mode, borrow, cq):
+            return fq.name, mode, borrow
         if mode == FIT:
             reasons.append(f"flavor {fq.name}: fits only by borrowing; whenCanBorrow TryNextFlavor looks further")
-        if best is None or _RANK[mode] < _RANK[best[1]]:
+        if best is None or (_RANK[mode], borrow) < (_RANK[best[1]], best[2]):
             best = (fq.name, mode, borrow)
     return best
+
+
+def _try_next_flavor(mode: str, borrow: bool, cq: ClusterQueue) -> bool:
+    """Kueue's shouldTryNextFlavor: stop at a flavor flavorFungibility says is good enough."""
+    if mode == PREEMPT and cq.when_can_preempt == "Preempt" and (not borrow or cq.when_can_borrow == "Borrow"):
+        return False
+    if mode == FIT:
+        return borrow and cq.when_can_borrow == "TryNextFlavor"
+    return True
 
 
 def _could_ever_fit(needs, cq, gi, node, flavors, tolerations, node_selector) -> bool:

@@ -25,6 +25,16 @@ def listing(obj: object, kind: str, name: str, field: str) -> list:
     return obj
 
 
+def text(obj: dict, key: str, kind: str, name: str, field: str, default: str = "") -> str:
+    """An optional string field: absent or null gives default, any other type is an error."""
+    value = obj.get(key)
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise InvalidObject(kind, name, f"{field} must be a string, got {type(value).__name__}")
+    return value
+
+
 def string_map(obj: object, kind: str, name: str, field: str) -> dict[str, str]:
     """Labels, annotations and nodeSelectors: str -> str, nothing else."""
     result = mapping(obj, kind, name, field)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
 from .errors import InvalidObject
-from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map
+from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -137,8 +137,8 @@ def _owner(meta: dict) -> Owner | None:
     return Owner(chosen.get("kind", ""), str(chosen.get("name", "")), str(chosen.get("uid", "")))
 
 
-def _ready(status: dict) -> bool:
-    for cond in status.get("conditions") or []:
+def _ready(status: dict, key: str) -> bool:
+    for cond in listing(status.get("conditions"), "Pod", key, "status.conditions"):
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False
@@ -160,26 +160,26 @@ def decode_pod(obj: dict) -> PodInfo:
     node_aff = mapping(affinity.get("nodeAffinity"), "Pod", key, "spec.affinity.nodeAffinity")
     required = mapping(node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
                        "Pod", key, "nodeAffinity.required")
-    uid = meta.get("uid") or stable_uid("Pod", namespace, name)
+    uid = text(meta, "uid", "Pod", key, "metadata.uid") or stable_uid("Pod", namespace, name)
     return PodInfo(
-        uid=str(uid),
+        uid=uid,
         namespace=namespace,
         name=name,
         labels=string_map(meta.get("labels"), "Pod", key, "metadata.labels"),
         annotations=string_map(meta.get("annotations"), "Pod", key, "metadata.annotations"),
         requests=pod_requests(spec, "Pod", key),
         priority=priority,
-        priority_class=spec.get("priorityClassName") or "",
-        preemption_policy=spec.get("preemptionPolicy") or "",
-        node_name=spec.get("nodeName") or "",
-        phase=status.get("phase") or "Pending",
-        ready=_ready(status),
+        priority_class=text(spec, "priorityClassName", "Pod", key, "spec.priorityClassName"),
+        preemption_policy=text(spec, "preemptionPolicy", "Pod", key, "spec.preemptionPolicy"),
+        node_name=text(spec, "nodeName", "Pod", key, "spec.nodeName"),
+        phase=text(status, "phase", "Pod", key, "status.phase", "Pending"),
+        ready=_ready(status, key),
         created=parse_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
-        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        scheduler_name=text(spec, "schedulerName", "Pod", key, "spec.schedulerName", "default-scheduler"),
         node_selector=string_map(spec.get("nodeSelector"), "Pod", key, "spec.nodeSelector"),
         affinity_terms=listing(required.get("nodeSelectorTerms"), "Pod", key, "nodeSelectorTerms"),
         tolerations=listing(spec.get("tolerations"), "Pod", key, "spec.tolerations"),
         owner=_owner(meta),
-        nominated_node=status.get("nominatedNodeName") or "",
+        nominated_node=text(status, "nominatedNodeName", "Pod", key, "status.nominatedNodeName"),
     )

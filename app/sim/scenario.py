@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from ..config import ConfigError, Configuration, decode_configuration
 from ..objects.meta import format_time, parse_duration, parse_time, stable_uid
-from ..sync.snapshot import Document, SnapshotError, read_snapshot
+from ..state.cluster import ClusterState
+from ..sync.snapshot import Document, SnapshotError, apply_documents, read_snapshot
 
 SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
@@ -106,6 +107,7 @@ def load_scenario(path: str) -> Scenario:
     try:
         cluster_docs, own = read_snapshot(path)
         config = decode_configuration(own["Configuration"][0].obj) if own.get("Configuration") else Configuration()
+        apply_documents(path, ClusterState(config), cluster_docs)   # every object decodes, before the run
     except (SnapshotError, ConfigError) as e:
         raise ScenarioError(str(e)) from None
     cluster, pods = [], []

@@ -50,6 +50,7 @@ class ClusterState:
         self.clock = clock
         self.nodes: dict[str, NodeInfo] = {}
         self.node_requested: dict[str, dict[str, int]] = {}
+        self.node_pods: dict[str, set[str]] = {}          # node -> uids of pods bound there
         self.pods: dict[str, PodInfo] = {}
         self.uid_by_key: dict[str, str] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -125,6 +126,7 @@ class ClusterState:
 
     # ---- nodes -----------------------------------------------------------
     def upsert_node(self, node: NodeInfo) -> None:
+        old = self.nodes.get(node.name)
         self.nodes[node.name] = node
         self.node_requested.setdefault(node.name, {})
         for fname, flavor in self.flavors.items():
@@ -135,7 +137,18 @@ class ClusterState:
                 members.add(node.name)
             else:
                 members.discard(node.name)
+        if old is None or old.labels != node.labels:
+            self._recharge_inferred(node.name)
         self.generation += 1
+
+    def _recharge_inferred(self, node: str) -> None:
+        """Flavors read off a node's labels are read again when the labels arrive or change."""
+        for uid in self.node_pods.get(node, ()):
+            charge = self.admitted.get(uid)
+            if charge is not None and charge.inferred:
+                del self.admitted[uid]
+                self._release(charge)
+                self._charge_running(self.pods[uid], None)
 
     def remove_node(self, name: str) -> None:
         self.nodes.pop(name, None)
@@ -257,6 +270,7 @@ class ClusterState:
 
     def _unlink(self, pod: PodInfo) -> None:
         if pod.node_name and not pod.terminal:
+            self.node_pods.get(pod.node_name, set()).discard(pod.uid)
             used = self.node_requested.get(pod.node_name)
             if used is not None:
                 for r, v in pod.requests.items():
@@ -264,6 +278,7 @@ class ClusterState:
         self._unindex_pending(pod.uid)
 
     def _add_node_requests(self, pod: PodInfo) -> None:
+        self.node_pods.setdefault(pod.node_name, set()).add(pod.uid)
         used = self.node_requested.setdefault(pod.node_name, {})
         for r, v in pod.requests.items():
             used[r] = used.get(r, 0) + v
@@ -279,11 +294,12 @@ class ClusterState:
         _, cq = self.queue_of(pod)
         if cq is None or cq.name not in self.tree.queues:
             return
-        if previous is not None and previous.cluster_queue == cq.name and self._charge_valid(previous):
+        if previous is not None and not previous.inferred and previous.cluster_queue == cq.name \
+                and self._charge_valid(previous):
             charge = previous
         else:
             flavors = self._infer_flavors(pod, cq)
-            charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors))
+            charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True)
         self.admitted[pod.uid] = charge
         self._apply(charge)
 

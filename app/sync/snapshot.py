@@ -17,9 +17,13 @@ import yaml
 from ..objects.errors import InvalidObject
 from ..objects.pod import QUEUE_LABEL
 from ..state.cluster import ClusterState
-from .dispatch import apply_object, object_kind
+from .dispatch import EXTRA_KINDS, KUEUE_KINDS, apply_object, object_kind
 
 QUOTIENT_GROUP = "quotient.dev"
+# The cluster kinds apply_object reads; anything else in a file is a mistake, found before applying.
+READ_KINDS = frozenset({"Namespace", "Node", "PriorityClass", "Pod", *KUEUE_KINDS, *EXTRA_KINDS})
+UNKNOWN_KIND = ("kind is not one Quotient reads (Namespace, Node, PriorityClass, ResourceFlavor, ClusterQueue, "
+                "Cohort, LocalQueue, PodDisruptionBudget, PodGroup, Pod, Configuration, Expectation)")
 DEFAULT_SNAPSHOT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "demo-snapshot.yaml")
 
 
@@ -52,17 +56,25 @@ def read_documents(path: str) -> list[Document]:
     except OSError as e:
         raise SnapshotError(f"{path}: {e.strerror or e}") from None
     lower = path.lower()
+    raw: list = []   # filled as parsing goes, so an error can name the document it is in
     try:
         if lower.endswith((".jsonl", ".ndjson")):
-            raw = [orjson.loads(line) for line in data.splitlines() if line.strip()]
+            for line in data.splitlines():
+                if line.strip():
+                    raw.append(orjson.loads(line))
         elif lower.endswith(".json"):
             body = orjson.loads(data)
             raw = body if isinstance(body, list) else body.get("items", [body]) if isinstance(body, dict) \
-                and body.get("kind", "").endswith("List") else [body]
+                and str(body.get("kind", "")).endswith("List") else [body]
         else:
-            raw = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d is not None]
+            for d in yaml.load_all(data, Loader=yaml.CSafeLoader):
+                if d is not None:
+                    raw.append(d)
     except (orjson.JSONDecodeError, yaml.YAMLError) as e:
-        raise SnapshotError(f"{path}: not valid {'JSON' if '.json' in lower else 'YAML'}: {e}") from None
+        where = "" if lower.endswith(".json") else f" document {len(raw) + 1}:"
+        raise SnapshotError(f"{path}:{where} not valid {'JSON' if '.json' in lower else 'YAML'}: {e}") from None
+    if not isinstance(raw, list):
+        raise SnapshotError(f"{path}: items of the List must be a list")
     docs = []
     for i, obj in enumerate(raw, 1):
         if not isinstance(obj, dict):
@@ -84,6 +96,8 @@ def check_references(path: str, docs: list[Document]) -> None:
             kind = object_kind(doc.obj)
         except InvalidObject as e:
             raise _fail(path, doc, e.reason) from None
+        if kind not in READ_KINDS:
+            raise _fail(path, doc, UNKNOWN_KIND)
         key = (kind, doc.name)
         if key in seen:
             raise _fail(path, doc, f"duplicate of document {seen[key]}")
@@ -135,9 +149,7 @@ def apply_documents(path: str, state: ClusterState, docs: list[Document]) -> Non
         for doc in sorted(docs, key=lambda d: d.kind == "Pod"):   # pods last: their queues exist
             try:
                 if not apply_object(state, doc.obj):
-                    raise _fail(path, doc, "kind is not one Quotient reads (Namespace, Node, PriorityClass, "
-                                "ResourceFlavor, ClusterQueue, Cohort, LocalQueue, PodDisruptionBudget, "
-                                "PodGroup, Pod, Configuration, Expectation)")
+                    raise _fail(path, doc, UNKNOWN_KIND)
             except InvalidObject as e:
                 raise _fail(path, doc, e.reason) from None
     finally:

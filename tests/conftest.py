@@ -1,0 +1,128 @@
+"""Shared fixtures for the HTTP-level tests (test_wire, test_verbs, test_bad_input, test_scenarios).
+
+States are built from small YAML snapshots written to tmp_path, through the same
+read_snapshot/apply_documents path `quotient serve --snapshot` uses; the verbs are
+called over the real FastAPI routes with httpx's ASGI transport.
+"""
+from __future__ import annotations
+
+import contextlib
+import textwrap
+from types import SimpleNamespace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.act.writer import SnapshotWriter
+from app.api.app import create_app
+from app.cli import build_from_snapshot
+from app.config import Configuration
+from app.extender import Extender
+from app.state.cluster import ClusterState
+from app.sync.snapshot import apply_documents, read_snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+WIRE_DIR = REPO.parent / "shared" / "wire"
+SCENARIO_DIR = REPO.parent / "shared" / "scenarios" / "examples"
+QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+class FakeClock:
+    """A clock the test moves by hand: ClusterState(config, clock=FakeClock())."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def write_yaml(tmp_path):
+    """write_yaml(text, name="snapshot.yaml") -> path of the dedented text written under tmp_path."""
+    def write(text: str, name: str = "snapshot.yaml") -> str:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return str(path)
+    return write
+
+
+@pytest.fixture
+def load_extender(write_yaml):
+    """load_extender(yaml) -> Extender via build_from_snapshot (the CLI's own builder)."""
+    def load(text: str, name: str = "snapshot.yaml") -> Extender:
+        return build_from_snapshot(write_yaml(text, name))
+    return load
+
+
+@pytest.fixture
+def build_extender(write_yaml):
+    """build_extender(yaml, config=..., clock=..., writer=...) -> Extender on a hand-built ClusterState.
+
+    Mirrors build_from_snapshot, but lets a test choose the Configuration, the clock
+    and the writer (writer is a factory taking the state, or an object)."""
+    def build(text: str, config: Configuration | None = None, clock=None, writer=None) -> Extender:
+        path = write_yaml(text)
+        cluster, _ = read_snapshot(path)
+        state = ClusterState(config or Configuration(), **({"clock": clock} if clock is not None else {}))
+        apply_documents(path, state, cluster)
+        if writer is None:
+            writer = SnapshotWriter(state)
+        elif callable(writer) and not hasattr(writer, "bind"):
+            writer = writer(state)
+        return Extender(state, writer)
+    return build
+
+
+@pytest.fixture
+def api():
+    """`async with api(extender, prefix) as client:` an httpx client on the real routes."""
+    @contextlib.asynccontextmanager
+    async def open_client(extender: Extender, prefix: str = "", ready=None):
+        app = create_app(extender, prefix) if ready is None else create_app(extender, prefix, ready)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+    return open_client
+
+
+def pod_obj(name: str, namespace: str = "team-a", cpu: str | None = "1", *, queue: str | None = "q",
+            uid: str | None = None, memory: str | None = None, priority: int | None = None,
+            extra_requests: dict | None = None) -> dict:
+    """A Pod as kube-scheduler sends it (no kind/apiVersion), pending."""
+    requests = {}
+    if cpu is not None:
+        requests["cpu"] = cpu
+    if memory is not None:
+        requests["memory"] = memory
+    requests.update(extra_requests or {})
+    meta = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}",
+            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "test"}}
+    if queue:
+        meta["labels"][QUEUE_LABEL] = queue
+    spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": requests}}],
+            "schedulerName": "default-scheduler"}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"metadata": meta, "spec": spec, "status": {"phase": "Pending", "qosClass": "Burstable"}}
+
+
+def filter_body(pod: dict, names: list[str]) -> dict:
+    return {"Pod": pod, "Nodes": None, "NodeNames": names}
+
+
+def bind_body(pod: dict, node: str) -> dict:
+    m = pod["metadata"]
+    return {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node}
+
+
+@pytest.fixture
+def kit():
+    """Builders without importing conftest: kit.pod(...), kit.filter(pod, names), kit.bind(pod, node), kit.Clock()."""
+    return SimpleNamespace(pod=pod_obj, filter=filter_body, bind=bind_body, Clock=FakeClock)
