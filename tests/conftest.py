@@ -93,7 +93,7 @@ def api():
 
 def pod_obj(name: str, namespace: str = "team-a", cpu: str | None = "1", *, queue: str | None = "q",
             uid: str | None = None, memory: str | None = None, priority: int | None = None,
-            extra_requests: dict | None = None) -> dict:
+            extra_requests: dict | None = None, created: str = "2026-01-01T00:00:00Z") -> dict:
     """A Pod as kube-scheduler sends it (no kind/apiVersion), pending."""
     requests = {}
     if cpu is not None:
@@ -102,7 +102,7 @@ def pod_obj(name: str, namespace: str = "team-a", cpu: str | None = "1", *, queu
         requests["memory"] = memory
     requests.update(extra_requests or {})
     meta = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}",
-            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "test"}}
+            "creationTimestamp": created, "labels": {"app": "test"}}
     if queue:
         meta["labels"][QUEUE_LABEL] = queue
     spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",

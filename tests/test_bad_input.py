@@ -227,19 +227,19 @@ async def test_absurd_quantity_is_never_admitted(ext, api, kit):
     (("status", "phase"), ["Pending"]),
     (("status", "conditions"), 1),
 ])
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="BUG app/objects/pod.py decode_pod(): string fields (priorityClassName, nodeName, "
-                          "status.phase, ...) and status.conditions are not type-checked; a wrong type gives "
-                          "TypeError (HTTP 500) and the pod is stored in the state, after which every quota "
-                          "tree rebuild raises")
 async def test_wrongly_typed_pod_fields_are_400(ext, api, kit, field, value):
+    """A wrong type must be refused before the pod reaches the state (a stored one would break every rebuild)."""
     pod = kit.pod("typed", cpu="1")
     pod[field[0]][field[1]] = value
     async with api(ext) as client:
         before = fingerprint(ext.state)
-        r = await client.post("/filter", json=kit.filter(pod, NODES))
-        assert r.status_code == 400
+        for verb in ("filter", "prioritize"):
+            r = await client.post(f"/{verb}", json=kit.filter(pod, NODES))
+            assert r.status_code == 400, r.text
+            assert field[1] in r.json()["error"], r.text
         assert fingerprint(ext.state) == before
+        await good_request(client, kit, "filter", 0)
+    ext.state.upsert_flavor(ext.state.flavors["default-flavor"])     # a rebuild still works
 
 
 # ---- unknown keys are ignored ----------------------------------------------------------------------------
@@ -407,13 +407,12 @@ def test_simulate_with_a_bad_file_exits_2(write_yaml, case):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="BUG app/sim/scenario.py load_scenario(): objects are only reference-"
-                   "checked, not decoded, before the run; an invalid object (negative nominalQuota) raises "
-                   "InvalidObject inside SimScheduler.load: traceback and exit 1 instead of exit 2")
-@pytest.mark.parametrize("case", ["negative-nominal", "borrowing-without-cohort"])
+@pytest.mark.parametrize("case", ["negative-nominal", "borrowing-without-cohort", "lending-above-nominal",
+                                  "bad-node-quantity"])
 def test_simulate_with_an_invalid_object_exits_2(write_yaml, case):
     _, text, index, reason, _ = next(c for c in BAD_SNAPSHOTS if c[0] == case)
     path = write_yaml(text, "bad.yaml")
     proc = run_cli("simulate", path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert path in proc.stderr and f"document {index}" in proc.stderr and reason in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -315,10 +315,8 @@ async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_sco
     assert not ext.state.reservations
 
 
-@pytest.mark.xfail(strict=True, reason="BUG app/core/admission.py decide(): a NoFlavorNodes refusal is marked "
-                   "resolvable when the ClusterQueue has a preemption policy, so filter answers FailedNodes; "
-                   "evicting pods on nodes outside the flavor can never help")
 async def test_no_offered_node_in_the_flavor_is_unresolvable_even_with_preemption(kit, load_extender, api):
+    """Evicting pods on nodes outside the flavor can never help: FailedAndUnresolvableNodes."""
     ext = load_extender(FLAVORS.replace("{preemption}", LOWER_PRIORITY))
     pod = kit.pod("p1", cpu="2")
     async with api(ext) as client:
@@ -374,7 +372,9 @@ async def test_reservation_counts_until_bind(kit, load_extender, api):
 async def test_expired_reservation_then_late_bind_is_refused(kit, build_extender, api):
     clock = kit.Clock()
     ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
-    a, b = kit.pod("a", cpu="3"), kit.pod("b", cpu="3")
+    # b is older, so once a's reservation is gone a pending a does not hold b back in queue order.
+    a = kit.pod("a", cpu="3", created="2026-01-01T00:00:10Z")
+    b = kit.pod("b", cpu="3", created="2026-01-01T00:00:00Z")
     async with api(ext) as client:
         assert (await client.post("/filter", json=kit.filter(a, ALL_NODES))).json()["NodeNames"] == ALL_NODES
         clock.advance(4.0)

@@ -15,7 +15,9 @@ Not a pytest test (tests/bench/conftest.py keeps pytest out). What it does:
      and echo requests with identical bodies (the wire format of
      filter-nodecache-true.request.json, all 5,000 NodeNames, a new pod with its
      own name and uid each time, queue ns-000/user-queue, cpu 100m): filter
-     requests/s, echo requests/s, their ratio, and filter p50/p99 latency;
+     requests/s, echo requests/s, their ratio, and filter p50/p99 latency.
+     Each filtered pod is then bound (untimed), as kube-scheduler would do right
+     after, so reservations do not pile up (--filter-only leaves them unbound);
   c. runs filter -> prioritize (the nodes filter returned) -> bind for new
      pending pods, one after another, spread over all 100 LocalQueues, and
      reports pods/s (nodes that the simulated kube-scheduler sees as full by
@@ -262,25 +264,37 @@ def wait_ready(client, proc: subprocess.Popen, log_path: str, timeout: float = 1
     raise SystemExit("server did not become ready")
 
 
-def bench_filter(client, names: list[str], od_count: int, requests: int, warmup: int) -> dict:
+def bench_filter(client, names: list[str], od_count: int, requests: int, warmup: int, bind: bool) -> dict:
+    """Alternate filter and echo requests with the same body shape; time each round trip.
+
+    With bind, each filtered pod is then bound (untimed) to one of the nodes filter returned,
+    as kube-scheduler would right after, so reservations do not pile up in a way no real
+    scheduler produces; without it, every filtered pod keeps its reservation for the timeout."""
     template = Template(BENCH_NAMESPACE)
     names_json = orjson.dumps(names)
     lat = {"filter": [], "echo": []}
     bad: list[str] = []
     for i in range(warmup + requests):
         for verb in (("filter", "echo") if i % 2 == 0 else ("echo", "filter")):
-            body, name, _ = template.body(i, "f" if verb == "filter" else "e", names_json)
+            body, name, uid = template.body(i, "f" if verb == "filter" else "e", names_json)
             path = "/filter" if verb == "filter" else "/bench/echo"
             t0 = time.perf_counter()
             r = client.post(path, content=body, headers={"content-type": JSON})
             dt = time.perf_counter() - t0
             if i >= warmup:
                 lat[verb].append(dt)
-            if verb == "filter":
-                ans = orjson.loads(r.content) if r.status_code == 200 else {}
-                got = len(ans.get("NodeNames") or [])
-                if r.status_code != 200 or ans.get("Error") or got != od_count:
-                    bad.append(f"{name}: HTTP {r.status_code}, {got} nodes, {r.text[:200]}")
+            if verb != "filter":
+                continue
+            ans = orjson.loads(r.content) if r.status_code == 200 else {}
+            passing = ans.get("NodeNames") or []
+            if r.status_code != 200 or ans.get("Error") or len(passing) != od_count:
+                bad.append(f"{name}: HTTP {r.status_code}, {len(passing)} nodes, {r.text[:200]}")
+            elif bind:
+                r = client.post("/bind", content=orjson.dumps({
+                    "PodName": name, "PodNamespace": BENCH_NAMESPACE, "PodUID": uid,
+                    "Node": passing[i % len(passing)]}), headers={"content-type": JSON})
+                if r.status_code != 200 or orjson.loads(r.content).get("Error"):
+                    bad.append(f"bind {name}: HTTP {r.status_code} {r.text[:200]}")
     out = {"bad": bad}
     for verb, values in lat.items():
         out[f"{verb}_rps"] = len(values) / sum(values)
@@ -347,25 +361,36 @@ def bench_cycle(client, names: list[str], pods_per_node: dict[str, int], node_po
 
 
 def profile_filter(snapshot: str, names: list[str], calls: int) -> str:
-    """cProfile of Extender.filter in-process (no HTTP), on new pods of the bench queue."""
+    """cProfile of Extender.filter in-process (no HTTP) on new pods of the bench queue, each bound after."""
+    import asyncio
+
     from app.cli import build_from_snapshot
 
     extender = build_from_snapshot(snapshot)
     template = Template(BENCH_NAMESPACE)
     names_json = orjson.dumps(names)
-    bodies = [template.body(i, "x", names_json)[0] for i in range(calls + 20)]
-    for b in bodies[:20]:
-        extender.filter(b)
     prof = cProfile.Profile()
-    t0 = time.perf_counter()
-    prof.enable()
-    for b in bodies[20:]:
-        extender.filter(b)
-    prof.disable()
-    per_call = (time.perf_counter() - t0) / calls * 1000
+    spent = 0.0
+
+    async def run() -> None:
+        nonlocal spent
+        for i in range(calls + 20):
+            body, name, uid = template.body(i, "x", names_json)
+            if i >= 20:
+                prof.enable()
+            t0 = time.perf_counter()
+            passing = orjson.loads(extender.filter(body))["NodeNames"]
+            if i >= 20:
+                spent += time.perf_counter() - t0
+            prof.disable()
+            await extender.bind(orjson.dumps({"PodName": name, "PodNamespace": BENCH_NAMESPACE, "PodUID": uid,
+                                              "Node": passing[i % len(passing)]}))
+
+    asyncio.run(run())
     text = io.StringIO()
-    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(22)
-    return f"filter in-process under cProfile: {per_call:.3f} ms/call over {calls} calls\n" + text.getvalue()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
+    body = "\n".join(line for line in text.getvalue().splitlines() if line.strip())
+    return f"filter in-process under cProfile: {spent / calls * 1000:.3f} ms/call over {calls} calls\n{body}"
 
 
 def row(label: str, value: str, target: str, ok: bool | None) -> str:
@@ -378,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller cluster, fewer requests (~30 s)")
     ap.add_argument("--requests", type=int, help="filter and echo requests each (default 2000, quick 300)")
     ap.add_argument("--cycle", type=int, help="pods through filter+prioritize+bind (default 1000, quick 200)")
+    ap.add_argument("--filter-only", action="store_true",
+                    help="in b, leave filtered pods unbound (their reservations pile up until the timeout)")
     ap.add_argument("--profile", action="store_true", help="also cProfile the filter path in-process")
     ap.add_argument("--keep", metavar="DIR", help="write snapshots and the server log here and keep them")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
@@ -441,13 +468,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"d. server loaded the JSON snapshot in {st['load_seconds']:.2f} s; VmRSS {rss_mib:.0f} MiB "
                   f"({st['pods']} pods, {st['admitted']} admitted)", flush=True)
             client.post("/bench/_gc-reset")
+            client.get("/bench/_server-times")    # clears them
 
             # b. filter vs pass-through
-            fb = bench_filter(client, names, od_count, requests, warmup)
+            fb = bench_filter(client, names, od_count, requests, warmup, bind=not a.filter_only)
             st_b = client.get("/bench/_stats").json()
             print(f"b. filter: {fb['filter_rps']:.0f} req/s, p50 {fb['filter_p50_ms']:.2f} ms, "
                   f"p99 {fb['filter_p99_ms']:.2f} ms, max {fb['filter_max_ms']:.1f} ms "
-                  f"({requests} requests, {len(names)} NodeNames, {od_count} nodes returned)", flush=True)
+                  f"({requests} requests, {len(names)} NodeNames, {od_count} nodes returned; "
+                  f"{'pods left unbound' if a.filter_only else 'each pod then bound, untimed'})", flush=True)
             print(f"b. echo:   {fb['echo_rps']:.0f} req/s, p50 {fb['echo_p50_ms']:.2f} ms, "
                   f"p99 {fb['echo_p99_ms']:.2f} ms, max {fb['echo_max_ms']:.1f} ms; ratio filter/echo "
                   f"{fb['ratio']:.2f}", flush=True)
