@@ -13,8 +13,8 @@ from collections import deque
 from .act.writer import WriteError, Writer
 from .api import wire
 from .core.admission import Verdict, decide
-from .core.flavors import Assignment, Charge
-from .core.placement import flavor_node_filter, pack_score
+from .core.flavors import Charge
+from .core.placement import flavor_nodes_on_offer, pack_scores
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .state.cluster import ClusterState
@@ -31,6 +31,12 @@ class Extender:
     # ---- helpers ---------------------------------------------------------
     def _pod(self, obj: dict) -> PodInfo:
         """The state's record of a pod, learning it from the request when new."""
+        meta = obj.get("metadata")
+        uid = meta.get("uid") if isinstance(meta, dict) else None
+        if uid and isinstance(uid, str):
+            known = self.state.pods.get(uid)
+            if known is not None:
+                return known
         try:
             pod = decode_pod(obj)
         except InvalidObject as e:
@@ -45,9 +51,6 @@ class Extender:
         self.decisions.append({"time": self.state.clock(), "verb": verb, "pod": pod.key,
                                "outcome": outcome, "reason": reason, **extra})
 
-    def _flavor_labels(self) -> dict:
-        return {name: f.node_labels for name, f in self.state.flavors.items()}
-
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
         args = wire.decode_extender_args(raw)
@@ -61,7 +64,7 @@ class Extender:
             flavors = charge.flavors
         else:
             state.drop_reservation(pod.uid)
-            verdict = decide(state, pod, set(names))
+            verdict = decide(state, pod, names)
             flavors = verdict.assignment.flavors if verdict.assignment else {}
         if not verdict.managed:
             return wire.encode_filter(args, names, {}, {})
@@ -72,37 +75,33 @@ class Extender:
             if verdict.resolvable:
                 return wire.encode_filter(args, [], rejected, {})
             return wire.encode_filter(args, [], {}, rejected)
-        passing, failed = flavor_node_filter(state.flavor_nodes, self._flavor_labels(),
-                                             Assignment(flavors=flavors), names)
+        flavor_names = set(flavors.values())
+        passing = flavor_nodes_on_offer(state.flavor_nodes, flavor_names, names)
         if not passing:
             reason = (f"none of the {len(names)} nodes offered belongs to flavor(s) "
-                      f"{', '.join(sorted(set(flavors.values())))}; kube-scheduler may offer only part of the "
+                      f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
             return wire.encode_filter(args, [], {}, {n: reason for n in names})
         if charge is None:
             a = verdict.assignment
-            state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage),
-                          frozenset(passing) if failed else None)
+            state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
         self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue,
-                     flavors=dict(flavors), nodes=len(passing))
-        return wire.encode_filter(args, passing, {}, failed)
+                     flavors=dict(flavors), nodes=len(passing), outside_flavor=len(names) - len(passing))
+        # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
+        # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
+        return wire.encode_filter(args, passing, {}, {})
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:
+        """Pack: score each node 0..10 by how full it would be (core.placement.pack_scores).
+
+        kube-scheduler sends prioritize only the nodes that passed filter, which are
+        already the nodes of the pod's flavors, so they are not checked again here."""
         args = wire.decode_extender_args(raw)
-        state = self.state
         pod = self._pod(args.pod)
-        held = state.reservations.get(pod.uid)
-        flavors = set(held.charge.flavors.values()) if held else set()
-        scores = []
-        for name in args.node_names:
-            node = state.nodes.get(name)
-            if node is None or not all(state.node_in_flavor(name, f) for f in flavors):
-                scores.append((name, 0))
-                continue
-            scores.append((name, pack_score(pod.requests, node.allocatable, state.node_requested.get(name, {}))))
-        return wire.encode_priorities(scores)
+        scores = pack_scores(self.state.node_table.fullness(args.node_names, pod.requests))
+        return wire.encode_priorities(args.node_names, scores.tolist())
 
     # ---- preempt ---------------------------------------------------------------
     def preempt(self, raw: bytes) -> bytes:
@@ -125,8 +124,10 @@ class Extender:
         if node not in state.nodes:
             return None, f"node {node} is not known to Quotient"
         held = state.reservations.get(pod.uid)
-        if held is not None and (held.nodes is None or node in held.nodes):
-            return held.charge, ""
+        if held is not None:
+            outside = sorted(f for f in set(held.charge.flavors.values()) if not state.node_in_flavor(node, f))
+            if not outside:
+                return held.charge, ""
         state.drop_reservation(pod.uid)
         verdict = decide(state, pod, {node})
         if not verdict.managed:

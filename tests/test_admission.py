@@ -316,7 +316,7 @@ def test_reservation_holds_quota_until_it_expires():
     v = decide_pod(s, pod("first", cpu="5"))
     assert v.admit is True
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage), None)
+    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert s.quota_node("cq").usage[FR] == 5 * CPU
     v2 = decide_pod(s, pod("second", cpu="4"))
     assert v2.admit is False and v2.rule == "QuotaExceeded"
@@ -338,7 +338,7 @@ def test_reserved_pod_binding_keeps_the_charge_once():
     s = single(cpu="8")
     v = decide_pod(s, pod("first", cpu="5"))
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage), None)
+    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     apply(s, pod("first", cpu="5", node="n1"))
     assert first.uid not in s.reservations
     assert s.quota_node("cq").usage[FR] == 5 * CPU
@@ -427,7 +427,7 @@ def test_kueue_change_keeps_reservations_charged_once():
     s = single(cpu="8")
     v = decide_pod(s, pod("first", cpu="5"))
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage), None)
+    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     apply(s, cq("cq", None, [("default-flavor", {"cpu": "10"})]))
     assert s.quota_node("cq").usage[FR] == 5 * CPU
     assert available(s.quota_node("cq"), FR) == 5 * CPU

@@ -192,21 +192,21 @@ async def test_fitting_pod_filter_prioritize_bind(kit, load_extender, api):
         # Only the nodes of the assigned flavor (spot, the first with quota), in the offered order.
         assert answer["NodeNames"] == ["spot-1", "spot-2"]
         assert answer["Error"] == ""
+        # Nodes outside the flavor are dropped without a reason (kube-scheduler shows reasons only
+        # when no node is left, and reads a dropped node as unresolvable).
         assert not answer["FailedNodes"]
-        unresolvable = answer["FailedAndUnresolvableNodes"]
-        assert set(unresolvable) == {"od-1", "plain-1"}
-        for reason in unresolvable.values():
-            assert "not in flavor spot" in reason
-            assert "instance-type=spot" in reason
+        assert not answer["FailedAndUnresolvableNodes"]
+        decision = ext.decisions[-1]
+        assert (decision["outcome"], decision["flavors"], decision["outside_flavor"]) == ("Admitted", {"cpu": "spot"}, 2)
         # The quota is held from filter to bind.
         assert uid(pod) in ext.state.reservations
         assert usage(ext, "cq", "spot") == 2 * CPU
 
-        r = await client.post("/prioritize", json=kit.filter(pod, ALL_NODES))
+        # kube-scheduler sends prioritize the nodes that passed filter.
+        r = await client.post("/prioritize", json=kit.filter(pod, answer["NodeNames"]))
         assert r.status_code == 200
         scores = {e["Host"]: e["Score"] for e in r.json()}
-        assert [e["Host"] for e in r.json()] == ALL_NODES
-        assert scores["od-1"] == 0 and scores["plain-1"] == 0
+        assert [e["Host"] for e in r.json()] == ["spot-1", "spot-2"]
         assert 0 < scores["spot-1"] <= 10 and 0 < scores["spot-2"] <= 10
 
         r = await client.post("/bind", json=kit.bind(pod, "spot-1"))
@@ -234,7 +234,7 @@ async def test_second_flavor_when_the_first_is_used_up(kit, load_extender, api):
         pod = kit.pod("p3", cpu="2")
         answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == ["od-1"]
-    assert all("not in flavor on-demand" in why for why in answer["FailedAndUnresolvableNodes"].values())
+    assert answer["FailedAndUnresolvableNodes"] == {} and answer["FailedNodes"] == {}
     assert usage(ext, "cq", "spot") == 4 * CPU and usage(ext, "cq", "on-demand") == 2 * CPU
 
 
@@ -555,3 +555,18 @@ async def test_health_endpoints(load_extender, api):
         assert (await client.get("/livez")).status_code == 200
         ready["value"] = True
         assert (await client.get("/readyz")).status_code == 200
+
+
+async def test_prioritize_packs_onto_the_fuller_node(kit, load_extender, api):
+    """prioritize scores round(10 x (used + request) / allocatable) on the fullest requested resource."""
+    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    async with api(ext) as client:
+        first = kit.pod("p1", cpu="2")
+        assert (await client.post("/filter", json=kit.filter(first, ["spot-1", "spot-2"]))).json()["NodeNames"]
+        assert (await client.post("/bind", json=kit.bind(first, "spot-1"))).json() == {"Error": ""}
+        second = kit.pod("p2", cpu="1")
+        r = await client.post("/prioritize", json=kit.filter(second, ["spot-1", "spot-2"]))
+    scores = {e["Host"]: e["Score"] for e in r.json()}
+    alloc = ext.state.nodes["spot-1"].allocatable["cpu"]
+    assert scores["spot-1"] == round(10 * 3000 / alloc) and scores["spot-2"] == round(10 * 1000 / alloc)
+    assert scores["spot-1"] > scores["spot-2"]

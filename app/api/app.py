@@ -1,14 +1,16 @@
-"""FastAPI application: the verbs under the configured prefix, plus /livez and /readyz.
+"""The HTTP application: FastAPI for health and debugging, and a lean ASGI path for the four verbs.
 
-Handlers read the raw body and answer raw bytes (orjson), skipping pydantic: the
-filter path must cost little more than decoding the request.
+kube-scheduler calls filter for every pod with up to thousands of node names, so
+the verbs skip Starlette's per-request machinery (Request, routing, Response
+objects): VerbMiddleware reads the raw body, hands it to the Extender, and
+answers its bytes. Everything else is an ordinary FastAPI route.
 """
 from __future__ import annotations
 
 import logging
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import Response
 
 from ..extender import Extender
@@ -16,35 +18,67 @@ from .wire import WireError
 
 log = logging.getLogger("quotient.api")
 JSON = "application/json"
+MAX_BODY = 64 * 2**20      # 64 MiB: far above any NodeList kube-scheduler sends
 
 
-def _bad_request(verb: str, error: Exception) -> Response:
-    return Response(orjson.dumps({"error": f"{verb}: {error}"}), status_code=400, media_type=JSON)
+class VerbMiddleware:
+    """POST {prefix}/filter|prioritize|preempt|bind, answered without leaving ASGI."""
+
+    def __init__(self, app, extender: Extender, prefix: str = ""):
+        self.app = app
+        self.extender = extender
+        self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
+                           f"{prefix}/preempt": extender.preempt}
+        self.bind_path = f"{prefix}/bind"
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "")
+        handler = self.sync_verbs.get(path)
+        if scope["type"] != "http" or (handler is None and path != self.bind_path):
+            return await self.app(scope, receive, send)
+        verb = path.rsplit("/", 1)[-1]
+        if scope["method"] != "POST":
+            return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
+        body = await _read_body(receive)
+        if body is None:
+            return await _answer(send, 413, orjson.dumps({"error": f"{verb}: body larger than {MAX_BODY} bytes"}))
+        try:
+            out = await self.extender.bind(body) if handler is None else handler(body)
+        except WireError as e:
+            return await _answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
+        except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
+            log.exception("internal error on %s", path)
+            return await _answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
+                                                                    f"{type(e).__name__}: {e}"}))
+        await _answer(send, 200, out)
+
+
+async def _read_body(receive) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _answer(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True) -> FastAPI:
     app = FastAPI(title="Quotient", docs_url=None, redoc_url=None)
     app.state.extender = extender
-    prefix = path_prefix.rstrip("/")
-
-    def sync_verb(verb: str, handler):
-        async def endpoint(request: Request) -> Response:
-            try:
-                return Response(handler(await request.body()), media_type=JSON)
-            except WireError as e:
-                return _bad_request(verb, e)
-        app.add_api_route(f"{prefix}/{verb}", endpoint, methods=["POST"], name=verb)
-
-    sync_verb("filter", extender.filter)
-    sync_verb("prioritize", extender.prioritize)
-    sync_verb("preempt", extender.preempt)
-
-    @app.post(f"{prefix}/bind", name="bind")
-    async def bind(request: Request) -> Response:
-        try:
-            return Response(await extender.bind(await request.body()), media_type=JSON)
-        except WireError as e:
-            return _bad_request("bind", e)
+    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"))
 
     @app.get("/livez")
     async def livez() -> Response:
@@ -54,12 +88,5 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True) ->
     async def readyz() -> Response:
         ok = bool(ready())
         return Response(orjson.dumps({"ready": ok}), status_code=200 if ok else 503, media_type=JSON)
-
-    @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> Response:
-        # Never crash the server on a bug; kube-scheduler sees a 500 and retries the pod.
-        log.exception("internal error on %s", request.url.path)
-        return Response(orjson.dumps({"error": f"internal error: {type(exc).__name__}: {exc}"}),
-                        status_code=500, media_type=JSON)
 
     return app

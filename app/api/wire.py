@@ -45,8 +45,12 @@ def decode_extender_args(raw: bytes) -> ExtenderArgs:
     pod = _pod(body)
     names = body.get("NodeNames")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list):
             raise WireError('"NodeNames" must be a list of node names')
+        try:
+            "".join(names)   # a type check that runs in C: 5,000 names per request
+        except TypeError:
+            raise WireError('"NodeNames" must be a list of node names (strings)') from None
         return ExtenderArgs(pod, names, None)
     node_list = body.get("Nodes")
     if node_list is None:
@@ -82,8 +86,9 @@ def encode_filter_error(error: str) -> bytes:
                          "FailedAndUnresolvableNodes": None, "Error": error})
 
 
-def encode_priorities(scores: list[tuple[str, int]]) -> bytes:
-    return orjson.dumps([{"Host": host, "Score": score} for host, score in scores])
+def encode_priorities(names: list[str], scores: list[int]) -> bytes:
+    """HostPriorityList: [{"Host": name, "Score": 0..10}, ...]."""
+    return orjson.dumps([{"Host": host, "Score": score} for host, score in zip(names, scores)])
 
 
 @dataclass(slots=True)

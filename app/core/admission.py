@@ -99,10 +99,7 @@ def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
 
 
 def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
-    key, limit = state.order_key(pod), state.config.max_queue_scan
-    for i, other in enumerate(state.pending_pods(cq.name)):
-        if i >= limit or state.order_key(other) >= key:
-            return
+    for other in state.pending_pods(cq.name, before=state.order_key(pod)):
         if other.uid != pod.uid:
             yield other
 
@@ -142,9 +139,7 @@ def nominal_first_holders(state, cq: ClusterQueue, charges: list) -> list[str]:
         other_cq = state.cluster_queues.get(current.name)
         if other_cq is None or other_cq.stop_policy != "None" or current.name in state.tree.inactive:
             continue
-        for i, other in enumerate(state.pending_pods(current.name)):
-            if i >= state.config.max_queue_scan:
-                break
+        for other in state.pending_pods(current.name):
             if resolve(state, other)[1] is not None:
                 continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
             with virtual_charges(state.quota_node, charges):
@@ -163,8 +158,8 @@ def _ahead_note(charges: list) -> str:
     return f", counting {len(names)} pending pod(s) ahead of it in queue order ({shown})"
 
 
-def decide(state, pod: PodInfo, offered: set[str] | None = None) -> Verdict:
-    """Decide whether pod may be admitted now; offered restricts flavors to nodes on offer."""
+def decide(state, pod: PodInfo, offered: list[str] | set[str] | None = None) -> Verdict:
+    """Decide whether pod may be admitted now; offered (node names) restricts flavors to nodes on offer."""
     cq, refusal = resolve(state, pod)
     if refusal is not None:
         return refusal

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import logging
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from ..core.quota import FR, QuotaNode, add_usage, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
+from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree
 
 log = logging.getLogger("quotient.state")
@@ -41,7 +43,6 @@ class Reservation:
     """Quota held between a pod passing filter and its bind."""
     charge: Charge
     expires: float
-    nodes: frozenset[str] | None  # nodes filter let through; None = any
 
 
 class ClusterState:
@@ -51,6 +52,7 @@ class ClusterState:
         self.nodes: dict[str, NodeInfo] = {}
         self.node_requested: dict[str, dict[str, int]] = {}
         self.node_pods: dict[str, set[str]] = {}          # node -> uids of pods bound there
+        self.node_table = NodeTable()                      # the same amounts as numpy columns, for scoring
         self.pods: dict[str, PodInfo] = {}
         self.uid_by_key: dict[str, str] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -128,6 +130,10 @@ class ClusterState:
     def upsert_node(self, node: NodeInfo) -> None:
         old = self.nodes.get(node.name)
         self.nodes[node.name] = node
+        fresh = node.name not in self.node_table.index
+        self.node_table.set_node(node.name, node.allocatable)
+        if fresh:
+            self.node_table.add_requested(node.name, self.node_requested.get(node.name, {}))
         self.node_requested.setdefault(node.name, {})
         for fname, flavor in self.flavors.items():
             members = self.flavor_nodes.get(fname)
@@ -152,6 +158,7 @@ class ClusterState:
 
     def remove_node(self, name: str) -> None:
         self.nodes.pop(name, None)
+        self.node_table.remove_node(name)
         for members in self.flavor_nodes.values():
             if members is not None:
                 members.discard(name)
@@ -275,6 +282,7 @@ class ClusterState:
             if used is not None:
                 for r, v in pod.requests.items():
                     used[r] = used.get(r, 0) - v
+                self.node_table.add_requested(pod.node_name, pod.requests, -1)
         self._unindex_pending(pod.uid)
 
     def _add_node_requests(self, pod: PodInfo) -> None:
@@ -282,6 +290,7 @@ class ClusterState:
         used = self.node_requested.setdefault(pod.node_name, {})
         for r, v in pod.requests.items():
             used[r] = used.get(r, 0) + v
+        self.node_table.add_requested(pod.node_name, pod.requests)
 
     def quota_requests(self, pod: PodInfo) -> dict[str, int]:
         """The pod's requests that quota counts (excludeResourcePrefixes removed)."""
@@ -365,9 +374,12 @@ class ClusterState:
         if i < len(items) and items[i] == entry:
             items.pop(i)
 
-    def pending_pods(self, cq_name: str) -> Iterator[PodInfo]:
-        """Pending pods of a ClusterQueue in queue order, reserved ones excluded."""
-        for _, uid in self.pending.get(cq_name, ()):
+    def pending_pods(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
+        """Pending pods of a ClusterQueue in queue order (only those ahead of `before`), reserved ones
+        excluded, walking at most maxQueueScan entries so a long queue cannot slow a decision down."""
+        items = self.pending.get(cq_name, ())
+        end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
+        for _, uid in itertools.islice(items, min(end, self.config.max_queue_scan)):
             if uid not in self.reservations:
                 yield self.pods[uid]
 
@@ -384,10 +396,10 @@ class ClusterState:
                 dropped += 1
         return dropped
 
-    def reserve(self, uid: str, charge: Charge, nodes: frozenset[str] | None) -> Reservation:
+    def reserve(self, uid: str, charge: Charge) -> Reservation:
         """Hold quota for a pod that passed filter until it binds or the timeout passes."""
         self.drop_reservation(uid)
-        r = Reservation(charge, self.clock() + self.config.reservation_timeout, nodes)
+        r = Reservation(charge, self.clock() + self.config.reservation_timeout)
         self._hold(uid, r)
         self.generation += 1
         return r
