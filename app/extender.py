@@ -14,12 +14,14 @@ from .act.writer import WriteError, Writer
 from .api import wire
 from .core.admission import Verdict, decide
 from .core.flavors import Charge
-from .core.placement import flavor_nodes_on_offer, pack_scores
+from .api.offered import OfferedNodeCache, OfferedNodes
+from .core.placement import pack_scores
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
+FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
 class Extender:
@@ -27,6 +29,7 @@ class Extender:
         self.state = state
         self.writer = writer
         self.decisions: deque[dict] = deque(maxlen=history)
+        self.offered = OfferedNodeCache()
 
     # ---- helpers ---------------------------------------------------------
     def _pod(self, obj: dict) -> PodInfo:
@@ -51,46 +54,67 @@ class Extender:
         self.decisions.append({"time": self.state.clock(), "verb": verb, "pod": pod.key,
                                "outcome": outcome, "reason": reason, **extra})
 
+    def _offer(self, raw: bytes) -> tuple[dict, OfferedNodes, dict | None]:
+        """(the Pod object, the offered nodes, Node objects by name when nodeCacheCapable is false)."""
+        fast = self.offered.split(raw)
+        if fast is not None:
+            body, offered = fast
+            pod = body.get("Pod")
+            if not isinstance(pod, dict):
+                raise wire.WireError('"Pod" must be a Pod object')
+            return pod, offered, None
+        args = wire.decode_extender_args(raw)
+        return args.pod, OfferedNodes(args.node_names), args.nodes
+
+    def _filter_answer(self, offered: OfferedNodes, nodes: dict | None, passing: list[str], encoded: bytes,
+                       failed: dict | None = None, unresolvable: dict | None = None) -> bytes:
+        if nodes is None and not failed and not unresolvable:
+            return b'{"Nodes":null,"NodeNames":' + encoded + FILTER_TAIL
+        return wire.encode_filter(wire.ExtenderArgs({}, offered.names, nodes), passing, failed or {},
+                                  unresolvable or {})
+
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
-        args = wire.decode_extender_args(raw)
+        obj, offered, nodes = self._offer(raw)
         state = self.state
         state.expire_reservations()
-        pod = self._pod(args.pod)
-        names = args.node_names
+        pod = self._pod(obj)
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
             flavors = charge.flavors
         else:
             state.drop_reservation(pod.uid)
-            verdict = decide(state, pod, names)
+            verdict = decide(state, pod, lambda flavor: offered.has_nodes(state, flavor))
             flavors = verdict.assignment.flavors if verdict.assignment else {}
         if not verdict.managed:
-            return wire.encode_filter(args, names, {}, {})
+            passing, encoded = offered.on_offer(state, frozenset())
+            self.offered.remember(encoded, passing)
+            return self._filter_answer(offered, nodes, passing, encoded)
         if not verdict.admit:
-            reason = verdict.reason
-            rejected = {n: reason for n in names}
-            self._record("filter", pod, verdict.rule, reason, queue=verdict.cluster_queue)
+            rejected = dict.fromkeys(offered.names, verdict.reason)
+            self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue)
             if verdict.resolvable:
-                return wire.encode_filter(args, [], rejected, {})
-            return wire.encode_filter(args, [], {}, rejected)
-        flavor_names = set(flavors.values())
-        passing = flavor_nodes_on_offer(state.flavor_nodes, flavor_names, names)
+                return self._filter_answer(offered, nodes, [], b"[]", failed=rejected)
+            return self._filter_answer(offered, nodes, [], b"[]", unresolvable=rejected)
+        flavor_names = frozenset(flavors.values())
+        passing, encoded = offered.on_offer(state, flavor_names)
         if not passing:
-            reason = (f"none of the {len(names)} nodes offered belongs to flavor(s) "
+            reason = (f"none of the {len(offered.names)} nodes offered belongs to flavor(s) "
                       f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
-            return wire.encode_filter(args, [], {}, {n: reason for n in names})
+            return self._filter_answer(offered, nodes, [], b"[]",
+                                       unresolvable=dict.fromkeys(offered.names, reason))
         if charge is None:
             a = verdict.assignment
             state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
-        self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue,
-                     flavors=dict(flavors), nodes=len(passing), outside_flavor=len(names) - len(passing))
+        self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue, flavors=dict(flavors),
+                     nodes=len(passing), outside_flavor=len(offered.names) - len(passing))
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
-        return wire.encode_filter(args, passing, {}, {})
+        self.offered.remember(encoded, passing)
+        return self._filter_answer(offered, nodes, passing, encoded)
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:
@@ -98,10 +122,10 @@ class Extender:
 
         kube-scheduler sends prioritize only the nodes that passed filter, which are
         already the nodes of the pod's flavors, so they are not checked again here."""
-        args = wire.decode_extender_args(raw)
-        pod = self._pod(args.pod)
-        scores = pack_scores(self.state.node_table.fullness(args.node_names, pod.requests))
-        return wire.encode_priorities(args.node_names, scores.tolist())
+        obj, offered, _ = self._offer(raw)
+        pod = self._pod(obj)
+        table = self.state.node_table
+        return offered.priorities(pack_scores(table.fullness(offered.rows(table), pod.requests)))
 
     # ---- preempt ---------------------------------------------------------------
     def preempt(self, raw: bytes) -> bytes:
@@ -129,7 +153,7 @@ class Extender:
             if not outside:
                 return held.charge, ""
         state.drop_reservation(pod.uid)
-        verdict = decide(state, pod, {node})
+        verdict = decide(state, pod, lambda flavor: state.node_in_flavor(node, flavor))
         if not verdict.managed:
             return None, ""
         if not verdict.admit:

@@ -6,6 +6,7 @@ States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch
 import pytest
 
 from app.config import Configuration
+from app.api.offered import OfferedNodes
 from app.core.admission import decide
 from app.core.flavors import Charge
 from app.core.quota import available
@@ -24,8 +25,13 @@ def single(*extra, config=None, clock=None, cpu="9", **spec):
 
 
 def decide_pod(state, obj, offered=None):
+    """decide() with the node names kube-scheduler offered (None: no restriction), as filter calls it."""
     apply(state, obj)
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), offered)
+    has_nodes = None
+    if offered is not None:
+        nodes = OfferedNodes(sorted(offered))
+        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
+    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
 def refused(v, rule, *names, resolvable=False):

@@ -4,6 +4,7 @@ States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch
 """
 import pytest
 
+from app.api.offered import OfferedNodes
 from app.core.admission import assign, decide
 from app.core.flavors import FIT, NOFIT, PREEMPT, assign_flavors
 
@@ -31,8 +32,13 @@ def assign_pod(state, obj, has_nodes=None):
 
 
 def decide_pod(state, obj, offered=None):
+    """decide() with the node names kube-scheduler offered (None: no restriction), as filter calls it."""
     apply(state, obj)
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), offered)
+    has_nodes = None
+    if offered is not None:
+        nodes = OfferedNodes(sorted(offered))
+        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
+    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
 # ---- order of flavors --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
@@ -158,17 +158,11 @@ def _ahead_note(charges: list) -> str:
     return f", counting {len(names)} pending pod(s) ahead of it in queue order ({shown})"
 
 
-def decide(state, pod: PodInfo, offered: list[str] | set[str] | None = None) -> Verdict:
-    """Decide whether pod may be admitted now; offered (node names) restricts flavors to nodes on offer."""
+def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
+    """Decide whether pod may be admitted now; has_nodes(flavor) says whether a node of it is on offer."""
     cq, refusal = resolve(state, pod)
     if refusal is not None:
         return refusal
-    has_nodes = None
-    if offered is not None:
-        def has_nodes(flavor: str) -> bool:
-            members = state.flavor_nodes.get(flavor)
-            return bool(offered) if members is None else not members.isdisjoint(offered)
-
     charges: list = []
     blocked = queue_ahead(state, pod, cq, charges)
     if blocked:

@@ -53,6 +53,7 @@ class ClusterState:
         self.node_requested: dict[str, dict[str, int]] = {}
         self.node_pods: dict[str, set[str]] = {}          # node -> uids of pods bound there
         self.node_table = NodeTable()                      # the same amounts as numpy columns, for scoring
+        self.membership_generation = 0                     # bumps when a flavor's node set may change
         self.pods: dict[str, PodInfo] = {}
         self.uid_by_key: dict[str, str] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
@@ -144,6 +145,7 @@ class ClusterState:
             else:
                 members.discard(node.name)
         if old is None or old.labels != node.labels:
+            self.membership_generation += 1
             self._recharge_inferred(node.name)
         self.generation += 1
 
@@ -159,6 +161,7 @@ class ClusterState:
     def remove_node(self, name: str) -> None:
         self.nodes.pop(name, None)
         self.node_table.remove_node(name)
+        self.membership_generation += 1
         for members in self.flavor_nodes.values():
             if members is not None:
                 members.discard(name)
@@ -220,6 +223,7 @@ class ClusterState:
     def _rebuild(self) -> None:
         """Rebuild the tree and flavor node sets, then charge every holder again."""
         self.tree = build_tree(self.cluster_queues, self.cohorts, self.flavors)
+        self.membership_generation += 1
         self.flavor_nodes = {}
         for fname, flavor in self.flavors.items():
             if not flavor.node_labels:

@@ -19,6 +19,7 @@ class NodeTable:
         self._capacity = capacity
         self.allocatable: dict[str, np.ndarray] = {}
         self.requested: dict[str, np.ndarray] = {}
+        self.generation = 0     # bumps when a name gets or loses its row
 
     def _column(self, table: dict[str, np.ndarray], resource: str) -> np.ndarray:
         col = table.get(resource)
@@ -44,6 +45,7 @@ class NodeTable:
                     self._grow()
                 i, self._size = self._size, self._size + 1
             self.index[name] = i
+            self.generation += 1
         for col in self.allocatable.values():
             col[i] = 0
         for r, v in allocatable.items():
@@ -52,6 +54,7 @@ class NodeTable:
     def remove_node(self, name: str) -> None:
         i = self.index.pop(name, None)
         if i is not None:
+            self.generation += 1
             for table in (self.allocatable, self.requested):
                 for col in table.values():
                     col[i] = 0
@@ -64,10 +67,13 @@ class NodeTable:
         for r, v in requests.items():
             self._column(self.requested, r)[i] += sign * v
 
-    def fullness(self, names: list[str], requests: dict[str, int]) -> np.ndarray:
-        """For each name: the fraction of its fullest requested resource after adding requests (-1: unknown)."""
-        idx = np.fromiter(map(self.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
-        fullest = np.zeros(len(names), dtype=np.float64)
+    def rows(self, names: list[str]) -> np.ndarray:
+        """Each name's row (-1 for a node the table does not hold)."""
+        return np.fromiter(map(self.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+
+    def fullness(self, idx: np.ndarray, requests: dict[str, int]) -> np.ndarray:
+        """For each row: the fraction of its fullest requested resource after adding requests (-1: unknown)."""
+        fullest = np.zeros(len(idx), dtype=np.float64)
         for r, amount in requests.items():
             if r == "pods" or not amount or r not in self.allocatable:
                 continue

@@ -51,6 +51,7 @@ class Params:
     node_cpu: int = 64
     node_memory_gi: int = 256
     node_pods: int = 110
+    plain_queue: bool = False   # also ClusterQueue cq-plain: one flavor without nodeLabels (quota only)
 
 
 def node_name(i: int) -> str:
@@ -189,6 +190,8 @@ def generate(p: Params | None = None, **overrides) -> list[dict]:
         docs.append({"apiVersion": KUEUE, "kind": "LocalQueue",
                      "metadata": {"name": LOCAL_QUEUE, "namespace": namespace_name(i)},
                      "spec": {"clusterQueue": queue_name(i)}})
+    if p.plain_queue:
+        docs += plain_queue_docs(p)
     docs.extend(nodes)
     cursor = {f: 0 for f in FLAVORS}
     for k, (q, f) in enumerate(layout):
@@ -197,6 +200,26 @@ def generate(p: Params | None = None, **overrides) -> list[dict]:
         cursor[f] += 1
         docs.append(make_pod(f"job-{k:06d}", namespace_name(q), _uid(rng), _time(k * 0.5), node))
     return docs
+
+
+PLAIN = "plain"
+
+
+def plain_queue_docs(p: Params) -> list[dict]:
+    """ClusterQueue cq-plain (namespace ns-plain): a flavor with no nodeLabels, so filter restricts no node."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{PLAIN}"}},
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}},
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"cq-{PLAIN}"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{
+             "coveredResources": ["cpu", "memory", "pods"],
+             "flavors": [{"name": "default-flavor", "resources": [
+                 {"name": "cpu", "nominalQuota": p.nodes * p.node_cpu},
+                 {"name": "memory", "nominalQuota": f"{p.nodes * p.node_memory_gi}Gi"},
+                 {"name": "pods", "nominalQuota": p.nodes * p.node_pods}]}]}]}},
+        {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": LOCAL_QUEUE, "namespace": f"ns-{PLAIN}"},
+         "spec": {"clusterQueue": f"cq-{PLAIN}"}},
+    ]
 
 
 def cluster_totals(docs: list[dict]) -> dict:
