@@ -24,6 +24,8 @@ class Configuration:
     reservation_timeout: float = 30.0
     # Kueue's resources.excludeResourcePrefixes: requests that quota ignores.
     exclude_resource_prefixes: tuple[str, ...] = ()
+    # A pending pod known only from kube-scheduler's requests is forgotten when not asked about this long.
+    learned_pod_timeout: float = 600.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
     max_queue_scan: int = 200
     raw: dict = field(default_factory=dict)
@@ -33,7 +35,7 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan"}
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout"}
 
 
 def decode_configuration(doc: dict | None) -> Configuration:
@@ -57,6 +59,10 @@ def decode_configuration(doc: dict | None) -> Configuration:
     cfg.manage_jobs_without_queue_name = manage
     try:
         cfg.reservation_timeout = parse_duration(doc.get("reservationTimeout", "30s"), "reservationTimeout")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        cfg.learned_pod_timeout = parse_duration(doc.get("learnedPodTimeout", "10m"), "learnedPodTimeout")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     resources = doc.get("resources") or {}

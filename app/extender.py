@@ -12,9 +12,9 @@ from collections import deque
 
 from .act.writer import WriteError, Writer
 from .api import wire
+from .api.offered import OfferedNodeCache, OfferedNodes
 from .core.admission import Verdict, decide
 from .core.flavors import Charge
-from .api.offered import OfferedNodeCache, OfferedNodes
 from .core.placement import pack_scores
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -39,6 +39,7 @@ class Extender:
         if uid and isinstance(uid, str):
             known = self.state.pods.get(uid)
             if known is not None:
+                self.state.seen(uid)
                 return known
         try:
             pod = decode_pod(obj)
@@ -46,8 +47,9 @@ class Extender:
             raise wire.WireError(f'"Pod": {e}') from None
         known = self.state.pods.get(pod.uid)
         if known is not None:
+            self.state.seen(pod.uid)
             return known
-        self.state.upsert_pod(pod)
+        self.state.learn_pod(pod)
         return pod
 
     def _record(self, verb: str, pod: PodInfo, outcome: str, reason: str = "", **extra) -> None:
@@ -66,12 +68,13 @@ class Extender:
         args = wire.decode_extender_args(raw)
         return args.pod, OfferedNodes(args.node_names), args.nodes
 
-    def _filter_answer(self, offered: OfferedNodes, nodes: dict | None, passing: list[str], encoded: bytes,
+    @staticmethod
+    def _filter_answer(nodes: dict | None, passing: list[str], encoded: bytes,
                        failed: dict | None = None, unresolvable: dict | None = None) -> bytes:
+        """The filter answer; the common one (NodeNames, no reasons) is spliced from cached bytes."""
         if nodes is None and not failed and not unresolvable:
             return b'{"Nodes":null,"NodeNames":' + encoded + FILTER_TAIL
-        return wire.encode_filter(wire.ExtenderArgs({}, offered.names, nodes), passing, failed or {},
-                                  unresolvable or {})
+        return wire.encode_filter(nodes, passing, failed or {}, unresolvable or {})
 
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
@@ -79,6 +82,7 @@ class Extender:
         state = self.state
         state.expire_reservations()
         pod = self._pod(obj)
+        state.forget_stale_learned()
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
@@ -90,13 +94,13 @@ class Extender:
         if not verdict.managed:
             passing, encoded = offered.on_offer(state, frozenset())
             self.offered.remember(encoded, passing)
-            return self._filter_answer(offered, nodes, passing, encoded)
+            return self._filter_answer(nodes, passing, encoded)
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
             self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue)
             if verdict.resolvable:
-                return self._filter_answer(offered, nodes, [], b"[]", failed=rejected)
-            return self._filter_answer(offered, nodes, [], b"[]", unresolvable=rejected)
+                return self._filter_answer(nodes, [], b"[]", failed=rejected)
+            return self._filter_answer(nodes, [], b"[]", unresolvable=rejected)
         flavor_names = frozenset(flavors.values())
         passing, encoded = offered.on_offer(state, flavor_names)
         if not passing:
@@ -104,7 +108,7 @@ class Extender:
                       f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
-            return self._filter_answer(offered, nodes, [], b"[]",
+            return self._filter_answer(nodes, [], b"[]",
                                        unresolvable=dict.fromkeys(offered.names, reason))
         if charge is None:
             a = verdict.assignment
@@ -114,7 +118,7 @@ class Extender:
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
         self.offered.remember(encoded, passing)
-        return self._filter_answer(offered, nodes, passing, encoded)
+        return self._filter_answer(nodes, passing, encoded)
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:

@@ -570,3 +570,24 @@ async def test_prioritize_packs_onto_the_fuller_node(kit, load_extender, api):
     alloc = ext.state.nodes["spot-1"].allocatable["cpu"]
     assert scores["spot-1"] == round(10 * 3000 / alloc) and scores["spot-2"] == round(10 * 1000 / alloc)
     assert scores["spot-1"] > scores["spot-2"]
+
+
+async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit, build_extender, api):
+    """Pods known only from filter requests (a snapshot has no watch to report deletions) are forgotten
+    after learnedPodTimeout without a request, so a deleted pod cannot hold its place in queue order."""
+    clock = kit.Clock()
+    ext = build_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  queueingStrategy: StrictFIFO"),
+                         config=Configuration(learned_pod_timeout=600.0, reservation_timeout=5.0), clock=clock)
+    assert ext.state.cluster_queues["small-cq"].queueing_strategy == "StrictFIFO"
+    old = kit.pod("old", cpu="9", created="2026-01-01T00:00:00Z")        # never fits the 4-CPU queue
+    new = kit.pod("new", cpu="1", created="2026-01-01T00:00:10Z")
+    async with api(ext) as client:
+        assert (await client.post("/filter", json=kit.filter(old, ALL_NODES))).json()["NodeNames"] == []
+        clock.advance(300)                                                # still asked about: kept
+        blocked = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
+        assert blocked["NodeNames"] == [] and "StrictFIFO: team-a/old" in str(blocked)
+        assert uid(old) in ext.state.pods
+        clock.advance(601)                                                # old has gone quiet
+        r = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
+    assert r["NodeNames"] == ALL_NODES
+    assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 1

@@ -68,22 +68,17 @@ def decode_extender_args(raw: bytes) -> ExtenderArgs:
     return ExtenderArgs(pod, list(nodes), nodes)
 
 
-def encode_filter(args: ExtenderArgs, passing: list[str], failed: dict[str, str],
+def encode_filter(nodes: dict[str, dict] | None, passing: list[str], failed: dict[str, str],
                   unresolvable: dict[str, str], error: str = "") -> bytes:
-    """ExtenderFilterResult in the shape of the request (NodeNames or Nodes)."""
-    if args.nodes is None:
+    """ExtenderFilterResult in the shape of the request: NodeNames, or Nodes when the request sent Node objects."""
+    if nodes is None:
         result = {"Nodes": None, "NodeNames": passing}
     else:
-        result = {"Nodes": {"metadata": {}, "items": [args.nodes[n] for n in passing]}, "NodeNames": None}
+        result = {"Nodes": {"metadata": {}, "items": [nodes[n] for n in passing]}, "NodeNames": None}
     result["FailedNodes"] = failed
     result["FailedAndUnresolvableNodes"] = unresolvable
     result["Error"] = error
     return orjson.dumps(result)
-
-
-def encode_filter_error(error: str) -> bytes:
-    return orjson.dumps({"Nodes": None, "NodeNames": None, "FailedNodes": None,
-                         "FailedAndUnresolvableNodes": None, "Error": error})
 
 
 def encode_priorities(names: list[str], scores: list[int]) -> bytes:

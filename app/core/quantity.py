@@ -6,6 +6,7 @@ up like kube-scheduler's Value()/MilliValue().
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from decimal import Decimal, ROUND_CEILING
 
 # Anything above this is a typo or an attack, not a cluster (2**62 ~ 4.6e18).
@@ -30,6 +31,17 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object, resource: str = "") -> int:
     """Return `value` as an int: milli-units for cpu, base units otherwise."""
+    if isinstance(value, str):
+        return _parse_text(value, resource)     # the same few strings recur across thousands of pods
+    return _parse(value, resource)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str, resource: str) -> int:
+    return _parse(value, resource)
+
+
+def _parse(value: object, resource: str) -> int:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a quantity")
     if isinstance(value, (int, float)):

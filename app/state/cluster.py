@@ -70,6 +70,8 @@ class ClusterState:
         self._expiry: list[tuple[float, str]] = []
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
         self._pending_of: dict[str, tuple[str, tuple]] = {}
+        self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
+        self._learned_sweep = 0.0
         self.skips: Counter = Counter()
         self.generation = 0     # bumps on every change; the simulator watches it
         self._bulk = 0
@@ -235,28 +237,56 @@ class ClusterState:
         admitted, self.admitted = self.admitted, {}
         reservations, self.reservations = self.reservations, {}
         self.pending, self._pending_of = {}, {}
-        for uid, pod in self.pods.items():
+        for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal:
                 self._charge_running(pod, admitted.get(uid))
-            elif uid in reservations:
+            elif uid in reservations and not (pod.terminal or pod.deleting):
                 r = reservations[uid]
                 if self._charge_valid(r.charge):
                     self._hold(uid, r)
             self._index_pending(pod)
 
     # ---- pods ---------------------------------------------------------------
+    def learn_pod(self, pod: PodInfo) -> None:
+        """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
+        self.upsert_pod(pod)
+        self.learned[pod.uid] = self.clock()
+
+    def seen(self, uid: str) -> None:
+        if uid in self.learned:
+            self.learned[uid] = self.clock()
+
+    def forget_stale_learned(self) -> int:
+        """Forget learned pods kube-scheduler stopped asking about (it retries a pending pod at
+        least every 5 minutes), so a deleted pod cannot hold its place in queue order for ever."""
+        now = self.clock()
+        if not self.learned or now - self._learned_sweep < 60:
+            return 0
+        self._learned_sweep = now
+        stale = [uid for uid, seen in self.learned.items()
+                 if now - seen > self.config.learned_pod_timeout and not self.pods[uid].node_name]
+        for uid in stale:
+            self.remove_pod(uid)
+            self.skips["learned pod forgotten"] += 1
+        return len(stale)
+
     def upsert_pod(self, pod: PodInfo) -> None:
         self.resolve_priority(pod)
+        self.learned.pop(pod.uid, None)     # a source, or a binding, now speaks for it
         old = self.pods.get(pod.uid)
-        charge = self.admitted.pop(pod.uid, None)
-        if charge is not None:
-            self._release(charge)
         if old is not None:
             self._unlink(old)
         self.pods[pod.uid] = pod
         self.uid_by_key[pod.key] = pod.uid
+        self.generation += 1
         if pod.node_name and not pod.terminal:
             self._add_node_requests(pod)
+        if self._bulk:
+            return      # the tree is built, and every pod charged and indexed, when the bulk load ends
+        charge = self.admitted.pop(pod.uid, None)
+        if charge is not None:
+            self._release(charge)
+        if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
                 self._release(reservation.charge)
@@ -265,9 +295,9 @@ class ClusterState:
         elif pod.terminal or pod.deleting:
             self.drop_reservation(pod.uid)
         self._index_pending(pod)
-        self.generation += 1
 
     def remove_pod(self, uid: str) -> None:
+        self.learned.pop(uid, None)
         pod = self.pods.pop(uid, None)
         charge = self.admitted.pop(uid, None)
         if charge is not None:
@@ -322,8 +352,7 @@ class ClusterState:
 
     def _infer_flavors(self, pod: PodInfo, cq: ClusterQueue) -> dict[str, str]:
         """Flavors of a pod found running: the first flavor of each group whose nodeLabels its node has."""
-        node = self.nodes.get(pod.node_name)
-        labels = node.labels if node else {}
+        node = pod.node_name if pod.node_name in self.nodes else None
         chosen: dict[str, str] = {}
         requests = self.quota_requests(pod)
         for group in cq.resource_groups:
@@ -331,8 +360,8 @@ class ClusterState:
                 continue
             pick = group.flavors[0].name
             for fq in group.flavors:
-                flavor = self.flavors.get(fq.name)
-                if flavor and all(labels.get(k) == v for k, v in flavor.node_labels.items()):
+                members = self.flavor_nodes.get(fq.name, ())
+                if node is not None and (members is None or node in members):
                     pick = fq.name
                     break
             for r in group.covered:
