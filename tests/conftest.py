@@ -21,25 +21,13 @@ from app.config import Configuration
 from app.extender import Extender
 from app.state.cluster import ClusterState
 from app.sync.snapshot import apply_documents, read_snapshot
+from helpers import FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
 WIRE_DIR = REPO.parent / "shared" / "wire"
 SCENARIO_DIR = REPO.parent / "shared" / "scenarios" / "examples"
 QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-
-
-class FakeClock:
-    """A clock the test moves by hand: ClusterState(config, clock=FakeClock())."""
-
-    def __init__(self, now: float = 1_800_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

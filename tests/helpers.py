@@ -179,6 +179,8 @@ def all_usage(state: ClusterState) -> dict:
 
 
 class FakeClock:
+    """A clock the test moves by hand: ClusterState(config, clock=FakeClock())."""
+
     def __init__(self, now: float = 1000.0):
         self.now = now
 
@@ -187,3 +189,16 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def decide_pod(state: ClusterState, obj: dict, offered=None):
+    """Apply a pod and decide() for it, with the node names kube-scheduler offered (None: no restriction)."""
+    from app.api.offered import OfferedNodes
+    from app.core.admission import decide
+
+    apply(state, obj)
+    has_nodes = None
+    if offered is not None:
+        nodes = OfferedNodes(sorted(offered))
+        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
+    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)

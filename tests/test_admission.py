@@ -6,12 +6,11 @@ States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch
 import pytest
 
 from app.config import Configuration
-from app.api.offered import OfferedNodes
 from app.core.admission import decide
 from app.core.flavors import Charge
 from app.core.quota import available
 
-from helpers import (CPU, FakeClock, all_usage, apply, cq, delete, flavor, lq, make_state, namespace, node, pod,
+from helpers import (decide_pod, CPU, FakeClock, all_usage, apply, cq, delete, flavor, lq, make_state, namespace, node, pod,
                      pod_info)
 
 FR = ("default-flavor", "cpu")
@@ -22,16 +21,6 @@ def single(*extra, config=None, clock=None, cpu="9", **spec):
     return make_state(flavor("default-flavor"), node("n1", "64"),
                       cq("cq", None, [("default-flavor", {"cpu": cpu})], **spec),
                       lq("team-a", "lq", "cq"), *extra, config=config, clock=clock)
-
-
-def decide_pod(state, obj, offered=None):
-    """decide() with the node names kube-scheduler offered (None: no restriction), as filter calls it."""
-    apply(state, obj)
-    has_nodes = None
-    if offered is not None:
-        nodes = OfferedNodes(sorted(offered))
-        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
 def refused(v, rule, *names, resolvable=False):

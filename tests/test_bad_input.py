@@ -239,7 +239,7 @@ async def test_wrongly_typed_pod_fields_are_400(ext, api, kit, field, value):
             assert field[1] in r.json()["error"], r.text
         assert fingerprint(ext.state) == before
         await good_request(client, kit, "filter", 0)
-    ext.state.upsert_flavor(ext.state.flavors["default-flavor"])     # a rebuild still works
+    ext.state.upsert_kueue("ResourceFlavor", "default-flavor", ext.state.flavors["default-flavor"])     # a rebuild still works
 
 
 # ---- unknown keys are ignored ----------------------------------------------------------------------------

@@ -4,11 +4,10 @@ States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch
 """
 import pytest
 
-from app.api.offered import OfferedNodes
 from app.core.admission import assign, decide
 from app.core.flavors import FIT, NOFIT, PREEMPT, assign_flavors
 
-from helpers import CPU, Gi, apply, cq, delete, flavor, lq, make_state, node, pod, pod_info
+from helpers import decide_pod, CPU, Gi, apply, cq, delete, flavor, lq, make_state, node, pod, pod_info
 
 SPOT = {"pool": "spot"}
 OD = {"pool": "on-demand"}
@@ -29,16 +28,6 @@ def assign_pod(state, obj, has_nodes=None):
     apply(state, obj)
     p = pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"])
     return assign(state, p, state.cluster_queues[state.local_queues[f"{p.namespace}/lq"].cluster_queue], has_nodes)
-
-
-def decide_pod(state, obj, offered=None):
-    """decide() with the node names kube-scheduler offered (None: no restriction), as filter calls it."""
-    apply(state, obj)
-    has_nodes = None
-    if offered is not None:
-        nodes = OfferedNodes(sorted(offered))
-        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
 # ---- order of flavors --------------------------------------------------------------------------------

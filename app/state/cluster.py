@@ -195,26 +195,17 @@ class ClusterState:
         self.generation += 1
 
     # ---- Kueue objects -----------------------------------------------------
-    def upsert_flavor(self, flavor: ResourceFlavor) -> None:
-        self.flavors[flavor.name] = flavor
-        self._kueue_changed()
+    def _kueue_table(self, kind: str) -> dict:
+        return {"ResourceFlavor": self.flavors, "ClusterQueue": self.cluster_queues,
+                "Cohort": self.cohorts, "LocalQueue": self.local_queues}[kind]
 
-    def upsert_cluster_queue(self, cq: ClusterQueue) -> None:
-        self.cluster_queues[cq.name] = cq
-        self._kueue_changed()
-
-    def upsert_cohort(self, cohort: Cohort) -> None:
-        self.cohorts[cohort.name] = cohort
-        self._kueue_changed()
-
-    def upsert_local_queue(self, lq: LocalQueue) -> None:
-        self.local_queues[lq.key] = lq
+    def upsert_kueue(self, kind: str, key: str, obj) -> None:
+        """Add or replace a ResourceFlavor, ClusterQueue, Cohort or LocalQueue (key: name, or ns/name)."""
+        self._kueue_table(kind)[key] = obj
         self._kueue_changed()
 
     def remove_kueue(self, kind: str, key: str) -> None:
-        table = {"ResourceFlavor": self.flavors, "ClusterQueue": self.cluster_queues,
-                 "Cohort": self.cohorts, "LocalQueue": self.local_queues}[kind]
-        table.pop(key, None)
+        self._kueue_table(kind).pop(key, None)
         self._kueue_changed()
 
     def _kueue_changed(self) -> None:

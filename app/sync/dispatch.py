@@ -75,8 +75,7 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
         if deleted:
             state.remove_kueue(kind, key)
         else:
-            getattr(state, {"ResourceFlavor": "upsert_flavor", "ClusterQueue": "upsert_cluster_queue",
-                            "Cohort": "upsert_cohort", "LocalQueue": "upsert_local_queue"}[kind])(decoded)
+            state.upsert_kueue(kind, key, decoded)
     elif kind in EXTRA_KINDS:
         metadata(obj, kind)
         state.remove_extra(kind, object_key(obj)) if deleted else state.upsert_extra(kind, object_key(obj), obj)
