@@ -46,7 +46,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.getLogger("quotient").info(
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
-    uvicorn.run(create_app(extender, prefix), host=args.host, port=args.port, log_level=args.log_level,
+    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval), host=args.host, port=args.port, log_level=args.log_level,
                 access_log=False)
     return 0
 

@@ -24,6 +24,8 @@ class Configuration:
     reservation_timeout: float = 30.0
     # Kueue's resources.excludeResourcePrefixes: requests that quota ignores.
     exclude_resource_prefixes: tuple[str, ...] = ()
+    # How often decisions nobody asks for (HoldAndDrain evictions) are made.
+    reconcile_interval: float = 5.0
     # A pending pod known only from kube-scheduler's requests is forgotten when not asked about this long.
     learned_pod_timeout: float = 600.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
@@ -35,7 +37,7 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout"}
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval"}
 
 
 def decode_configuration(doc: dict | None) -> Configuration:
@@ -62,6 +64,7 @@ def decode_configuration(doc: dict | None) -> Configuration:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:
+        cfg.reconcile_interval = parse_duration(doc.get("reconcileInterval", "5s"), "reconcileInterval")
         cfg.learned_pod_timeout = parse_duration(doc.get("learnedPodTimeout", "10m"), "learnedPodTimeout")
     except ValueError as e:
         raise ConfigError(str(e)) from None

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from .act.writer import WriteError, Writer
+from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core.admission import Verdict, decide
+from .core.admission import Verdict, decide, drained
 from .core.flavors import Charge
 from .core.placement import pack_scores
 from .objects.errors import InvalidObject
@@ -195,3 +195,20 @@ class Extender:
         log.info("bound %s to %s%s", pod.key, args.node, f" ({charge.cluster_queue})" if charge else "")
         return wire.encode_binding()
 
+
+    # ---- decisions nobody asks for -------------------------------------------------
+    async def reconcile(self) -> int:
+        """Act on what the state calls for between requests: the evictions stopPolicy HoldAndDrain
+        asks for. Returns how many pods were evicted."""
+        evicted = 0
+        for pod, cq in drained(self.state):
+            message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
+            try:
+                await self.writer.evict(pod, CLUSTER_QUEUE_STOPPED, message)
+            except WriteError as e:
+                log.warning("evicting %s failed: %s", pod.key, e)
+                continue
+            self._record("drain", pod, "Evicted", message, queue=cq)
+            log.info("evicted %s: %s", pod.key, message)
+            evicted += 1
+        return evicted

@@ -11,6 +11,7 @@ from app.sim.scenario import ScenarioError, load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO.parent / "shared" / "scenarios" / "examples"
+OWN = REPO / "tests" / "scenarios"          # Quotient's own scenarios: every one must pass
 QUOTIENT = REPO / ".venv" / "bin" / "quotient"
 
 PASSING = ["borrowing", "borrowing-limit", "lending-limit", "flavors", "strictfifo", "besteffortfifo"]
@@ -42,6 +43,13 @@ async def test_example_outcome_has_no_differences(name):
     outcome = await simulate(scenario)
     assert differences(scenario, outcome) == []
     assert outcome.admitted, name
+
+
+@pytest.mark.parametrize("path", sorted(OWN.glob("*.yaml")), ids=lambda p: p.stem)
+def test_own_scenario_passes(path, capsys):
+    code = run_file(str(path), verbose=False)
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err
 
 
 # reclaim, within-queue-priority: flip to 0 with the quota-aware preemption issue.

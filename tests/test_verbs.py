@@ -591,3 +591,23 @@ async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit,
         r = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
     assert r["NodeNames"] == ALL_NODES
     assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 1
+
+
+async def test_hold_and_drain_evicts_what_the_queue_admitted(load_extender):
+    """stopPolicy HoldAndDrain (seed 001 停止策略): "它还会触发已接纳工作负载的驱逐" - reconcile evicts the
+    ClusterQueue's admitted pods through the writer and their quota is released; Hold leaves them running."""
+    ext = load_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  stopPolicy: HoldAndDrain") + """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: running, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: q}}
+spec:
+  nodeName: spot-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]
+""")
+    assert usage(ext, "small-cq", "default-flavor") == 2 * CPU
+    assert await ext.reconcile() == 1
+    assert ext.state.pod_by_key("team-a/running") is None
+    assert usage(ext, "small-cq", "default-flavor") == 0 and ext.writer.evictions == 1
+    assert ext.decisions[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.decisions[-1]["reason"]
+    assert await ext.reconcile() == 0

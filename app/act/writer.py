@@ -11,6 +11,12 @@ from typing import Protocol
 from ..objects.pod import PodInfo
 
 
+# Why Quotient evicts a pod. Kueue's preemption reasons make it a preemption; the others are not.
+PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
+                                "InCohortReclaimWhileBorrowing"})
+CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+
+
 class WriteError(RuntimeError):
     """A write the cluster refused; the message is shown to kube-scheduler."""
 

@@ -7,7 +7,9 @@ answers its bytes. Everything else is an ordinary FastAPI route.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import asynccontextmanager
 
 import orjson
 from fastapi import FastAPI
@@ -75,8 +77,27 @@ async def _answer(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True) -> FastAPI:
-    app = FastAPI(title="Quotient", docs_url=None, redoc_url=None)
+async def _reconcile_forever(extender: Extender, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await extender.reconcile()
+        except Exception:   # a bug must not stop the loop: it is logged and tried again next time
+            log.exception("reconcile failed")
+
+
+def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
+               reconcile_interval: float | None = None) -> FastAPI:
+    """The application; with reconcile_interval, Extender.reconcile runs that often in the background."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        task = asyncio.create_task(_reconcile_forever(extender, reconcile_interval)) if reconcile_interval else None
+        yield
+        if task is not None:
+            task.cancel()
+
+    app = FastAPI(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.extender = extender
     app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"))
 

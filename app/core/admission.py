@@ -188,3 +188,15 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
                                f"within their own nominal quota come first in cohort {cq.cohort}: {shown}",
                                cq.name, False, again)
     return Verdict("Admitted", True, "", False, True, cq.name, a)
+
+
+def drained(state) -> list[tuple[PodInfo, str]]:
+    """Pods to evict because their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts its
+    admitted workloads); pods already terminating are not asked twice."""
+    out = []
+    for uid, charge in state.admitted.items():
+        cq = state.cluster_queues.get(charge.cluster_queue)
+        pod = state.pods.get(uid)
+        if cq is not None and cq.stop_policy == "HoldAndDrain" and pod is not None and not pod.deleting:
+            out.append((pod, cq.name))
+    return out

@@ -15,6 +15,7 @@ import itertools
 import httpx
 import orjson
 
+from ..act.writer import PREEMPTION_REASONS
 from ..api.app import create_app
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
@@ -40,7 +41,8 @@ class SimWriter:
         self.sim.on_bound(pod.key, node)
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
-        self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True)
+        self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True,
+                            preemption=reason in PREEMPTION_REASONS)
 
 
 class SimScheduler:
@@ -95,9 +97,10 @@ class SimScheduler:
             self.at(self.now + pod.ready_after, "ready", pod)
         self.changed = True
 
-    def on_evicted(self, key: str, reason: str, by_quotient: bool = False) -> None:
-        fresh = self.cluster.evict(key, self.now, reason, preemption=True)
-        self.log("preempted", f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
+    def on_evicted(self, key: str, reason: str, by_quotient: bool = False, preemption: bool = True) -> None:
+        fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)
+        self.log("preempted" if preemption else "evicted",
+                 f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
         self.active.discard(key)
         self.unschedulable.discard(key)
         if fresh is not None:
@@ -255,6 +258,10 @@ class SimScheduler:
         try:
             while True:
                 await self.drain()
+                if await self.extender.reconcile():
+                    self.active |= self.unschedulable
+                    self.unschedulable.clear()
+                    continue
                 nxt = self.events[0][0] if self.events else None
                 if end is not None and self.unschedulable:
                     tick = self.now + RETRY_TICK
