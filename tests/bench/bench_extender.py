@@ -402,7 +402,7 @@ def profile_filter(snapshot: str, names: list[str], calls: int) -> str:
 
 def row(label: str, value: str, target: str, ok: bool | None) -> str:
     verdict = "" if ok is None else ("PASS" if ok else "FAIL")
-    return f"  {label:<34} {value:>14}   {target:<12} {verdict}"
+    return f"  {label:<44} {value:>8}   {target:<12} {verdict}"
 
 
 def main(argv: list[str] | None = None) -> int:
