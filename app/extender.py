@@ -8,7 +8,6 @@ write fails, so two pods can never both hold the last unit of quota.
 from __future__ import annotations
 
 import logging
-from collections import deque
 
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
@@ -16,6 +15,7 @@ from .api.offered import OfferedNodeCache, OfferedNodes
 from .core.admission import Verdict, decide, drained
 from .core.flavors import Charge
 from .core.placement import pack_scores
+from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .state.cluster import ClusterState
@@ -25,10 +25,10 @@ FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
 class Extender:
-    def __init__(self, state: ClusterState, writer: Writer, history: int = 1000):
+    def __init__(self, state: ClusterState, writer: Writer, journal: Journal | None = None):
         self.state = state
         self.writer = writer
-        self.decisions: deque[dict] = deque(maxlen=history)
+        self.journal = journal or Journal()
         self.offered = OfferedNodeCache()
 
     # ---- helpers ---------------------------------------------------------
@@ -53,8 +53,8 @@ class Extender:
         return pod
 
     def _record(self, verb: str, pod: PodInfo, outcome: str, reason: str = "", **extra) -> None:
-        self.decisions.append({"time": self.state.clock(), "verb": verb, "pod": pod.key,
-                               "outcome": outcome, "reason": reason, **extra})
+        self.journal.record({"time": self.state.clock(), "verb": verb, "pod": pod.key,
+                             "outcome": outcome, "reason": reason, **extra})
 
     def _offer(self, raw: bytes) -> tuple[dict, OfferedNodes, dict | None]:
         """(the Pod object, the offered nodes, Node objects by name when nodeCacheCapable is false)."""
@@ -97,7 +97,9 @@ class Extender:
             return self._filter_answer(nodes, passing, encoded)
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
-            self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue)
+            self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
+                         resolvable=verdict.resolvable, offered=len(offered.names),
+                         tried=list(verdict.assignment.reasons) if verdict.assignment else [])
             if verdict.resolvable:
                 return self._filter_answer(nodes, [], b"[]", failed=rejected)
             return self._filter_answer(nodes, [], b"[]", unresolvable=rejected)
@@ -114,7 +116,9 @@ class Extender:
             a = verdict.assignment
             state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
         self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue, flavors=dict(flavors),
-                     nodes=len(passing), outside_flavor=len(offered.names) - len(passing))
+                     offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
+                     borrowing=bool(verdict.assignment and verdict.assignment.borrowing),
+                     tried=list(verdict.assignment.reasons) if verdict.assignment else [])
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
         self.offered.remember(encoded, passing)

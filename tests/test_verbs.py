@@ -196,7 +196,7 @@ async def test_fitting_pod_filter_prioritize_bind(kit, load_extender, api):
         # when no node is left, and reads a dropped node as unresolvable).
         assert not answer["FailedNodes"]
         assert not answer["FailedAndUnresolvableNodes"]
-        decision = ext.decisions[-1]
+        decision = ext.journal.entries[-1]
         assert (decision["outcome"], decision["flavors"], decision["outside_flavor"]) == ("Admitted", {"cpu": "spot"}, 2)
         # The quota is held from filter to bind.
         assert uid(pod) in ext.state.reservations
@@ -609,5 +609,5 @@ spec:
     assert await ext.reconcile() == 1
     assert ext.state.pod_by_key("team-a/running") is None
     assert usage(ext, "small-cq", "default-flavor") == 0 and ext.writer.evictions == 1
-    assert ext.decisions[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.decisions[-1]["reason"]
+    assert ext.journal.entries[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.journal.entries[-1]["reason"]
     assert await ext.reconcile() == 0
