@@ -30,6 +30,16 @@ class Configuration:
     learned_pod_timeout: float = 600.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
     max_queue_scan: int = 200
+    # preemption.mode (the ACK scheduler's policies): Quota, Priority, Auto (Quota for pods in a queue,
+    # Priority for the others) or None.
+    preemption_mode: str = "Auto"
+    # preemption.guaranteeProtection (YuniKorn's law 2): a victim's ClusterQueue may not drop below nominal.
+    guarantee_protection: bool = False
+    # preemption.holdTimeout: how long quota and node room freed by a preemption wait for the preemptor.
+    preemption_hold_timeout: float = 60.0
+    # Kueue's fairSharing.enable and preemptionStrategies.
+    fair_sharing: bool = False
+    preemption_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     raw: dict = field(default_factory=dict)
 
     def excluded(self, resource: str) -> bool:
@@ -37,7 +47,9 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval"}
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing"}
+PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
+STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
 def decode_configuration(doc: dict | None) -> Configuration:
@@ -75,11 +87,43 @@ def decode_configuration(doc: dict | None) -> Configuration:
     if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
         raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
     cfg.exclude_resource_prefixes = tuple(prefixes)
+    _preemption(cfg, doc.get("preemption") or {})
+    _fair_sharing(cfg, doc.get("fairSharing") or {})
     scan = doc.get("maxQueueScan", 200)
     if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
         raise ConfigError("maxQueueScan must be a positive integer")
     cfg.max_queue_scan = scan
     return cfg
+
+
+def _preemption(cfg: Configuration, raw: object) -> None:
+    if not isinstance(raw, dict) or set(raw) - {"mode", "guaranteeProtection", "holdTimeout"}:
+        raise ConfigError("preemption may hold mode, guaranteeProtection and holdTimeout")
+    mode = raw.get("mode", "Auto")
+    if mode not in PREEMPTION_MODES:
+        raise ConfigError(f"preemption.mode {mode!r} is not one of {', '.join(PREEMPTION_MODES)}")
+    cfg.preemption_mode = mode
+    guarantee = raw.get("guaranteeProtection", False)
+    if not isinstance(guarantee, bool):
+        raise ConfigError("preemption.guaranteeProtection must be true or false")
+    cfg.guarantee_protection = guarantee
+    try:
+        cfg.preemption_hold_timeout = parse_duration(raw.get("holdTimeout", "60s"), "preemption.holdTimeout")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _fair_sharing(cfg: Configuration, raw: object) -> None:
+    if not isinstance(raw, dict) or set(raw) - {"enable", "preemptionStrategies"}:
+        raise ConfigError("fairSharing may hold enable and preemptionStrategies")
+    enable = raw.get("enable", False)
+    if not isinstance(enable, bool):
+        raise ConfigError("fairSharing.enable must be true or false")
+    cfg.fair_sharing = enable
+    strategies = raw.get("preemptionStrategies", list(STRATEGIES))
+    if not isinstance(strategies, list) or not strategies or any(s not in STRATEGIES for s in strategies):
+        raise ConfigError(f"fairSharing.preemptionStrategies must list some of {', '.join(STRATEGIES)}")
+    cfg.preemption_strategies = tuple(strategies)
 
 
 def load_configuration(path: str | None) -> Configuration:

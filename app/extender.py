@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 
+import orjson
+
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
+from .core import preemption
 from .core.admission import Verdict, decide, drained
-from .core.flavors import Charge
-from .core.placement import pack_scores
+from .core.flavors import PREEMPT, Charge
+from .core.placement import pack_scores, shortfall
 from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -83,6 +86,11 @@ class Extender:
         state.expire_reservations()
         pod = self._pod(obj)
         state.forget_stale_learned()
+        held = state.holds.get(pod.uid)
+        if held is not None and held.left(state.pods):
+            reason = (f"preempting for this pod: waiting for {len(held.left(state.pods))} preempted pod(s) to "
+                      f"leave; node {held.node} and the quota are held for it")
+            return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
@@ -95,6 +103,10 @@ class Extender:
             passing, encoded = offered.on_offer(state, frozenset())
             self.offered.remember(encoded, passing)
             return self._filter_answer(nodes, passing, encoded)
+        if not verdict.admit and self._may_reclaim(verdict):
+            started = self._reclaim(pod, verdict)
+            if started:
+                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, started))
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
             self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
@@ -112,6 +124,13 @@ class Extender:
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
             return self._filter_answer(nodes, [], b"[]",
                                        unresolvable=dict.fromkeys(offered.names, reason))
+        if held is not None and held.node in passing and len(passing) > 1:
+            passing, encoded = [held.node], orjson.dumps([held.node])     # the room kept for it
+        elif state.holds:
+            passing, encoded = self._outside_holds(pod, passing, encoded)
+            if not passing:
+                reason = "the room on the offered nodes is held for preemptors"
+                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
         if charge is None:
             a = verdict.assignment
             state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
@@ -135,18 +154,101 @@ class Extender:
         table = self.state.node_table
         return offered.priorities(pack_scores(table.fullness(offered.rows(table), pod.requests)))
 
-    # ---- preempt ---------------------------------------------------------------
-    def preempt(self, raw: bytes) -> bytes:
-        """Until quota-aware preemption lands, only unmanaged pods keep kube-scheduler's choice.
+    # ---- preemption ------------------------------------------------------------------
+    def _outside_holds(self, pod: PodInfo, passing: list[str], encoded: bytes) -> tuple[list[str], bytes]:
+        """Drop the nodes where the pod would take room held for a preemptor."""
+        state = self.state
+        held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
+        if held_nodes.isdisjoint(passing):
+            return passing, encoded
+        kept = [n for n in passing
+                if n not in held_nodes or not shortfall(pod.requests, state.room(n, pod.uid))]
+        return kept, orjson.dumps(kept)
 
-        Answering {} for a queued pod is always safe: it never evicts a pod the
-        quota rules protect."""
+    @staticmethod
+    def _may_reclaim(verdict: Verdict) -> bool:
+        return (verdict.rule == "QuotaExceeded" and verdict.resolvable and verdict.assignment is not None
+                and verdict.assignment.mode == PREEMPT)
+
+    def _reclaim(self, pod: PodInfo, verdict: Verdict) -> str:
+        """Self-driven reclaim: kube-scheduler's own dry run cannot see quota (it offered nodes where the
+        pod fits), so Quotient chooses the victims, holds the room and quota, and evicts them itself."""
+        state = self.state
+        cq = state.cluster_queues[verdict.cluster_queue]
+        why = preemption.may_preempt(state, pod, cq, state.clock())
+        if why:
+            verdict.reason += f"; no preemption: {why}"
+            return ""
+        a = verdict.assignment
+        found, why = preemption.plans(state, pod, cq, a, self._flavor_nodes(a), lambda n: state.room(n, pod.uid))
+        if not found:
+            verdict.reason += f"; no preemption: {why}"
+            self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
+            return ""
+        best = found[0]
+        victims = {t.candidate.pod.uid: (t.reason, self._message(t.reason, pod)) for t in best.targets}
+        state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
+        shown = ", ".join(f"{t.candidate.pod.key} ({t.reason})" for t in best.targets)
+        self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
+                     victims={best.node: [t.candidate.pod.key for t in best.targets]},
+                     reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
+        log.info("preempting for %s on %s: %s", pod.key, best.node, shown)
+        return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
+
+    def _flavor_nodes(self, a) -> list[str]:
+        nodes = None
+        for flavor in set(a.flavors.values()):
+            members = self.state.flavor_nodes.get(flavor)
+            if members is not None:
+                nodes = set(members) if nodes is None else nodes & members
+        return sorted(self.state.nodes if nodes is None else nodes)
+
+    @staticmethod
+    def _message(reason: str, preemptor: PodInfo) -> str:
+        cause = {preemption.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+                 preemption.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+                 preemption.IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
+                 preemption.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+                 preemption.LOWER_PRIORITY_ON_NODE: "room on the node for a higher-priority pod"}[reason]
+        return f"Preempted to accommodate pod {preemptor.key} (UID: {preemptor.uid}) due to {cause}"
+
+    def preempt(self, raw: bytes) -> bytes:
+        """kube-scheduler's dry run found lower-priority victims; Quotient answers with its own per-node
+        victim groups (any pods on the node its rules allow), dropping nodes it finds none on."""
         args = wire.decode_preemption_args(raw)
+        state = self.state
         pod = self._pod(args.pod)
-        if not pod.queue_name and not self.state.config.manage_jobs_without_queue_name:
-            return wire.encode_preemption(args.victims, args.pdb_violations)
-        self._record("preempt", pod, "NoPreemption", "quota-aware preemption is not enabled")
-        return wire.encode_preemption({}, {})
+        mode = state.config.preemption_mode
+        if not pod.queue_name or mode == "Priority":
+            if mode in ("Auto", "Priority"):
+                return wire.encode_preemption(args.victims, args.pdb_violations)
+            self._record("preempt", pod, "NoPreemption", preemption.may_preempt(state, pod, None, state.clock()))
+            return wire.encode_preemption({}, {})
+        verdict = decide(state, pod)
+        cq = state.cluster_queues.get(verdict.cluster_queue)
+        why = "" if cq is not None else verdict.reason
+        if not why:
+            why = preemption.may_preempt(state, pod, cq, state.clock())
+        if not why and not verdict.admit and not self._may_reclaim(verdict):
+            why = verdict.reason
+        if why:
+            self._record("preempt", pod, "NoPreemption", why, queue=verdict.cluster_queue,
+                         candidates=sorted(args.victims))
+            return wire.encode_preemption({}, {})
+        a = verdict.assignment
+        found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
+                                      lambda n: state.room(n, pod.uid), every=True)
+        answer = {p.node: [t.candidate.pod.uid for t in p.targets] for p in found if p.targets}
+        spent = preemption.spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
+        violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
+        if answer and not verdict.admit:      # the quota the victims free is kept for this pod
+            state.reserve(pod.uid, Charge(cq.name, a.flavors, a.usage), state.config.preemption_hold_timeout)
+        self._record("preempt", pod, "Preempting" if answer else "NoPreemption", why, queue=cq.name,
+                     candidates=sorted(args.victims),
+                     victims={p.node: [t.candidate.pod.key for t in p.targets] for p in found if p.targets},
+                     reasons=sorted({t.reason for p in found for t in p.targets}),
+                     why_not=dict(list(found[0].others.items())[:20]) if found else {})
+        return wire.encode_preemption(answer, violations)
 
     # ---- bind ------------------------------------------------------------------
     def check_binding(self, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
@@ -202,9 +304,10 @@ class Extender:
 
     # ---- decisions nobody asks for -------------------------------------------------
     async def reconcile(self) -> int:
-        """Act on what the state calls for between requests: the evictions stopPolicy HoldAndDrain
-        asks for. Returns how many pods were evicted."""
-        evicted = 0
+        """Act on what the state calls for between requests: the evictions preemption decided, and
+        those stopPolicy HoldAndDrain asks for. Returns how many pods were evicted."""
+        self.state.expire_reservations()
+        evicted = await self._evict_victims()
         for pod, cq in drained(self.state):
             message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
             try:
@@ -215,4 +318,25 @@ class Extender:
             self._record("drain", pod, "Evicted", message, queue=cq)
             log.info("evicted %s: %s", pod.key, message)
             evicted += 1
+        return evicted
+
+    async def _evict_victims(self) -> int:
+        """Evict the victims self-driven reclaim chose; each eviction is written once per hold."""
+        state, evicted = self.state, 0
+        for holder, held in list(state.holds.items()):
+            for uid, (reason, message) in list(held.victims.items()):
+                victim = state.pods.get(uid)
+                if uid in held.evicted or victim is None:
+                    continue
+                held.evicted.add(uid)
+                queue = state.admitted[uid].cluster_queue if uid in state.admitted else ""
+                try:
+                    await self.writer.evict(victim, reason, message)
+                except WriteError as e:
+                    held.evicted.discard(uid)
+                    log.warning("evicting %s failed: %s", victim.key, e)
+                    continue
+                self._record("reclaim", victim, "Preempted", message, reasons=[reason], queue=queue,
+                             preemptor=holder)
+                evicted += 1
         return evicted

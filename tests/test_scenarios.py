@@ -14,11 +14,10 @@ EXAMPLES = REPO.parent / "shared" / "scenarios" / "examples"
 OWN = REPO / "tests" / "scenarios"          # Quotient's own scenarios: every one must pass
 QUOTIENT = REPO / ".venv" / "bin" / "quotient"
 
-PASSING = ["borrowing", "borrowing-limit", "lending-limit", "flavors", "strictfifo", "besteffortfifo"]
+PASSING = ["borrowing", "borrowing-limit", "lending-limit", "flavors", "strictfifo", "besteffortfifo",
+           "reclaim", "within-queue-priority"]
 # Not implemented yet: these must fail with a readable difference (exit 1), never crash.
 NOT_YET = {
-    "reclaim": "flips to exit 0 with the quota-aware preemption issue (reclaimWithinCohort)",
-    "within-queue-priority": "flips to exit 0 with the quota-aware preemption issue (withinClusterQueue)",
     "gang-all-or-nothing": "flips to exit 0 with the gang (all-or-nothing PodGroup) issue",
 }
 
@@ -52,7 +51,6 @@ def test_own_scenario_passes(path, capsys):
     assert code == 0, out.out + out.err
 
 
-# reclaim, within-queue-priority: flip to 0 with the quota-aware preemption issue.
 # gang-all-or-nothing: flips to 0 with the gang (PodGroup all-or-nothing) issue.
 # When one flips, move it to PASSING.
 @pytest.mark.parametrize("name", sorted(NOT_YET))

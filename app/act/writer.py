@@ -13,7 +13,7 @@ from ..objects.pod import PodInfo
 
 # Why Quotient evicts a pod. Kueue's preemption reasons make it a preemption; the others are not.
 PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
-                                "InCohortReclaimWhileBorrowing"})
+                                "InCohortReclaimWhileBorrowing", "LowerPriorityOnNode"})
 CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
 
 

@@ -43,6 +43,7 @@ class Charge:
     flavors: dict[str, str]
     usage: dict[FR, int]
     inferred: bool = False   # read off the node's labels, not decided by Quotient
+    admitted_at: float = 0.0  # when the quota was taken (Kueue's quota reservation time)
 
 
 def quota_usage(requests: dict[str, int], flavors: dict[str, str]) -> dict[FR, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from ..core.selectors import node_affinity_matches, untolerated_taint
+from ..core.placement import shortfall, static_misfit
 from ..objects.meta import format_time, stable_uid
 from ..objects.node import NodeInfo, decode_node
 from ..objects.pod import PodInfo, decode_pod
@@ -109,31 +109,14 @@ class SimCluster:
     @staticmethod
     def fits(pod: PodInfo, node: NodeInfo, used: dict[str, int]) -> str:
         """NodeResourcesFit: '' when the requests fit, else "Insufficient <resource>"."""
-        for r, v in pod.requests.items():
-            if v and used.get(r, 0) + v > node.allocatable.get(r, 0):
-                return f"Insufficient {r}"
-        return ""
-
-    @staticmethod
-    def static_failure(pod: PodInfo, node: NodeInfo) -> str:
-        """Filters no preemption can fix: taints, nodeSelector, required node affinity."""
-        if node.unschedulable:
-            return "node(s) were unschedulable"
-        taint = untolerated_taint(pod.tolerations, node.taints)
-        if taint is not None:
-            return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
-        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-            return "node(s) didn't match Pod's node affinity/selector"
-        if not node_affinity_matches(pod.affinity_terms, node.labels):
-            return "node(s) didn't match Pod's node affinity/selector"
-        return ""
+        return shortfall(pod.requests, {r: v - used.get(r, 0) for r, v in node.allocatable.items()})
 
     def in_tree_filter(self, pod: PodInfo) -> tuple[list[str], dict[str, str]]:
         """(feasible node names sorted, node -> failure reason)."""
         feasible, failed = [], {}
         for name in sorted(self.nodes):
             node = self.nodes[name]
-            why = self.static_failure(pod, node) or self.fits(pod, node, self.requested_on(name))
+            why = static_misfit(pod, node) or self.fits(pod, node, self.requested_on(name))
             if why:
                 failed[name] = why
             else:
@@ -143,7 +126,7 @@ class SimCluster:
     def victims_on(self, pod: PodInfo, name: str) -> list[SimPod] | None:
         """kube-scheduler's dry run on one node: the fewest lower-priority pods whose removal lets pod fit."""
         node = self.nodes[name]
-        if self.static_failure(pod, node):
+        if static_misfit(pod, node):
             return None
         lower = [p for p in self.pods.values() if p.info.node_name == name and not p.info.terminal
                  and (p.info.priority or 0) < (pod.priority or 0)]

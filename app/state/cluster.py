@@ -45,6 +45,52 @@ class Reservation:
     expires: float
 
 
+@dataclass(slots=True)
+class Hold:
+    """Room on a node, and quota, freed by a preemption and kept for the preemptor until it binds
+    (YuniKorn's node reservation: the victims' room cannot be taken by anyone else)."""
+    node: str
+    requests: dict[str, int]
+    expires: float
+    victims: dict[str, tuple[str, str]]          # victim uid -> (reason, message)
+    evicted: set[str] = field(default_factory=set)       # victims whose eviction was written
+    released: dict[str, Charge] = field(default_factory=dict)   # victims' quota, handed to the preemptor
+
+    def left(self, pods: dict) -> list[str]:
+        """Victims still in the cluster (not yet evicted, or terminating)."""
+        return [uid for uid in self.victims if uid in pods]
+
+
+class Admissions(dict):
+    """uid -> Charge of the pods holding quota, also indexed by ClusterQueue: preemption looks at
+    one queue's pods at a time and must not walk every pod of a 50,000-pod cluster to find them."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_queue: dict[str, set[str]] = {}
+
+    def __setitem__(self, uid: str, charge: Charge) -> None:
+        old = self.get(uid)
+        if old is not None:
+            self.by_queue[old.cluster_queue].discard(uid)
+        super().__setitem__(uid, charge)
+        self.by_queue.setdefault(charge.cluster_queue, set()).add(uid)
+
+    def __delitem__(self, uid: str) -> None:
+        charge = self[uid]
+        super().__delitem__(uid)
+        self.by_queue[charge.cluster_queue].discard(uid)
+
+    def pop(self, uid: str, *default):
+        if uid in self:
+            charge = self[uid]
+            del self[uid]
+            return charge
+        if default:
+            return default[0]
+        raise KeyError(uid)
+
+
 class ClusterState:
     def __init__(self, config: Configuration | None = None, clock: Callable[[], float] = time.time):
         self.config = config or Configuration()
@@ -65,11 +111,12 @@ class ClusterState:
         self.extra: dict[str, dict[str, dict]] = {}   # kinds kept for later use (PDBs, PodGroups)
         self.tree = QuotaTree()
         self.flavor_nodes: dict[str, set[str] | None] = {}
-        self.admitted: dict[str, Charge] = {}
+        self.admitted = Admissions()
         self.reservations: dict[str, Reservation] = {}
         self._expiry: list[tuple[float, str]] = []
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
         self._pending_of: dict[str, tuple[str, tuple]] = {}
+        self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
@@ -128,6 +175,21 @@ class ClusterState:
             return {}
         used = self.node_requested.get(node, {})
         return {r: v - used.get(r, 0) for r, v in info.allocatable.items()}
+
+    def room(self, node: str, holder: str = "") -> dict[str, int]:
+        """Free resources on the node as preemption plans count them: victims already chosen are as
+        good as gone, and what holds keep for preemptors other than holder is taken."""
+        free = self.node_free(node)
+        for uid, hold in self.holds.items():
+            if hold.node == node and uid != holder:
+                for r, v in hold.requests.items():
+                    free[r] = free.get(r, 0) - v
+            for victim in hold.victims:
+                pod = self.pods.get(victim)
+                if pod is not None and pod.node_name == node and not pod.terminal:
+                    for r, v in pod.requests.items():
+                        free[r] = free.get(r, 0) + v
+        return free
 
     # ---- nodes -----------------------------------------------------------
     def upsert_node(self, node: NodeInfo) -> None:
@@ -225,11 +287,12 @@ class ClusterState:
             items = flavor.node_labels.items()
             self.flavor_nodes[fname] = {n.name for n in self.nodes.values()
                                         if all(n.labels.get(k) == v for k, v in items)}
-        admitted, self.admitted = self.admitted, {}
+        admitted, self.admitted = self.admitted, Admissions()
         reservations, self.reservations = self.reservations, {}
         self.pending, self._pending_of = {}, {}
+        going = self.victims()
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
-            if pod.node_name and not pod.terminal:
+            if pod.node_name and not pod.terminal and uid not in going:
                 self._charge_running(pod, admitted.get(uid))
             elif uid in reservations and not (pod.terminal or pod.deleting):
                 r = reservations[uid]
@@ -289,6 +352,7 @@ class ClusterState:
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
+        self.release_hold(uid)
         pod = self.pods.pop(uid, None)
         charge = self.admitted.pop(uid, None)
         if charge is not None:
@@ -333,7 +397,8 @@ class ClusterState:
             charge = previous
         else:
             flavors = self._infer_flavors(pod, cq)
-            charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True)
+            charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True,
+                            admitted_at=pod.created or 0.0)
         self.admitted[pod.uid] = charge
         self._apply(charge)
 
@@ -408,9 +473,44 @@ class ClusterState:
                 yield self.pods[uid]
 
     # ---- reservations and bindings -------------------------------------------
+    def hold(self, uid: str, node: str, requests: dict[str, int], charge: Charge | None,
+             victims: dict[str, tuple[str, str]]) -> Hold:
+        """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
+        timeout = self.config.preemption_hold_timeout
+        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims)
+        for victim in victims:      # their quota goes to the preemptor now, as they are going
+            released = self.admitted.pop(victim, None)
+            if released is not None:
+                self._release(released)
+                held.released[victim] = released
+        if charge is not None:
+            self.reserve(uid, charge, timeout)
+        self.generation += 1
+        return held
+
+    def release_hold(self, uid: str) -> Hold | None:
+        """End a hold (the preemptor bound, left, or waited too long); victims still running get
+        their quota back."""
+        held = self.holds.pop(uid, None)
+        if held is not None:
+            for victim, charge in held.released.items():
+                pod = self.pods.get(victim)
+                if pod is not None and pod.node_name and not pod.terminal and victim not in self.admitted:
+                    self.admitted[victim] = charge
+                    self._apply(charge)
+            self.generation += 1
+        return held
+
+    def victims(self) -> set[str]:
+        """Pods chosen as victims by a hold still in force."""
+        return {uid for held in self.holds.values() for uid in held.victims}
+
     def expire_reservations(self) -> int:
-        """Drop reservations whose bind never came; returns how many."""
+        """Drop reservations whose bind never came, and holds past their time; returns how many."""
         now, dropped = self.clock(), 0
+        for uid in [u for u, h in self.holds.items() if h.expires <= now]:
+            self.release_hold(uid)
+            self.skips["preemption hold expired"] += 1
         while self._expiry and self._expiry[0][0] <= now:
             expires, uid = heapq.heappop(self._expiry)
             r = self.reservations.get(uid)
@@ -420,10 +520,10 @@ class ClusterState:
                 dropped += 1
         return dropped
 
-    def reserve(self, uid: str, charge: Charge) -> Reservation:
+    def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> Reservation:
         """Hold quota for a pod that passed filter until it binds or the timeout passes."""
         self.drop_reservation(uid)
-        r = Reservation(charge, self.clock() + self.config.reservation_timeout)
+        r = Reservation(charge, self.clock() + (self.config.reservation_timeout if timeout is None else timeout))
         self._hold(uid, r)
         self.generation += 1
         return r
@@ -443,7 +543,9 @@ class ClusterState:
     def commit_binding(self, uid: str, node: str, charge: Charge | None) -> None:
         """Record a binding Quotient made: the pod runs on node and its quota is charged."""
         self.drop_reservation(uid)
+        self.release_hold(uid)
         if charge is not None:
+            charge.admitted_at = self.clock()
             self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
             self._apply(charge)
         self.upsert_pod(replace(self.pods[uid], node_name=node))

@@ -1,0 +1,591 @@
+"""Preemption: which running pods make room for a pending one, chosen node by node.
+
+Quota first, as Kueue does (seed 000 经典抢占 / 公平共享): the candidates the
+preemptor's ClusterQueue policies allow, in Kueue's order (other, borrowing
+queues first, then lowest priority, then most recently admitted); the classic
+heuristics or fair sharing's loop take targets until the quota fits, and the
+list is minimised by walking it backwards. YuniKorn's laws (seed 002) narrow the
+candidates: never the preemptor's own gang or owner, never outside a preemption
+fence, pods that opted out (or whose PodDisruptionBudget is spent) only when no
+other victim set exists, and, when guaranteeProtection is on, never a victim
+whose queue would drop below its nominal quota.
+
+Then node by node (YuniKorn's victim groups): on each node the pod may use, the
+quota targets plus the fewest further candidates on that node that make the pod
+fit there. The best node wins, by this order: fewest last-resort victims, fewest
+victims, victims earliest in candidate order (borrowing queues, low priority,
+recent first), lowest top priority, then node name.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from ..objects.kueue import ClusterQueue
+from ..objects.pod import PodInfo
+from .fairsharing import dominant_resource_share
+from .flavors import Assignment
+from .placement import shortfall, static_misfit
+from .quota import FR, QuotaNode, add_usage, available, borrowing, remove_usage
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+LOWER_PRIORITY_ON_NODE = "LowerPriorityOnNode"     # a pod in no queue, taken only for room on the node
+
+FENCE = "quotient.dev/preemption-fence"
+DELAY = "quotient.dev/preemption-delay"
+ALLOW = ("yunikorn.apache.org/allow-preemption", "quotient.dev/allow-preemption")
+GANG_LABELS = ("kueue.x-k8s.io/pod-group-name", "scheduling.x-k8s.io/pod-group")
+
+
+@dataclass(slots=True, eq=False)
+class Candidate:
+    pod: PodInfo
+    cluster_queue: str              # "" for a pod in no queue
+    usage: dict[FR, int]
+    admitted_at: float
+    last_resort: bool = False       # opted out of preemption, or its PodDisruptionBudget is spent
+    rank: int = 0                   # place in candidate order
+
+
+@dataclass(slots=True)
+class Target:
+    candidate: Candidate
+    reason: str
+
+
+@dataclass
+class Plan:
+    """The victims that make room for the preemptor on one node."""
+    node: str
+    targets: list[Target]
+    others: dict[str, str] = field(default_factory=dict)   # nodes not chosen -> why
+
+    def key(self) -> tuple:
+        ranks = sorted((t.candidate.rank for t in self.targets), reverse=True)
+        return (sum(t.candidate.last_resort for t in self.targets), len(self.targets), ranks,
+                max((t.candidate.pod.priority or 0 for t in self.targets), default=0), self.node)
+
+
+@dataclass
+class Preemptor:
+    pod: PodInfo
+    cq: ClusterQueue
+    node: QuotaNode                 # the ClusterQueue's quota node
+    usage: dict[FR, int]            # what the pod charges, from its flavor assignment
+    flavors: set[str]
+
+
+# ---- who may be preempted ------------------------------------------------------------
+
+def _same_group(a: PodInfo, b: PodInfo) -> bool:
+    """YuniKorn's law 3: never preempt a pod of one's own gang or owner."""
+    if a.namespace != b.namespace:
+        return False
+    if a.owner and b.owner and a.owner.uid and a.owner.uid == b.owner.uid:
+        return True
+    return any(a.labels.get(k) and a.labels.get(k) == b.labels.get(k) for k in GANG_LABELS)
+
+
+def fence_root(state, cq: ClusterQueue) -> QuotaNode | None:
+    """The highest fenced node at or above the ClusterQueue: victims stay inside it (None: no fence)."""
+    node, fenced = state.quota_node(cq.name), None
+    while node is not None:
+        spec = state.cluster_queues.get(node.name) if not node.is_cohort else state.cohorts.get(node.name)
+        if spec is not None and spec.annotations.get(FENCE) == "true":
+            fenced = node
+            break
+        node = node.parent
+    return fenced
+
+
+def _inside(node: QuotaNode, root: QuotaNode) -> bool:
+    while node is not None:
+        if node is root:
+            return True
+        node = node.parent
+    return False
+
+
+def opted_out(state, pod: PodInfo) -> bool:
+    """YuniKorn's allow-preemption: "false" on the pod's PriorityClass asks not to be preempted."""
+    pc = state.priority_classes.get(pod.priority_class) if pod.priority_class else None
+    return pc is not None and any(pc.annotations.get(a) == "false" for a in ALLOW)
+
+
+def _is_borrowing(node: QuotaNode, needs: set[FR]) -> bool:
+    return any(node.usage.get(fr, 0) > node.subtree.get(fr, 0) for fr in needs)
+
+
+def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
+    """The running pods the preemptor's policies allow it to take, in Kueue's candidate order."""
+    pod, cq, prio = pre.pod, pre.cq, pre.pod.priority or 0
+    policy = cq.preemption
+    found: list[Candidate] = []
+
+    def add(uid: str) -> None:
+        other = state.pods.get(uid)
+        charge = state.admitted.get(uid)
+        if other is None or charge is None or other.deleting or other.uid == pod.uid or _same_group(pod, other):
+            return
+        found.append(Candidate(other, charge.cluster_queue, charge.usage, charge.admitted_at,
+                               opted_out(state, other) or uid in spent_pdb))
+
+    if policy.within_cluster_queue != "Never":
+        same_prio = policy.within_cluster_queue == "LowerOrNewerEqualPriority"
+        for uid in state.admitted.by_queue.get(cq.name, ()):
+            other = state.pods.get(uid)
+            if other is None:
+                continue
+            p = other.priority or 0
+            if p < prio or (same_prio and p == prio and (other.created or 0) > (pod.created or 0)):
+                add(uid)
+    if pre.node.parent is not None and policy.reclaim_within_cohort != "Never":
+        fence = fence_root(state, cq)
+        for name, node in state.tree.queues.items():
+            if name == cq.name or node.root() is not pre.node.root() or not _is_borrowing(node, needs):
+                continue
+            if fence is not None and not _inside(node, fence):
+                continue
+            for uid in state.admitted.by_queue.get(name, ()):
+                other = state.pods.get(uid)
+                if other is None or (policy.reclaim_within_cohort == "LowerPriority" and (other.priority or 0) >= prio):
+                    continue
+                add(uid)
+    found = [c for c in found if any(fr in c.usage for fr in needs)] if needs else found
+    return order(found, cq.name)
+
+
+def order(candidates: list[Candidate], cq_name: str) -> list[Candidate]:
+    """Kueue's candidate order: other (borrowing) queues first, lowest priority, most recently admitted."""
+    candidates.sort(key=lambda c: (c.cluster_queue == cq_name, c.pod.priority or 0, -c.admitted_at, c.pod.uid))
+    for i, c in enumerate(candidates):
+        c.rank = i
+    return candidates
+
+
+# ---- quota: which targets make the preemptor's quota fit ---------------------------------
+
+class _Removals:
+    """Virtual removal of candidates from the quota tree, always taken back."""
+
+    def __init__(self, state):
+        self.state, self.done = state, []
+
+    def remove(self, c: Candidate) -> None:
+        node = self.state.quota_node(c.cluster_queue)
+        if node is not None:
+            for fr, v in c.usage.items():
+                remove_usage(node, fr, v)
+        self.done.append(c)
+
+    def restore(self, c: Candidate) -> None:
+        node = self.state.quota_node(c.cluster_queue)
+        if node is not None:
+            for fr, v in c.usage.items():
+                add_usage(node, fr, v)
+        self.done.remove(c)
+
+    def undo(self) -> None:
+        for c in list(reversed(self.done)):
+            self.restore(c)
+
+
+def quota_fits(pre: Preemptor, allow_borrowing: bool) -> bool:
+    for fr, v in pre.usage.items():
+        if not allow_borrowing and borrowing(pre.node, fr, v):
+            return False
+        if v > available(pre.node, fr):
+            return False
+    return True
+
+
+def _would_break_guarantee(state, c: Candidate) -> bool:
+    node = state.quota_node(c.cluster_queue)
+    return node is not None and any(node.usage.get(fr, 0) - v < node.subtree.get(fr, 0)
+                                    for fr, v in c.usage.items())
+
+
+def _minimal(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR], allow_borrowing: bool,
+             threshold: int | None = None) -> list[Target] | None:
+    """Kueue's minimalPreemptions: take candidates in order until the quota fits, then give back
+    (walking backwards) every one it still fits without."""
+    rm = _Removals(state)
+    targets: list[Target] = []
+    try:
+        fits = False
+        for c in candidates:
+            reason = IN_CLUSTER_QUEUE
+            if c.cluster_queue != pre.cq.name:
+                node = state.quota_node(c.cluster_queue)
+                if node is None or not _is_borrowing(node, needs):
+                    continue            # no longer borrowing once earlier targets are gone
+                if state.config.guarantee_protection and _would_break_guarantee(state, c):
+                    continue
+                reason = IN_COHORT_RECLAMATION
+                if threshold is not None:
+                    if (c.pod.priority or 0) >= threshold:
+                        allow_borrowing = False
+                    else:
+                        reason = IN_COHORT_RECLAIM_WHILE_BORROWING
+            rm.remove(c)
+            targets.append(Target(c, reason))
+            if quota_fits(pre, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            return None
+        for i in range(len(targets) - 2, -1, -1):
+            rm.restore(targets[i].candidate)
+            if quota_fits(pre, allow_borrowing):
+                del targets[i]
+            else:
+                rm.remove(targets[i].candidate)
+        return targets
+    finally:
+        rm.undo()
+
+
+def _under_nominal(pre: Preemptor, needs: set[FR]) -> bool:
+    return all(pre.node.usage.get(fr, 0) < pre.node.subtree.get(fr, 0) for fr in needs)
+
+
+def classic_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
+    """Kueue's classic GetTargets: the four heuristics, in order (seed 000 目标)."""
+    same = [c for c in candidates if c.cluster_queue == pre.cq.name]
+    if len(same) == len(candidates):
+        return _minimal(state, pre, candidates, needs, True)
+    policy = pre.cq.preemption
+    if policy.borrow_within_cohort != "Never":
+        threshold = pre.pod.priority or 0
+        if policy.max_priority_threshold is not None and policy.max_priority_threshold < threshold:
+            threshold = policy.max_priority_threshold + 1
+        if not _under_nominal(pre, needs):
+            candidates = [c for c in candidates
+                          if c.cluster_queue == pre.cq.name or (c.pod.priority or 0) < threshold]
+        return _minimal(state, pre, candidates, needs, True, threshold)
+    if _under_nominal(pre, needs):
+        targets = _minimal(state, pre, candidates, needs, False)
+        if targets:
+            return targets
+    return _minimal(state, pre, same, needs, True)
+
+
+def _share(state, node: QuotaNode, extra=None) -> int:
+    spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
+    return dominant_resource_share(node, spec.fair_weight if spec else 1.0, extra)[0]
+
+
+def _compared(a: QuotaNode, b: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+    """The ancestors of a and b just below their lowest common cohort: hierarchical fair sharing
+    compares shares level by level, so two teams are compared as their sub-cohorts."""
+    chain = []
+    node = a
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    on_a = set(map(id, chain))
+    below_b = b
+    while below_b.parent is not None and id(below_b.parent) not in on_a:
+        below_b = below_b.parent
+    common = below_b.parent
+    below_a = a
+    while below_a.parent is not None and below_a.parent is not common:
+        below_a = below_a.parent
+    return below_a, below_b
+
+
+def fair_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
+    """Kueue's FindFairPreemptionTargets (seed 000 算法概述): while the pod does not fit, take from the
+    ClusterQueue with the highest share a workload the first strategy allows; then try the next
+    strategy on what was passed over; then minimise backwards."""
+    rm = _Removals(state)
+    targets: list[Target] = []
+    strategies = state.config.preemption_strategies
+    by_queue: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        by_queue.setdefault(c.cluster_queue, []).append(c)
+
+    def sides(name: str) -> tuple[QuotaNode, QuotaNode]:
+        return _compared(pre.node, state.quota_node(name))
+
+    def preemptor_share(mine: QuotaNode) -> int:
+        return _share(state, mine, pre.usage)     # the preemptor's side, with the pod admitted
+
+    try:
+        fits, passed_over = False, []
+        heap = [(-_share(state, sides(n)[1]), n) for n in by_queue]
+        heapq.heapify(heap)
+        while heap and not fits:
+            _, name = heapq.heappop(heap)
+            queue = by_queue[name]
+            if name == pre.cq.name:                       # the preemptor's own queue: priority alone
+                c = queue.pop(0)
+                rm.remove(c)
+                targets.append(Target(c, IN_CLUSTER_QUEUE))
+                fits = quota_fits(pre, True)
+                if queue:
+                    heapq.heappush(heap, (-_share(state, pre.node), name))
+                continue
+            mine, theirs = sides(name)
+            for i, c in enumerate(queue):
+                old_share = _share(state, theirs)
+                rm.remove(c)
+                if _strategy(strategies[0], preemptor_share(mine), old_share, _share(state, theirs)):
+                    targets.append(Target(c, IN_COHORT_FAIR_SHARING))
+                    del queue[: i + 1]
+                    fits = quota_fits(pre, True)
+                    if queue and _is_borrowing(state.quota_node(name), needs):
+                        heapq.heappush(heap, (-_share(state, theirs), name))
+                    break
+                rm.restore(c)
+                passed_over.append(c)
+        if not fits and len(strategies) > 1:
+            for name in sorted({c.cluster_queue for c in passed_over}, key=lambda n: -_share(state, sides(n)[1])):
+                mine, theirs = sides(name)
+                left = [c for c in passed_over if c.cluster_queue == name and c not in rm.done]
+                if left and _strategy(strategies[1], preemptor_share(mine), _share(state, theirs), 0):
+                    rm.remove(left[0])
+                    targets.append(Target(left[0], IN_COHORT_FAIR_SHARING))
+                    fits = quota_fits(pre, True)
+                if fits:
+                    break
+        if not fits:
+            return None
+        for i in range(len(targets) - 2, -1, -1):
+            rm.restore(targets[i].candidate)
+            if quota_fits(pre, True):
+                del targets[i]
+            else:
+                rm.remove(targets[i].candidate)
+        return targets
+    finally:
+        rm.undo()
+
+
+def _strategy(name: str, preemptor_new: int, target_old: int, target_new: int) -> bool:
+    """Kueue's preemptionStrategies (seed 000 抢占策略)."""
+    if name == "LessThanOrEqualToFinalShare":
+        return preemptor_new <= target_new
+    return preemptor_new < target_old
+
+
+def quota_targets(state, pre: Preemptor, candidates: list[Candidate]) -> list[Target] | None:
+    """The pods whose removal lets the preemptor's quota fit ([] when it fits already; None: never)."""
+    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
+    if not needs:
+        return []
+    policy = pre.cq.preemption
+    can_borrow = policy.borrow_within_cohort != "Never" or state.config.fair_sharing
+    if not can_borrow and any(pre.usage[fr] > pre.node.subtree.get(fr, 0) for fr in needs):
+        return None        # classic preemption needs the request within nominal quota (seed 000)
+    usable = [c for c in candidates if any(fr in c.usage for fr in needs)]
+    if state.config.fair_sharing:
+        return fair_targets(state, pre, usable, needs)
+    return classic_targets(state, pre, usable, needs)
+
+
+# ---- node by node ---------------------------------------------------------------------
+
+def _add(into: dict[str, int], requests: dict[str, int], sign: int = 1) -> None:
+    for r, v in requests.items():
+        into[r] = into.get(r, 0) + sign * v
+
+
+def _reason(pre: Preemptor, c: Candidate) -> str:
+    if not c.cluster_queue:
+        return LOWER_PRIORITY_ON_NODE
+    return IN_CLUSTER_QUEUE if c.cluster_queue == pre.cq.name else IN_COHORT_RECLAMATION
+
+
+def _unqueued_on(state, pre: Preemptor, node: str) -> list[Candidate]:
+    """Pods in no queue, of lower priority, on the node: they hold no quota, only room."""
+    out, going = [], state.victims() if state.holds else ()
+    for uid in state.node_pods.get(node, ()):
+        other = state.pods.get(uid)
+        if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
+            continue
+        if (other.priority or 0) < (pre.pod.priority or 0) and not _same_group(pre.pod, other):
+            out.append(Candidate(other, "", {}, other.created or 0.0, opted_out(state, other)))
+    out.sort(key=lambda c: (c.pod.priority or 0, -c.admitted_at, c.pod.uid))
+    return out
+
+
+def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[Target],
+               nodes: list[str], room, every: bool = False) -> tuple[list[Plan], dict[str, str]]:
+    """Each node's victim group: the quota targets plus the fewest candidates on the node that make
+    the pod fit there. room(node) is the node's free resources as Quotient counts them. Unless
+    every, the first node where the quota targets alone leave room is the only plan needed."""
+    req = pre.pod.requests
+    freed: dict[str, dict[str, int]] = {}
+    for t in quota:
+        _add(freed.setdefault(t.candidate.pod.node_name, {}), t.candidate.pod.requests)
+    lost: dict[str, str] = {}
+    plans = []
+    # 1. Where the quota targets alone leave room, the pod needs no one else (their nodes first).
+    for name in sorted(nodes, key=lambda n: (n not in freed, n)):
+        free = room(name)
+        _add(free, freed.get(name, {}))
+        if not shortfall(req, free) and quota:
+            plans.append(Plan(name, list(quota)))
+            if not every:
+                return plans, lost
+    done = {p.node for p in plans}
+    # 2. Otherwise each node adds its own candidates, in candidate order, until the pod fits.
+    quota_uids = {t.candidate.pod.uid for t in quota}
+    on_node: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        if c.pod.uid not in quota_uids:
+            on_node.setdefault(c.pod.node_name, []).append(c)
+    rank = len(candidates)
+    for name in nodes:
+        if name in done:
+            continue
+        local = on_node.get(name, []) + _unqueued_on(state, pre, name)
+        for c in local[len(on_node.get(name, [])):]:
+            c.rank, rank = rank, rank + 1
+        free = room(name)
+        _add(free, freed.get(name, {}))
+        extras = []
+        for c in local:
+            if not shortfall(req, free):
+                break
+            extras.append(c)
+            _add(free, c.pod.requests)
+        if shortfall(req, free):
+            lost[name] = (f"{shortfall(req, free).lower()} even without its {len(local)} candidate(s)"
+                          if local else f"{shortfall(req, free).lower()} and no pod on it may be preempted")
+            continue
+        if not extras:
+            continue            # fits already: kube-scheduler needs no preemption here
+        for i in range(len(extras) - 2, -1, -1):     # give back what the pod fits without
+            _add(free, extras[i].pod.requests, -1)
+            if shortfall(req, free):
+                _add(free, extras[i].pod.requests)
+            else:
+                del extras[i]
+        targets = _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed.get(name, {}), free)
+        plans.append(Plan(name, targets + [Target(c, _reason(pre, c)) for c in extras]))
+    return plans, lost
+
+
+def _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed_here, free) -> list[Target]:
+    """The extras taken for room free quota too: give back quota targets the pod fits without."""
+    if not quota:
+        return []
+    rm = _Removals(state)
+    try:
+        for c in extras:
+            rm.remove(c)
+        kept = list(quota)
+        for t in kept:
+            rm.remove(t.candidate)
+        for i in range(len(kept) - 1, -1, -1):
+            c = kept[i].candidate
+            rm.restore(c)
+            on_here = c.pod.node_name == (extras[0].pod.node_name if extras else None)
+            if on_here:
+                _add(free, c.pod.requests, -1)
+            if quota_fits(pre, True) and not shortfall(pre.pod.requests, free):
+                del kept[i]
+            else:
+                rm.remove(c)
+                if on_here:
+                    _add(free, c.pod.requests)
+        return kept
+    finally:
+        rm.undo()
+
+
+def spent_budgets(state) -> set[str]:
+    """UIDs of pods whose PodDisruptionBudget allows no more disruptions (taken only as a last resort)."""
+    from .selectors import decode_selector
+
+    spent: set[str] = set()
+    for pdb in state.extra.get("PodDisruptionBudget", {}).values():
+        meta, spec = pdb.get("metadata") or {}, pdb.get("spec") or {}
+        try:
+            selector = decode_selector(spec.get("selector"))
+        except ValueError:
+            continue
+        ns = meta.get("namespace") or "default"
+        covered = [p for p in state.pods.values() if p.namespace == ns and p.node_name and not p.terminal
+                   and selector.matches(p.labels)]
+        healthy = sum(1 for p in covered if p.ready or p.phase == "Running")
+        allowed = _allowed(spec, len(covered), healthy)
+        if allowed <= 0:
+            spent.update(p.uid for p in covered)
+    return spent
+
+
+def _allowed(spec: dict, expected: int, healthy: int) -> int:
+    def amount(value, total: int) -> int:
+        if isinstance(value, str) and value.endswith("%"):
+            return -(-int(value[:-1]) * total // 100)
+        return int(value)
+    try:
+        if spec.get("minAvailable") is not None:
+            return healthy - amount(spec["minAvailable"], expected)
+        if spec.get("maxUnavailable") is not None:
+            return amount(spec["maxUnavailable"], expected) - (expected - healthy)
+    except (TypeError, ValueError):
+        return 1
+    return 1
+
+
+# ---- the decision -------------------------------------------------------------------------
+
+def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str:
+    """Why this pod may not trigger preemption now ("" when it may)."""
+    mode = state.config.preemption_mode
+    if mode == "None":
+        return "preemption is off (preemption.mode None)"
+    if cq is None:
+        return "" if mode in ("Auto", "Priority") else "pods in no queue may not preempt (preemption.mode Quota)"
+    if mode == "Priority":
+        return "preemption.mode Priority leaves preemption to kube-scheduler's priorities"
+    if pod.preemption_policy == "Never":
+        return "the pod's preemptionPolicy is Never"
+    delay = cq.annotations.get(DELAY)
+    if delay:
+        from ..objects.meta import parse_duration
+        try:
+            wait = parse_duration(delay, DELAY)
+        except ValueError:
+            wait = 0.0
+        waited = now - (pod.created or now)
+        if waited < wait:
+            return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {wait:g}s after it was "
+                    f"created, {wait - waited:g}s from now (capacity freed meanwhile is used first)")
+    return ""
+
+
+def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+          every: bool = False) -> tuple[list[Plan], str]:
+    """Victim groups that let pod run, best first (one unless every); ([], why) when there is none."""
+    pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
+    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
+    everyone = find_candidates(state, pre, needs or set(pre.usage), spent)
+    nodes = [n for n in nodes if n in state.nodes and not static_misfit(pod, state.nodes[n])]
+    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+    for last_resort in (False, True):
+        candidates = order([c for c in everyone if last_resort or not c.last_resort], cq.name)
+        if not last_resort and len(candidates) < len(everyone) and not candidates:
+            continue
+        quota = quota_targets(state, pre, candidates)
+        if quota is None:
+            if candidates:
+                why = f"no set of the {len(candidates)} candidate(s) frees enough quota in ClusterQueue {cq.name}"
+            continue
+        found, lost = node_plans(state, pre, candidates, quota, nodes, room, every)
+        if found:
+            found.sort(key=Plan.key)
+            found[0].others = {p.node: f"{len(p.targets)} victim(s), a worse choice" for p in found[1:]}
+            found[0].others.update(lost)
+            return found, ""
+        why = (f"quota could be freed, but on none of the {len(nodes)} node(s) of flavor(s) "
+               f"{', '.join(sorted(pre.flavors))} would the pod then fit")
+    return [], why
