@@ -483,3 +483,21 @@ def test_pods_their_queue_refuses_do_not_hold_quota_ahead():
     apply(s, pod("outsider", ns="blocked", cpu="1", created=0))
     v = decide_pod(s, pod("new", cpu="2", created=10))
     assert v.admit is True, v.reason
+
+
+def test_fair_sharing_admits_the_lower_share_queue_first():
+    """seed 000 ClusterQueue 份额值: "在准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入 Workload" - with
+    fairSharing on, a borrowing pod waits while a queue whose share stays lower has a pending pod that fits."""
+    from app.config import Configuration
+    objs = [flavor("default-flavor"), node("n1", "64"), namespace("team-b"), namespace("team-c"),
+            cq("team-a", "co", [("default-flavor", {"cpu": "4"})]),
+            cq("team-b", "co", [("default-flavor", {"cpu": "4"})]),
+            cq("team-c", "co", [("default-flavor", {"cpu": "8"})]),
+            lq("team-a", "lq", "team-a"), lq("team-b", "lq", "team-b"), lq("team-c", "lq", "team-c"),
+            pod("a-run", cpu="8", node="n1"), pod("b-run", ns="team-b", cpu="4", node="n1"),
+            pod("b-wait", ns="team-b", cpu="2", created=5)]
+    fair = make_state(*objs, config=Configuration(fair_sharing=True))
+    v = decide_pod(fair, pod("a-more", cpu="3", created=10))
+    assert (v.admit, v.rule) == (False, "FairSharingOrder") and "team-b/b-wait" in v.reason
+    classic = make_state(*objs)          # without fair sharing, first come first served for borrowing
+    assert decide_pod(classic, pod("a-more", cpu="3", created=10)).admit is True

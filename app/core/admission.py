@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
+from .fairsharing import dominant_resource_share
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .quota import FR, QuotaNode, add_usage, remove_usage
 
@@ -124,13 +125,16 @@ def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     return ""
 
 
-def nominal_first_holders(state, cq: ClusterQueue, charges: list) -> list[str]:
-    """Pending pods of other ClusterQueues in the cohort that fit within their nominal quota.
-
-    Kueue serves them before a ClusterQueue that would borrow; they are charged virtually."""
+def served_first(state, cq: ClusterQueue, usage: dict, charges: list) -> tuple[list[str], bool]:
+    """Pending pods of other ClusterQueues in the cohort that Kueue admits before this borrowing pod:
+    those that fit within their own nominal quota and, with fair sharing, those whose ClusterQueue's
+    share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
+    They are charged virtually; returns (their names, whether fair sharing put any of them first)."""
     node = state.quota_node(cq.name)
-    root, holders = node.root(), []
-    stack = [root]
+    fair = state.config.fair_sharing
+    mine = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
+    holders, by_share = [], False
+    stack = [node.root()]
     while stack:
         current = stack.pop()
         stack.extend(current.children)
@@ -144,10 +148,13 @@ def nominal_first_holders(state, cq: ClusterQueue, charges: list) -> list[str]:
                 continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
             with virtual_charges(state.quota_node, charges):
                 a = assign(state, other, other_cq)
-            if a.mode == FIT and not a.borrowing:
+                lower = fair and a.mode == FIT and a.borrowing and \
+                    dominant_resource_share(current, other_cq.fair_weight, a.usage)[0] < mine
+            if a.mode == FIT and (not a.borrowing or lower):
                 charges.append((other_cq.name, a.usage, other.key))
                 holders.append(other.key)
-    return holders
+                by_share = by_share or lower
+    return holders, by_share
 
 
 def _ahead_note(charges: list) -> str:
@@ -178,12 +185,16 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
         return _refuse("QuotaExceeded", "; ".join(a.reasons) + ahead, cq.name,
                        preemption_could_help(state, pod, cq), a)
     if a.borrowing and cq.cohort:
-        holders = nominal_first_holders(state, cq, charges)
+        holders, by_share = served_first(state, cq, a.usage, charges)
         if holders:
             with virtual_charges(state.quota_node, charges):
                 again = assign(state, pod, cq, has_nodes)
             if again.mode != FIT:
                 shown = ", ".join(holders[:5]) + (f" and {len(holders) - 5} more" if len(holders) > 5 else "")
+                if by_share:
+                    return _refuse("FairSharingOrder", f"ClusterQueue {cq.name} would borrow, but pending pods of "
+                                   f"ClusterQueues with a lower share come first in cohort {cq.cohort}: {shown}",
+                                   cq.name, False, again)
                 return _refuse("NominalQuotaFirst", f"ClusterQueue {cq.name} would borrow, but pending pods "
                                f"within their own nominal quota come first in cohort {cq.cohort}: {shown}",
                                cq.name, False, again)
