@@ -235,17 +235,21 @@ def _minimal(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR],
             if quota_fits(pre, allow_borrowing):
                 fits = True
                 break
-        if not fits:
-            return None
-        for i in range(len(targets) - 2, -1, -1):
-            rm.restore(targets[i].candidate)
-            if quota_fits(pre, allow_borrowing):
-                del targets[i]
-            else:
-                rm.remove(targets[i].candidate)
-        return targets
+        return _given_back(rm, pre, targets, allow_borrowing) if fits else None
     finally:
         rm.undo()
+
+
+def _given_back(rm: _Removals, pre: Preemptor, targets: list[Target], allow_borrowing: bool) -> list[Target]:
+    """Minimise (seed 000: "反向遍历初始目标列表"): walking the targets backwards, give back each one
+    the preemptor still fits without."""
+    for i in range(len(targets) - 2, -1, -1):
+        rm.restore(targets[i].candidate)
+        if quota_fits(pre, allow_borrowing):
+            del targets[i]
+        else:
+            rm.remove(targets[i].candidate)
+    return targets
 
 
 def _under_nominal(pre: Preemptor, needs: set[FR]) -> bool:
@@ -352,15 +356,7 @@ def fair_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[
                     fits = quota_fits(pre, True)
                 if fits:
                     break
-        if not fits:
-            return None
-        for i in range(len(targets) - 2, -1, -1):
-            rm.restore(targets[i].candidate)
-            if quota_fits(pre, True):
-                del targets[i]
-            else:
-                rm.remove(targets[i].candidate)
-        return targets
+        return _given_back(rm, pre, targets, True) if fits else None
     finally:
         rm.undo()
 
