@@ -1,21 +1,26 @@
-"""The HTTP application: FastAPI for health and debugging, and a lean ASGI path for the four verbs.
+"""The HTTP application: FastAPI for health, /debug and /metrics, and a lean ASGI path for the four verbs.
 
 kube-scheduler calls filter for every pod with up to thousands of node names, so
 the verbs skip Starlette's per-request machinery (Request, routing, Response
 objects): VerbMiddleware reads the raw body, hands it to the Extender, and
-answers its bytes. Everything else is an ordinary FastAPI route.
+answers its bytes; all it adds for metrics is one histogram observation per request.
+Everything else is an ordinary FastAPI route.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from contextlib import asynccontextmanager
+from time import perf_counter
 
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
 
 from ..extender import Extender
+from ..observe import attach
+from ..observe.metrics import CONTENT_TYPE, Metrics
+from .debug import debug_router
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
@@ -26,12 +31,14 @@ MAX_BODY = 64 * 2**20      # 64 MiB: far above any NodeList kube-scheduler sends
 class VerbMiddleware:
     """POST {prefix}/filter|prioritize|preempt|bind, answered without leaving ASGI."""
 
-    def __init__(self, app, extender: Extender, prefix: str = ""):
+    def __init__(self, app, extender: Extender, prefix: str = "", metrics: Metrics | None = None):
         self.app = app
         self.extender = extender
         self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
                            f"{prefix}/preempt": extender.preempt}
         self.bind_path = f"{prefix}/bind"
+        self.timers = {verb: metrics.timer(verb) for verb in ("filter", "prioritize", "preempt", "bind")} \
+            if metrics is not None else {}
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "")
@@ -39,20 +46,26 @@ class VerbMiddleware:
         if scope["type"] != "http" or (handler is None and path != self.bind_path):
             return await self.app(scope, receive, send)
         verb = path.rsplit("/", 1)[-1]
-        if scope["method"] != "POST":
-            return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
-        body = await _read_body(receive)
-        if body is None:
-            return await _answer(send, 413, orjson.dumps({"error": f"{verb}: body larger than {MAX_BODY} bytes"}))
+        started = perf_counter()
         try:
-            out = await self.extender.bind(body) if handler is None else handler(body)
-        except WireError as e:
-            return await _answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
-        except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
-            log.exception("internal error on %s", path)
-            return await _answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
-                                                                    f"{type(e).__name__}: {e}"}))
-        await _answer(send, 200, out)
+            if scope["method"] != "POST":
+                return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
+            body = await _read_body(receive)
+            if body is None:
+                return await _answer(send, 413, orjson.dumps({"error": f"{verb}: body larger than {MAX_BODY} bytes"}))
+            try:
+                out = await self.extender.bind(body) if handler is None else handler(body)
+            except WireError as e:
+                return await _answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
+            except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
+                log.exception("internal error on %s", path)
+                return await _answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
+                                                                        f"{type(e).__name__}: {e}"}))
+            await _answer(send, 200, out)
+        finally:
+            timer = self.timers.get(verb)
+            if timer is not None:
+                timer.observe(perf_counter() - started)
 
 
 async def _read_body(receive) -> bytes | None:
@@ -98,8 +111,15 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
             task.cancel()
 
     app = FastAPI(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)
+    observers = attach(extender)
     app.state.extender = extender
-    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"))
+    app.state.metrics = observers.metrics
+    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"), metrics=observers.metrics)
+    app.include_router(debug_router(extender))
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(observers.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/livez")
     async def livez() -> Response:

@@ -1,0 +1,117 @@
+"""The /debug routes: the quota tree, one queue, one pod, recent decisions and explain, as JSON or text.
+
+JSON by default; `?format=text` (or `Accept: text/plain`) renders the same view as
+aligned tables (app.api.text). An unknown queue or pod is a 404 naming what was
+looked up, a body explain cannot read is a 400 naming the problem. Nothing here
+changes the state.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from ..observe.explain import BadManifest, explain, parse_manifest
+from ..observe.podview import pod_view
+from ..observe.views import PENDING_SHOWN, NotFound, decisions_view, queue_view, queues_view
+from . import text
+
+JSON = "application/json"
+TEXT = "text/plain; charset=utf-8"
+MAX_EXPLAIN_BODY = 4 * 2**20
+DEFAULT_LIMIT = 50
+
+
+class DebugError(Exception):
+    def __init__(self, status: int, message: str, **details):
+        super().__init__(message)
+        self.status, self.view = status, {"error": message, **details}
+
+
+def wants_text(request: Request) -> bool:
+    fmt = request.query_params.get("format")
+    if fmt is not None:
+        if fmt not in ("json", "text"):
+            raise DebugError(400, f"format {fmt!r} is not one of json, text")
+        return fmt == "text"
+    accept = request.headers.get("accept", "")
+    return "text/plain" in accept and "application/json" not in accept
+
+
+def respond(request: Request, build: Callable[[], dict], render: Callable[[dict], str]) -> Response:
+    as_text = False
+    try:
+        as_text = wants_text(request)
+        view = build()
+    except DebugError as e:
+        return _error(as_text, e.status, e.view)
+    except NotFound as e:
+        view = {"error": e.message, "lookedUp": e.looked_up}
+        if e.known is not None:
+            view["known"] = e.known
+        return _error(as_text, 404, view)
+    except BadManifest as e:
+        return _error(as_text, 400, {"error": f"explain: {e}"})
+    if as_text:
+        return Response(render(view), media_type=TEXT)
+    return Response(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS), media_type=JSON)
+
+
+def _error(as_text: bool, status: int, view: dict) -> Response:
+    if as_text:
+        return Response(text.render_error(view), status_code=status, media_type=TEXT)
+    return Response(orjson.dumps(view), status_code=status, media_type=JSON)
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise DebugError(400, f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise DebugError(400, f"{name} must be at least 1, got {value}")
+    return value
+
+
+def debug_router(extender) -> APIRouter:
+    state, journal = extender.state, extender.journal
+    router = APIRouter(prefix="/debug")
+
+    @router.get("/queues")
+    async def queues(request: Request) -> Response:
+        return respond(request, lambda: queues_view(state), text.render_queues)
+
+    @router.get("/queues/{name}")
+    async def queue(name: str, request: Request) -> Response:
+        return respond(request, lambda: queue_view(state, journal, name, _int_param(request, "limit", PENDING_SHOWN)),
+                       text.render_queue)
+
+    @router.get("/pods/{namespace}/{name}")
+    async def pod(namespace: str, name: str, request: Request) -> Response:
+        return respond(request, lambda: pod_view(state, journal, namespace, name), text.render_pod)
+
+    @router.get("/decisions")
+    async def decisions(request: Request) -> Response:
+        def build() -> dict:
+            limit = _int_param(request, "limit", DEFAULT_LIMIT)
+            return decisions_view(journal, limit, request.query_params.get("queue") or None,
+                                  request.query_params.get("pod") or None)
+        return respond(request, build, text.render_decisions)
+
+    @router.post("/explain")
+    async def explain_pod(request: Request) -> Response:
+        body = await request.body()
+
+        def build() -> dict:
+            if len(body) > MAX_EXPLAIN_BODY:
+                raise DebugError(413, f"explain: body larger than {MAX_EXPLAIN_BODY} bytes")
+            obj, names = parse_manifest(body, request.headers.get("content-type", ""))
+            return explain(state, obj, names)
+        return respond(request, build, text.render_explain)
+
+    return router

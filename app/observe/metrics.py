@@ -1,0 +1,251 @@
+"""Prometheus metrics: counted on events (verb latency, decisions, preemptions, evictions, watch), read from the state at scrape time (queues, quota, shares, expiries).
+
+Names follow Kueue's (kueue_pending_workloads -> quotient_pending_workloads, ...); a
+workload is one pod. Each Metrics has its own registry, so several applications in
+one process (tests) never collide. Label values are bounded: a rule name, a
+ClusterQueue, a flavor or resource, never a reason's free text.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from ..act.writer import PREEMPTION_REASONS
+from ..core.fairsharing import dominant_resource_share
+from ..core.quantity import MILLI_RESOURCES
+from .views import reserved_usage, workload_counts
+
+disable_created_metrics()      # no *_created series: one sample per counter, as Kueue exports them
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+VERB_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+PREEMPT_VERBS = frozenset({"preempt", "reclaim"})
+# The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
+OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
+            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
+
+
+def amount(value: int, resource: str) -> float:
+    """A quantity as Prometheus shows it: CPU in cores, everything else in base units."""
+    return value / 1000 if resource in MILLI_RESOURCES else float(value)
+
+
+class Metrics:
+    def __init__(self, state, journal=None):
+        self.state = state
+        self.registry = registry = CollectorRegistry()
+        self.request_duration = Histogram(
+            "quotient_extender_request_duration_seconds",
+            "Time to answer one extender request, from its arrival to the last byte of the answer, per verb.",
+            ["verb"], buckets=VERB_BUCKETS, registry=registry)
+        self.evicted = Counter(
+            "quotient_evicted_workloads_total",
+            "Pods Quotient evicted (as Kueue's kueue_evicted_workloads_total), by ClusterQueue and reason "
+            "(ClusterQueueStopped, or a preemption reason).",
+            ["cluster_queue", "reason"], registry=registry)
+        self.eviction_failures = Counter(
+            "quotient_eviction_failures_total",
+            "Evictions the API server refused or that failed to be written; they are tried again.",
+            ["cluster_queue", "reason"], registry=registry)
+        self.watch_restarts = Counter(
+            "quotient_watch_restarts_total",
+            "Watches of the API server restarted after an error or a timeout (fed by the live watch source).",
+            ["kind"], registry=registry)
+        self.watch_relists = Counter(
+            "quotient_watch_relists_total",
+            "Full relists after a watch could not resume (410 Gone; fed by the live watch source).",
+            ["kind"], registry=registry)
+        self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
+        self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
+        registry.register(DecisionCollector(self))
+        registry.register(StateCollector(state))
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+        self._timers: dict[str, object] = {}
+
+    # ---- event side: cheap, on the verb path ------------------------------------
+    def timer(self, verb: str):
+        """The histogram child for one verb: its .observe(seconds) is all the verb path pays."""
+        child = self._timers.get(verb)
+        if child is None:
+            child = self._timers[verb] = self.request_duration.labels(verb)
+        return child
+
+    def on_decision(self, entry: dict) -> None:
+        """Journal listener, on the verb path: one dict increment (exported at scrape time); a
+        preemption counts each of its victims."""
+        verb, rule = entry["verb"], entry["outcome"]
+        key = (verb, rule, entry.get("queue") or "")
+        counts = self.decision_counts
+        counts[key] = counts.get(key, 0) + 1
+        if rule == "Preempted" and verb in PREEMPT_VERBS:
+            self._count_preemption(entry)
+
+    def _count_preemption(self, entry: dict) -> None:
+        """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue."""
+        queue = self._preemptor_queue(entry.get("preemptor"))
+        reasons = entry.get("reasons")
+        if isinstance(reasons, dict):          # victim -> reason
+            labels = list(reasons.values())
+        elif isinstance(reasons, list):        # one reason per victim
+            labels = reasons
+        else:
+            victims = entry.get("victims")
+            count = sum(len(v) for v in victims.values()) if isinstance(victims, dict) else \
+                len(victims) if isinstance(victims, list) else 1
+            labels = [entry.get("reason", "")] * max(1, count)
+        counts = self.preemption_counts
+        for reason in labels:
+            key = (queue, _preemption_reason(reason))
+            counts[key] = counts.get(key, 0) + 1
+
+    def _preemptor_queue(self, uid: object) -> str:
+        state = self.state
+        pod = state.pods.get(uid) if isinstance(uid, str) else None
+        if pod is not None:
+            _, cq = state.queue_of(pod)
+            if cq is not None:
+                return cq.name
+        held = state.reservations.get(uid) if isinstance(uid, str) else None
+        return held.charge.cluster_queue if held is not None else ""
+
+    def evicted_pod(self, cluster_queue: str, reason: str) -> None:
+        self.evicted.labels(cluster_queue, reason).inc()
+
+    def eviction_failed(self, cluster_queue: str, reason: str) -> None:
+        self.eviction_failures.labels(cluster_queue, reason).inc()
+
+    def watch_restarted(self, kind: str) -> None:
+        """For the live watch source: a watch of `kind` was restarted."""
+        self.watch_restarts.labels(kind).inc()
+
+    def relisted(self, kind: str) -> None:
+        """For the live watch source: `kind` was listed again from scratch."""
+        self.watch_relists.labels(kind).inc()
+
+    # ---- scrape side ------------------------------------------------------------
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _preemption_reason(reason: object) -> str:
+    """Kueue's preemption reason named in `reason` (its first word), else Other: labels stay bounded."""
+    text = str(reason or "")
+    word = text.split(":", 1)[0].split()[0] if text.strip() else ""
+    return word if word in PREEMPTION_REASONS else "Other"
+
+
+class DecisionCollector:
+    """Exports the decision and preemption counts the journal listener keeps in plain dicts."""
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        decisions = CounterMetricFamily(
+            "quotient_decisions",
+            "Decisions recorded in the journal: outcome is admitted/refused/bound/failed/evicted/preempting/preempted, "
+            "reason the rule that decided (Admitted, QuotaExceeded, StrictFIFO, NominalQuotaFirst, Bound, ...).",
+            labels=["verb", "outcome", "reason", "cluster_queue"])
+        for (verb, rule, queue), n in sorted(self.metrics.decision_counts.items()):
+            decisions.add_metric([verb, OUTCOMES.get(rule, "refused"), rule, queue], n)
+        preempted = CounterMetricFamily(
+            "quotient_preempted_workloads",
+            "Pods Quotient evicted to make room for a preemptor (as Kueue's kueue_preempted_workloads_total), by the "
+            "preemptor's ClusterQueue and reason (InClusterQueue, InCohortReclamation, InCohortFairSharing, "
+            "InCohortReclaimWhileBorrowing, LowerPriorityOnNode; Other for anything else).",
+            labels=["preempting_cluster_queue", "reason"])
+        for (queue, reason), n in sorted(self.metrics.preemption_counts.items()):
+            preempted.add_metric([queue, reason], n)
+        yield decisions
+        yield preempted
+
+
+class StateCollector:
+    """Reads the ClusterState when Prometheus scrapes: nothing is updated on the verb path for these."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def describe(self):
+        return []     # families depend on the state; nothing to check at registration
+
+    def collect(self):
+        state = self.state
+        q = ["cluster_queue"]
+        pending = GaugeMetricFamily("quotient_pending_workloads",
+                                    "Pending pods of the ClusterQueue that hold no quota (as kueue_pending_workloads).", labels=q)
+        reserving = GaugeMetricFamily("quotient_reserving_active_workloads",
+                                      "Pods that passed filter and hold a quota reservation until their bind "
+                                      "(as kueue_reserving_active_workloads).", labels=q)
+        admitted = GaugeMetricFamily("quotient_admitted_active_workloads",
+                                     "Running pods charged to the ClusterQueue (as kueue_admitted_active_workloads).",
+                                     labels=q)
+        share = GaugeMetricFamily("quotient_cluster_queue_weighted_share",
+                                  "Fair sharing's weighted share of the ClusterQueue (as kueue_cluster_queue_weighted_share): "
+                                  "the largest borrowed/lendable over its resources, per mille, divided by its weight.",
+                                  labels=q)
+        cohort_share = GaugeMetricFamily("quotient_cohort_weighted_share",
+                                         "Fair sharing's weighted share of the Cohort (as kueue_cohort_weighted_share).",
+                                         labels=["cohort"])
+        status = GaugeMetricFamily("quotient_cluster_queue_status",
+                                   "1 for the ClusterQueue's status: active, inactive (a flavor missing, a cohort cycle) "
+                                   "or stopped (stopPolicy Hold or HoldAndDrain).", labels=["cluster_queue", "status"])
+        fr_labels = ["cohort", "cluster_queue", "flavor", "resource"]
+        nominal = GaugeMetricFamily("quotient_cluster_queue_nominal_quota",
+                                    "nominalQuota per flavor and resource (CPU in cores, memory in bytes).", labels=fr_labels)
+        borrowing = GaugeMetricFamily("quotient_cluster_queue_borrowing_limit",
+                                      "borrowingLimit per flavor and resource, where one is set.", labels=fr_labels)
+        lending = GaugeMetricFamily("quotient_cluster_queue_lending_limit",
+                                    "lendingLimit per flavor and resource, where one is set.", labels=fr_labels)
+        reservation = GaugeMetricFamily("quotient_cluster_queue_resource_reservation",
+                                        "Quota held per flavor and resource: running pods plus reservations "
+                                        "(as kueue_cluster_queue_resource_reservation).", labels=fr_labels)
+        usage = GaugeMetricFamily("quotient_cluster_queue_resource_usage",
+                                  "Quota used by running pods per flavor and resource "
+                                  "(as kueue_cluster_queue_resource_usage).", labels=fr_labels)
+        counts = workload_counts(state)
+        reserved = reserved_usage(state)
+        for name in sorted(state.cluster_queues):
+            cq = state.cluster_queues[name]
+            p, r, a = counts.get(name, (0, 0, 0))
+            pending.add_metric([name], p)
+            reserving.add_metric([name], r)
+            admitted.add_metric([name], a)
+            node = state.tree.queues.get(name)
+            kind = "inactive" if name in state.tree.inactive else "stopped" if cq.stop_policy != "None" else "active"
+            for s in ("active", "inactive", "stopped"):
+                status.add_metric([name, s], 1 if s == kind else 0)
+            if node is None:
+                continue
+            share.add_metric([name], dominant_resource_share(node, cq.fair_weight)[0])
+            held = reserved.get(name, {})
+            for fr, limits in node.quotas.items():
+                labels = [cq.cohort, name, fr[0], fr[1]]
+                nominal.add_metric(labels, amount(limits.nominal, fr[1]))
+                if limits.borrowing_limit is not None:
+                    borrowing.add_metric(labels, amount(limits.borrowing_limit, fr[1]))
+                if limits.lending_limit is not None:
+                    lending.add_metric(labels, amount(limits.lending_limit, fr[1]))
+                used = node.usage.get(fr, 0)
+                reservation.add_metric(labels, amount(used, fr[1]))
+                usage.add_metric(labels, amount(used - held.get(fr, 0), fr[1]))
+        for name in sorted(state.tree.cohorts):
+            spec = state.cohorts.get(name)
+            cohort_share.add_metric([name], dominant_resource_share(state.tree.cohorts[name],
+                                                                    spec.fair_weight if spec else 1.0)[0])
+        expired = CounterMetricFamily("quotient_reservation_expiries",
+                                      "Reservations dropped because no bind came within reservationTimeout.")
+        expired.add_metric([], state.skips.get("reservation expired", 0))
+        forgotten = CounterMetricFamily("quotient_learned_pods_forgotten",
+                                        "Pods known only from kube-scheduler's requests, forgotten after "
+                                        "learnedPodTimeout without one.")
+        forgotten.add_metric([], state.skips.get("learned pod forgotten", 0))
+        yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
+                    reservation, usage, expired, forgotten)
