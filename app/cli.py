@@ -1,4 +1,4 @@
-"""`quotient serve` and `quotient simulate`: the command line of the extender."""
+"""The command line: `quotient serve`, `simulate`, and `explain` / `queues`, which ask a running server's /debug."""
 from __future__ import annotations
 
 import argparse
@@ -46,9 +46,43 @@ def serve(args: argparse.Namespace) -> int:
     logging.getLogger("quotient").info(
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
-    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval), host=args.host, port=args.port, log_level=args.log_level,
-                access_log=False)
+    # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
+    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval), host=args.host,
+                port=args.port, log_level=args.log_level, access_log=False, log_config=None)
     return 0
+
+
+def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = None) -> int:
+    """One request to a running Quotient's /debug; prints the answer, 0 on 200, 1 on an error answer,
+    2 when the server cannot be reached."""
+    import httpx
+
+    url = args.server.rstrip("/") + path
+    params = {"format": args.format}
+    try:
+        with httpx.Client(timeout=args.timeout, trust_env=False) as client:
+            r = client.request(method, url, params=params, content=body)
+    except httpx.HTTPError as e:
+        print(f"quotient: cannot reach Quotient at {args.server}: {e}", file=sys.stderr)
+        return 2
+    out = r.text if args.format == "text" else r.text + "\n"
+    (sys.stdout if r.status_code == 200 else sys.stderr).write(out)
+    return 0 if r.status_code == 200 else 1
+
+
+def explain(args: argparse.Namespace) -> int:
+    try:
+        body = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
+    except OSError as e:
+        print(f"quotient: {args.file}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    return _ask(args, "POST", "/debug/explain", body)
+
+
+def queues(args: argparse.Namespace) -> int:
+    from urllib.parse import quote
+
+    return _ask(args, "GET", "/debug/queues" + (f"/{quote(args.name, safe='')}" if args.name else ""))
 
 
 def simulate(args: argparse.Namespace) -> int:
@@ -66,15 +100,30 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8888)
     s.add_argument("--path-prefix", default=None, help="prefix of the verb paths, e.g. /scheduler")
-    s.add_argument("--log-level", default="info")
+    s.add_argument("--log-level", default="info", help="debug also logs each reservation filter takes")
+    s.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line, decisions with their fields")
     s.set_defaults(func=serve)
     m = sub.add_parser("simulate", help="run a scenario file through a simulated kube-scheduler")
     m.add_argument("file")
     m.add_argument("-q", "--quiet", action="store_true", help="print only the verdict")
     m.set_defaults(func=simulate)
+    e = sub.add_parser("explain", help="what a running Quotient would decide now for a Pod manifest (changes nothing)")
+    e.add_argument("file", help="Pod manifest, YAML or JSON ('-' reads standard input)")
+    q = sub.add_parser("queues", help="the quota tree of a running Quotient, or one ClusterQueue with its pending pods")
+    q.add_argument("name", nargs="?", help="a ClusterQueue (or Cohort); without it, every queue")
+    for c, func in ((e, explain), (q, queues)):
+        c.add_argument("--server", default="http://127.0.0.1:8888", help="where Quotient serves (default %(default)s)")
+        c.add_argument("--format", choices=("text", "json"), default="text")
+        c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer")
+        c.set_defaults(func=func)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.command == "serve" else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        from .observe.logs import setup_logging
+
+        setup_logging(args.log_format, args.log_level)
+    else:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return args.func(args)
 
 

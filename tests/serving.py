@@ -1,0 +1,79 @@
+"""A real `quotient serve` on a free 127.0.0.1 port for the tests that drive the command line over HTTP.
+
+    with served("--log-format", "json") as server:
+        server.url, server.port, server.log()     # log(): what it printed so far
+
+The server is always stopped (terminate, then kill) when the block ends, and a
+server that does not answer /livez within `ready_within` seconds fails the test.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    port: int
+    proc: subprocess.Popen
+    log_path: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return Path(self.log_path).read_text(encoding="utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def served(*args: str, ready_within: float = 15.0):
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="quotient-serve-") as tmp:
+        log_path = os.path.join(tmp, "serve.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([str(QUOTIENT_BIN), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
+        server = Server(port, proc, log_path)
+        try:
+            _wait_ready(server, ready_within)
+            yield server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+def _wait_ready(server: Server, within: float) -> None:
+    deadline = time.monotonic() + within
+    with httpx.Client(timeout=1.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if server.proc.poll() is not None:
+                raise AssertionError(f"quotient serve exited with {server.proc.returncode}:\n{server.log()[-3000:]}")
+            try:
+                if client.get(f"{server.url}/livez").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+    raise AssertionError(f"quotient serve did not answer /livez within {within} s:\n{server.log()[-3000:]}")
