@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import sys
 
 from .config import ConfigError, Configuration, decode_configuration, load_configuration
@@ -113,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("queues", help="the quota tree of a running Quotient, or one ClusterQueue with its pending pods")
     q.add_argument("name", nargs="?", help="a ClusterQueue (or Cohort); without it, every queue")
     for c, func in ((e, explain), (q, queues)):
-        c.add_argument("--server", default="http://127.0.0.1:8888", help="where Quotient serves (default %(default)s)")
+        c.add_argument("--server", default=os.environ.get("QUOTIENT_SERVER", "http://127.0.0.1:8888"),
+                       help="where Quotient serves (default: $QUOTIENT_SERVER, else %(default)s)")
         c.add_argument("--format", choices=("text", "json"), default="text")
         c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer")
         c.set_defaults(func=func)
