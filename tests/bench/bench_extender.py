@@ -22,7 +22,12 @@ Not a pytest test (tests/bench/conftest.py keeps pytest out). What it does:
      pending pods, one after another, spread over all 100 LocalQueues, and
      reports pods/s (nodes that the simulated kube-scheduler sees as full by
      pod count are left out of NodeNames, as NodeResourcesFit would);
-  d. reads VmRSS of the server process (its /proc/self/status) after loading.
+  d. reads VmRSS of the server process (its /proc/self/status) after loading;
+  e. measures what recording decisions costs the filter path, in-process: the
+     same filter bodies through Extender.filter with the journal recording as
+     `quotient serve` does (journal ring, metrics and decision-log listeners,
+     INFO logging to a file) and with Extender._record replaced by a no-op,
+     alternating blocks of each; the difference as a share of filter time.
 
 Quota never runs out during the run: ClusterQueue cq-000 (the filter
 benchmark's queue) gets 100x the quota it needs, and every other queue keeps 25%
@@ -70,6 +75,7 @@ TARGETS = {
     "p99_ms": 5.0,
     "cycle_pods_s": 400.0,
     "rss_mib": 1024.0,
+    "recording_pct": 5.0,
 }
 
 
@@ -400,6 +406,80 @@ def profile_filter(snapshot: str, names: list[str], calls: int) -> str:
     return f"filter in-process under cProfile: {spent / calls * 1000:.3f} ms/call over {calls} calls\n{body}"
 
 
+def recording_cost(snapshot: str, names: list[str], calls: int, workdir: str) -> dict:
+    """Extender.filter in-process with its decisions recorded (journal, metrics, decision log) vs not.
+
+    Both modes run the same kind of body (a new pod of the bench queue with all NodeNames,
+    bound after, untimed) in short blocks, paired and alternating which mode goes first,
+    so drift (caches, the journal and the state growing) falls on both alike. In the no-op
+    mode Extender._record does nothing for filter's decisions; bind records in both modes,
+    its cost being on the bind path. The cost is the median over pairs of (recording -
+    no-op) block means, as a share of the median recording block mean. Time is the
+    thread's CPU time (time.thread_time), so a burst of load from another process on the
+    machine does not land on one block as waiting time."""
+    import asyncio
+    import logging
+    import statistics
+
+    from app.api.app import create_app
+    from app.cli import build_from_snapshot
+    from app.observe.logs import setup_logging
+
+    extender = build_from_snapshot(snapshot)
+    create_app(extender, "")          # attaches the listeners `quotient serve` has: metrics, decision log
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    log_file = open(os.path.join(workdir, "recording.log"), "w")
+    setup_logging("text", "info", stream=log_file)
+    template = Template(BENCH_NAMESPACE)
+    names_json = orjson.dumps(names)
+    block, pairs = 20, max(10, calls // 20)
+    record = extender._record
+
+    def no_op(verb: str, *args, **kwargs) -> None:
+        if verb != "filter":
+            record(verb, *args, **kwargs)
+    means: dict[str, list[float]] = {"recording": [], "no-op": []}
+    counter = iter(range(10**9))
+
+    async def run_block(mode: str) -> float:
+        if mode == "no-op":
+            extender._record = no_op          # the bench only: an instance attribute shadows the method
+        elif "_record" in vars(extender):
+            del extender._record
+        spent = 0.0
+        for _ in range(block):
+            i = next(counter)
+            body, name, uid = template.body(i, "r", names_json)
+            t0 = time.thread_time()
+            answer = extender.filter(body)
+            spent += time.thread_time() - t0
+            passing = orjson.loads(answer)["NodeNames"]
+            await extender.bind(orjson.dumps({"PodName": name, "PodNamespace": BENCH_NAMESPACE, "PodUID": uid,
+                                              "Node": passing[i % len(passing)]}))
+        return spent / block
+
+    async def run() -> None:
+        for p in range(pairs + 2):
+            order = ("recording", "no-op") if p % 2 == 0 else ("no-op", "recording")
+            got = {mode: await run_block(mode) for mode in order}
+            if p >= 2:                        # the first two pairs warm up
+                for mode, mean in got.items():
+                    means[mode].append(mean)
+
+    try:
+        asyncio.run(run())
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        log_file.close()
+    on = statistics.median(means["recording"])
+    off = statistics.median(means["no-op"])
+    diff = statistics.median(r - n for r, n in zip(means["recording"], means["no-op"]))
+    return {"recording_ms": on * 1000, "noop_ms": off * 1000, "diff_us": diff * 1e6,
+            "calls": len(means["recording"]) * block, "pct": diff / on * 100}
+
+
 def row(label: str, value: str, target: str, ok: bool | None) -> str:
     verdict = "" if ok is None else ("PASS" if ok else "FAIL")
     return f"  {label:<44} {value:>8}   {target:<12} {verdict}"
@@ -541,6 +621,11 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
 
+    rc = recording_cost(json_path, names, 2000 if quick else 6000, workdir)
+    print(f"e. recording decisions on the filter path (in-process, medians of {rc['calls']} calls each): filter "
+          f"{rc['recording_ms']:.3f} ms with the journal, metrics and decision log, {rc['noop_ms']:.3f} ms with "
+          f"_record a no-op; recording costs {rc['diff_us']:.1f} us, {rc['pct']:.1f}% of filter time", flush=True)
+
     if a.profile:
         print()
         print(profile_filter(json_path, names, 300 if quick else 1000))
@@ -574,6 +659,8 @@ def main(argv: list[str] | None = None) -> int:
         ("c. server capacity, same cycle (pods/s)", f"{cy['server_pods_s']:.0f}", f">= {T['cycle_pods_s']:.0f}",
          cy["server_pods_s"] >= T["cycle_pods_s"] and not cy["bad"]),
         ("d. server VmRSS after load (MiB)", f"{rss:.0f}", f"<= {T['rss_mib']:.0f}", rss <= T["rss_mib"]),
+        ("e. recording cost on filter (% of filter)", f"{rc['pct']:.1f}", f"< {T['recording_pct']:.0f}",
+         rc["pct"] < T["recording_pct"]),
     ]
     for label, value, target, ok in checks:
         print(row(label, value, target, ok))
