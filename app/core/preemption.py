@@ -90,7 +90,8 @@ def _same_group(a: PodInfo, b: PodInfo) -> bool:
 
 
 def fence_root(state, cq: ClusterQueue) -> QuotaNode | None:
-    """The highest fenced node at or above the ClusterQueue: victims stay inside it (None: no fence)."""
+    """The nearest fenced node at or above the ClusterQueue (the ClusterQueue itself or the lowest fenced
+    Cohort over it, the tightest fence): victims stay inside it (None: no fence)."""
     node, fenced = state.quota_node(cq.name), None
     while node is not None:
         spec = state.cluster_queues.get(node.name) if not node.is_cohort else state.cohorts.get(node.name)
@@ -335,6 +336,8 @@ def fair_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[
                 continue
             mine, theirs = sides(name)
             for i, c in enumerate(queue):
+                if state.config.guarantee_protection and _would_break_guarantee(state, c):
+                    continue            # YuniKorn's law 2, as in the classic path
                 old_share = _share(state, theirs)
                 rm.remove(c)
                 if _strategy(strategies[0], preemptor_share(mine), old_share, _share(state, theirs)):
@@ -396,7 +399,7 @@ def _reason(pre: Preemptor, c: Candidate) -> str:
     return IN_CLUSTER_QUEUE if c.cluster_queue == pre.cq.name else IN_COHORT_RECLAMATION
 
 
-def _unqueued_on(state, pre: Preemptor, node: str) -> list[Candidate]:
+def _unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
     """Pods in no queue, of lower priority, on the node: they hold no quota, only room."""
     out, going = [], state.victims() if state.holds else ()
     for uid in state.node_pods.get(node, ()):
@@ -404,7 +407,7 @@ def _unqueued_on(state, pre: Preemptor, node: str) -> list[Candidate]:
         if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
             continue
         if (other.priority or 0) < (pre.pod.priority or 0) and not _same_group(pre.pod, other):
-            out.append(Candidate(other, "", {}, other.created or 0.0, opted_out(state, other)))
+            out.append(Candidate(other, "", {}, other.created or 0.0, opted_out(state, other) or uid in spent))
     out.sort(key=lambda c: (c.pod.priority or 0, -c.admitted_at, c.pod.uid))
     return out
 
@@ -436,20 +439,31 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
         if c.pod.uid not in quota_uids:
             on_node.setdefault(c.pod.node_name, []).append(c)
     rank = len(candidates)
+    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
+    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)} or set(pre.usage)
     for name in nodes:
         if name in done:
             continue
-        local = on_node.get(name, []) + _unqueued_on(state, pre, name)
+        local = on_node.get(name, []) + _unqueued_on(state, pre, name, spent)
         for c in local[len(on_node.get(name, [])):]:
             c.rank, rank = rank, rank + 1
         free = room(name)
         _add(free, freed.get(name, {}))
         extras = []
-        for c in local:
-            if not shortfall(req, free):
-                break
-            extras.append(c)
-            _add(free, c.pod.requests)
+        rm = _Removals(state)
+        try:
+            for t in quota:
+                rm.remove(t.candidate)
+            for c in local:
+                if not shortfall(req, free):
+                    break
+                if not _still_a_candidate(state, pre, c, needs):
+                    continue
+                extras.append(c)
+                rm.remove(c)
+                _add(free, c.pod.requests)
+        finally:
+            rm.undo()
         if shortfall(req, free):
             lost[name] = (f"{shortfall(req, free).lower()} even without its {len(local)} candidate(s)"
                           if local else f"{shortfall(req, free).lower()} and no pod on it may be preempted")
@@ -465,6 +479,18 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
         targets = _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed.get(name, {}), free)
         plans.append(Plan(name, targets + [Target(c, _reason(pre, c)) for c in extras]))
     return plans, lost
+
+
+def _still_a_candidate(state, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
+    """Whether c may still go once the victims virtually removed so far are gone: a pod of another queue
+    only while that queue borrows (seed 000 候选者, as _minimal checks for quota targets) and, with
+    guaranteeProtection, only if its queue then stays at or above its nominal quota (YuniKorn's law 2)."""
+    if not c.cluster_queue or c.cluster_queue == pre.cq.name:
+        return True
+    node = state.quota_node(c.cluster_queue)
+    if node is None or not _is_borrowing(node, needs):
+        return False
+    return not (state.config.guarantee_protection and _would_break_guarantee(state, c))
 
 
 def _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed_here, free) -> list[Target]:
@@ -550,7 +576,7 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
         try:
             wait = parse_duration(delay, DELAY)
         except ValueError:
-            wait = 0.0
+            wait = 30.0         # seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"
         waited = now - (pod.created or now)
         if waited < wait:
             return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {wait:g}s after it was "
