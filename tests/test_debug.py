@@ -9,6 +9,7 @@ own + 2 borrowed, the cohort having 10 - 7 = 3 unused), and team-b 3.
 """
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import orjson
@@ -253,6 +254,38 @@ async def test_queue_lists_pending_pods_in_queue_order_with_why_each_waits(ext, 
     [wait] = a["pendingPods"]
     assert (wait["pod"], wait["rule"]) == ("team-a/wait-1", "Admitted")
     assert wait["why"] == "fits now (flavor on-demand, borrowing); waits for kube-scheduler to call filter"
+
+
+async def test_queue_limit_and_the_verbs_run_between_its_decisions(ext, api, monkeypatch):
+    """Each pending pod's row is a decision; the route yields to the event loop between rows,
+    so a long BestEffortFIFO queue cannot hold the verbs up."""
+    from app.api import debug
+
+    seen: list[str] = []
+    real = debug.pending_rows
+
+    def rows(*args):
+        for row in real(*args):
+            seen.append(row["pod"])
+            yield row
+    monkeypatch.setattr(debug, "pending_rows", rows)
+    done = False
+
+    async def ticker():
+        while not done:
+            seen.append("tick")
+            await asyncio.sleep(0)
+    async with api(ext) as c:
+        task = asyncio.create_task(ticker())
+        view = (await c.get("/debug/queues/team-b-cq")).json()
+        done = True
+        await task
+        one = (await c.get("/debug/queues/team-b-cq?limit=1")).json()
+    assert [p["pod"] for p in view["pendingPods"]] == ["team-b/big", "team-b/small"]
+    between = seen[seen.index("team-b/big") + 1:seen.index("team-b/small")]
+    assert "tick" in between
+    assert [p["pod"] for p in one["pendingPods"]] == ["team-b/big"]
+    assert one["pendingNote"] == "1 of 2 pending pods shown (at most 1; maxQueueScan 200)"
 
 
 async def test_queue_shows_reservations_and_the_last_decision(ext, api):

@@ -7,7 +7,8 @@ changes the state.
 """
 from __future__ import annotations
 
-from typing import Callable
+import asyncio
+from typing import Awaitable, Callable
 
 import orjson
 from fastapi import APIRouter, Request
@@ -15,7 +16,8 @@ from fastapi.responses import Response
 
 from ..observe.explain import BadManifest, explain, parse_manifest
 from ..observe.podview import pod_view
-from ..observe.views import PENDING_SHOWN, NotFound, decisions_view, queue_view, queues_view
+from ..observe.views import (PENDING_SHOWN, NotFound, decisions_view, pending_rows, queue_view, queues_view,
+                             shown_limit)
 from . import text
 
 JSON = "application/json"
@@ -40,11 +42,11 @@ def wants_text(request: Request) -> bool:
     return "text/plain" in accept and "application/json" not in accept
 
 
-def respond(request: Request, build: Callable[[], dict], render: Callable[[dict], str]) -> Response:
+async def respond(request: Request, build: Callable[[], Awaitable[dict]], render: Callable[[dict], str]) -> Response:
     as_text = False
     try:
         as_text = wants_text(request)
-        view = build()
+        view = await build()
     except DebugError as e:
         return _error(as_text, e.status, e.view)
     except NotFound as e:
@@ -82,18 +84,31 @@ def debug_router(extender) -> APIRouter:
     state, journal = extender.state, extender.journal
     router = APIRouter(prefix="/debug")
 
+    def now(build: Callable[[], dict]) -> Callable[[], Awaitable[dict]]:
+        async def run() -> dict:
+            return build()
+        return run
+
     @router.get("/queues")
     async def queues(request: Request) -> Response:
-        return respond(request, lambda: queues_view(state), text.render_queues)
+        return await respond(request, now(lambda: queues_view(state)), text.render_queues)
 
     @router.get("/queues/{name}")
     async def queue(name: str, request: Request) -> Response:
-        return respond(request, lambda: queue_view(state, journal, name, _int_param(request, "limit", PENDING_SHOWN)),
-                       text.render_queue)
+        async def build() -> dict:
+            limit = _int_param(request, "limit", PENDING_SHOWN)
+            if name not in state.cluster_queues:
+                return queue_view(state, journal, name, limit)      # a Cohort, or NotFound
+            rows = []
+            for row in pending_rows(state, journal, name, shown_limit(state, limit)):
+                rows.append(row)
+                await asyncio.sleep(0)      # each row is a decision: let the verbs in between
+            return queue_view(state, journal, name, limit, rows)
+        return await respond(request, build, text.render_queue)
 
     @router.get("/pods/{namespace}/{name}")
     async def pod(namespace: str, name: str, request: Request) -> Response:
-        return respond(request, lambda: pod_view(state, journal, namespace, name), text.render_pod)
+        return await respond(request, now(lambda: pod_view(state, journal, namespace, name)), text.render_pod)
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:
@@ -101,7 +116,7 @@ def debug_router(extender) -> APIRouter:
             limit = _int_param(request, "limit", DEFAULT_LIMIT)
             return decisions_view(journal, limit, request.query_params.get("queue") or None,
                                   request.query_params.get("pod") or None)
-        return respond(request, build, text.render_decisions)
+        return await respond(request, now(build), text.render_decisions)
 
     @router.post("/explain")
     async def explain_pod(request: Request) -> Response:
@@ -112,6 +127,6 @@ def debug_router(extender) -> APIRouter:
                 raise DebugError(413, f"explain: body larger than {MAX_EXPLAIN_BODY} bytes")
             obj, names = parse_manifest(body, request.headers.get("content-type", ""))
             return explain(state, obj, names)
-        return respond(request, build, text.render_explain)
+        return await respond(request, now(build), text.render_explain)
 
     return router

@@ -6,7 +6,9 @@ virtually and takes the charge back: reading a view never changes the state.
 """
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timezone
+from typing import Iterator
 
 from ..core.admission import Verdict, decide
 from ..core.fairsharing import MAX_SHARE, dominant_resource_share
@@ -53,14 +55,26 @@ def share_value(share: int) -> int | str:
 
 
 # ---- counts read from the state -------------------------------------------------------------
+def admitted_uids(state, cq_name: str) -> set[str] | list[str]:
+    """Uids of the pods charged to a ClusterQueue, from the state's index when it keeps one."""
+    by_queue = getattr(state.admitted, "by_queue", None)
+    if by_queue is not None:
+        return by_queue.get(cq_name, set())
+    return [uid for uid, c in state.admitted.items() if c.cluster_queue == cq_name]
+
+
 def workload_counts(state) -> dict[str, tuple[int, int, int]]:
     """ClusterQueue -> (pending without a reservation, reserving, admitted) pods."""
     reserving: dict[str, int] = {}
     for r in state.reservations.values():
         reserving[r.charge.cluster_queue] = reserving.get(r.charge.cluster_queue, 0) + 1
+    by_queue = getattr(state.admitted, "by_queue", None)
     admitted: dict[str, int] = {}
-    for charge in state.admitted.values():
-        admitted[charge.cluster_queue] = admitted.get(charge.cluster_queue, 0) + 1
+    if by_queue is not None:
+        admitted = {name: len(uids) for name, uids in by_queue.items()}
+    else:
+        for charge in state.admitted.values():
+            admitted[charge.cluster_queue] = admitted.get(charge.cluster_queue, 0) + 1
     reservations = state.reservations
     out = {}
     for name in state.cluster_queues:
@@ -191,27 +205,31 @@ def why_waiting(verdict: Verdict) -> str:
     return verdict.reason
 
 
-def pending_view(state, journal, cq_name: str, limit: int) -> list[dict]:
-    """The ClusterQueue's pending pods in queue order (reserved ones excluded), each with why it waits now."""
-    out = []
-    for i, pod in enumerate(state.pending_pods(cq_name)):
-        if i >= limit:
-            break
+def pending_rows(state, journal, cq_name: str, limit: int) -> Iterator[dict]:
+    """The ClusterQueue's pending pods in queue order (reserved ones excluded), each with why it waits now.
+
+    Each row is one decision (up to a few milliseconds in a long BestEffortFIFO queue, as it
+    charges the pods ahead), so a caller on the event loop may yield between rows; a pod bound
+    or gone meanwhile is left out."""
+    pods = list(itertools.islice(state.pending_pods(cq_name), max(0, limit)))
+    for i, pod in enumerate(pods):
+        if state.pods.get(pod.uid) is not pod or pod.uid in state.reservations:
+            continue
         verdict = decide(state, pod)
         last = journal.of_pod(pod.key)[:1] if journal is not None else []
-        out.append({
+        yield {
             "position": i + 1, "pod": pod.key, "priority": pod.priority, "created": rfc3339(pod.created),
             "requests": requests_view(pod.requests), "learned": pod.uid in state.learned,
             "rule": verdict.rule, "why": why_waiting(verdict), "resolvable": verdict.resolvable,
             "lastDecision": {"verb": last[0]["verb"], "outcome": last[0]["outcome"],
                              "at": rfc3339(last[0]["time"])} if last else None,
-        })
-    return out
+        }
 
 
-def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN) -> dict:
+def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list[dict] | None = None) -> dict:
     """One ClusterQueue (or Cohort): its numbers, pending pods in queue order and why each waits,
-    reservations and running pods."""
+    reservations and running pods. `rows`: the pending rows when the caller worked them out
+    itself (pending_rows, yielding between them); else they are worked out here."""
     if name not in state.cluster_queues:
         if name in state.tree.cohorts:
             view = cohort_view(state, name)
@@ -221,8 +239,8 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN) -> dict:
         raise NotFound(f"no ClusterQueue or Cohort named {name!r}", name,
                        sorted(state.cluster_queues) + sorted(state.tree.cohorts))
     view = cluster_queue_view(state, name)
-    limit = max(0, min(limit, state.config.max_queue_scan))
-    view["pendingPods"] = pending_view(state, journal, name, limit)
+    limit = shown_limit(state, limit)
+    view["pendingPods"] = rows if rows is not None else list(pending_rows(state, journal, name, limit))
     if view["pending"] > len(view["pendingPods"]):
         view["pendingNote"] = (f"{len(view['pendingPods'])} of {view['pending']} pending pods shown "
                                f"(at most {limit}; maxQueueScan {state.config.max_queue_scan})")
@@ -232,8 +250,8 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN) -> dict:
          "usage": usage_view(r.charge.usage), "expiresIn": round(r.expires - now, 3)}
         for uid, r in sorted(state.reservations.items(), key=lambda kv: kv[1].expires)
         if r.charge.cluster_queue == name]
-    running = [(state.pods[uid], c) for uid, c in state.admitted.items()
-               if c.cluster_queue == name and uid in state.pods]
+    running = [(state.pods[uid], state.admitted[uid]) for uid in admitted_uids(state, name)
+               if uid in state.pods and uid in state.admitted]
     running.sort(key=lambda pc: pc[0].key)
     view["admittedPods"] = [
         {"pod": p.key, "node": p.node_name, "priority": p.priority, "flavors": dict(c.flavors),
@@ -241,6 +259,11 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN) -> dict:
     if len(running) > ADMITTED_SHOWN:
         view["admittedNote"] = f"{ADMITTED_SHOWN} of {len(running)} running pods shown"
     return view
+
+
+def shown_limit(state, limit: int) -> int:
+    """Pending pods a queue view decides for: at most `limit`, never past maxQueueScan."""
+    return max(0, min(limit, state.config.max_queue_scan))
 
 
 # ---- recent decisions --------------------------------------------------------------------------
