@@ -96,8 +96,8 @@ def reserved_usage(state) -> dict[str, dict[FR, int]]:
 
 # ---- the quota tree ----------------------------------------------------------------------------
 def resource_rows(node: QuotaNode, reserved: dict[FR, int] | None = None) -> list[dict]:
-    """One row per (flavor, resource): limits, usage, borrowed, lendable and available."""
-    reserved = reserved or {}
+    """One row per (flavor, resource): limits, usage, borrowed, lendable and available; reserved
+    (held by reservations) for a ClusterQueue, None for a Cohort."""
     keys = list(node.quotas) + [fr for fr in node.subtree if fr not in node.quotas]
     rows = []
     for fr in keys:
@@ -112,7 +112,7 @@ def resource_rows(node: QuotaNode, reserved: dict[FR, int] | None = None) -> lis
             "lendingLimit": qty(limits.lending_limit if limits else None, resource),
             "subtreeQuota": qty(subtree, resource),
             "usage": qty(used, resource),
-            "reserved": qty(reserved.get(fr, 0), resource),
+            "reserved": qty(reserved.get(fr, 0), resource) if reserved is not None else None,
             "borrowed": qty(max(0, used - subtree), resource),
             "lendable": qty(lendable(node, fr), resource),
             "available": qty(max(0, available(node, fr)), resource),
@@ -149,7 +149,7 @@ def cluster_queue_view(state, name: str, counts: dict | None = None, reserved: d
         "fairSharing": {"weight": cq.fair_weight, "share": share_value(share), "dominantResource": dominant or None},
         "localQueues": sorted(lq.key for lq in state.local_queues.values() if lq.cluster_queue == name),
         "pending": pending, "reserving": reserving, "admitted": admitted,
-        "resources": resource_rows(node, reserved.get(name)) if node else [],
+        "resources": resource_rows(node, reserved.get(name, {})) if node else [],
     }
 
 
