@@ -224,6 +224,11 @@ class Extender:
                 return wire.encode_preemption(args.victims, args.pdb_violations)
             self._record("preempt", pod, "NoPreemption", preemption.may_preempt(state, pod, None, state.clock()))
             return wire.encode_preemption({}, {})
+        held = state.holds.get(pod.uid)
+        if held is not None and held.left(state.pods):
+            self._record("preempt", pod, "NoPreemption", "already preempting for this pod; waiting for its "
+                         f"victims to leave node {held.node}", candidates=sorted(args.victims))
+            return wire.encode_preemption({}, {})
         verdict = decide(state, pod)
         cq = state.cluster_queues.get(verdict.cluster_queue)
         why = "" if cq is not None else verdict.reason
@@ -237,7 +242,7 @@ class Extender:
             return wire.encode_preemption({}, {})
         a = verdict.assignment
         found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
-                                      lambda n: state.room(n, pod.uid), every=True)
+                                      lambda n: state.room(n, pod.uid), every=True, local=True)
         answer = {p.node: [t.candidate.pod.uid for t in p.targets] for p in found if p.targets}
         spent = preemption.spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
         violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
@@ -304,9 +309,11 @@ class Extender:
 
     # ---- decisions nobody asks for -------------------------------------------------
     async def reconcile(self) -> int:
-        """Act on what the state calls for between requests: the evictions preemption decided, and
-        those stopPolicy HoldAndDrain asks for. Returns how many pods were evicted."""
+        """Act on what the state calls for between requests: preemptions for pending pods filter never
+        sees, the evictions preemption decided, and those stopPolicy HoldAndDrain asks for. Returns how
+        many pods were evicted."""
         self.state.expire_reservations()
+        self.reclaim_for_heads()
         evicted = await self._evict_victims()
         for pod, cq in drained(self.state):
             message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
@@ -319,6 +326,21 @@ class Extender:
             log.info("evicted %s: %s", pod.key, message)
             evicted += 1
         return evicted
+
+    def reclaim_for_heads(self) -> int:
+        """Self-driven reclaim for the head of each ClusterQueue's pending pods. When no node has room,
+        kube-scheduler never calls filter, and its own dry run proposes only lower-priority victims: a
+        pod that must reclaim from equal-priority pods (reclaimWithinCohort: Any, fair sharing) would
+        wait for ever. Returns how many preemptions were started."""
+        state, started = self.state, 0
+        for cq_name in list(state.pending):
+            head = next(state.pending_pods(cq_name), None)
+            if head is None or head.uid in state.holds:
+                continue
+            verdict = decide(state, head)
+            if self._may_reclaim(verdict) and self._reclaim(head, verdict):
+                started += 1
+        return started
 
     async def _evict_victims(self) -> int:
         """Evict the victims self-driven reclaim chose; each eviction is written once per hold."""

@@ -998,11 +998,8 @@ async def test_loop_scenarios_converge_and_stay_converged():
         assert out.evictions == evictions and all(t < 10 for t in timeline_times(out, "preempted")), name
 
 
-# ---- known gaps, reported (strict xfail: they flip when fixed) ---------------------------------------------------
+# ---- gaps found while testing, now fixed ----------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="self-driven reclaim runs only from filter, which kube-scheduler never calls "
-                   "when in-tree NodeResourcesFit fails on every node; with equal priorities its own dry run finds "
-                   "no victim either, so a reclaiming pod waits for ever (extender.py)")
 async def test_reclaim_happens_when_the_nodes_are_exactly_full(tmp_path):
     """seed 000 抢占的原因: "被抢占者与抢占者属于同一个 cohort,且被抢占者的 ClusterQueue 至少有一种资源的使用量高于名义配额"
     - examples/reclaim.yaml with nodes of 6, 6, 6 and 3 CPUs, exactly the 21 team-a uses."""
@@ -1017,8 +1014,6 @@ async def test_reclaim_happens_when_the_nodes_are_exactly_full(tmp_path):
     assert differences(scenario, await simulate(scenario)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="victims taken for room on a node are not held to Kueue's rule that a "
-                   "preemptor reclaims from other queues only while it stays within its nominal quota (law 4)")
 def test_a_borrowing_preemptor_takes_no_other_queues_pod_for_room():
     """seed 000 经典抢占: cohort reclaim only when "新 workload 的 ClusterQueue 使用量在本次准入后将低于名义配额" (or
     borrowWithinCohort); seed 002 law 4: "除非任务队列低于其保证容量,否则无法触发抢占". a is at its nominal 4; p (2 CPUs)
@@ -1032,9 +1027,6 @@ def test_a_borrowing_preemptor_takes_no_other_queues_pod_for_room():
     assert found == []
 
 
-@pytest.mark.xfail(strict=True, reason="plans(every=True) builds a node's group from the quota targets wherever they "
-                   "run plus that node's own victims, and the preempt verb answers it as is: kube-scheduler's "
-                   "convertPodUIDToPod then fails the whole extender call (pod not found on that node)")
 async def test_preempt_names_only_victims_running_on_the_node_they_are_listed_for(api):
     """kube-scheduler looks each node's victims up on that node (an extender naming a pod elsewhere fails the
     whole preemption), and seed 002 抢占逻辑: "跨节点抢占是不支援的,被抢占的受害者们必须运行在同一节点上". h's quota

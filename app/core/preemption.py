@@ -490,7 +490,14 @@ def _still_a_candidate(state, pre: Preemptor, c: Candidate, needs: set[FR]) -> b
     node = state.quota_node(c.cluster_queue)
     if node is None or not _is_borrowing(node, needs):
         return False
+    if _borrows_after(pre) and pre.cq.preemption.borrow_within_cohort == "Never" and not state.config.fair_sharing:
+        return False        # classic: reclaim from the cohort only if the preemptor stays within nominal
     return not (state.config.guarantee_protection and _would_break_guarantee(state, c))
+
+
+def _borrows_after(pre: Preemptor) -> bool:
+    """Whether the preemptor's ClusterQueue would be above its nominal quota once the pod is admitted."""
+    return any(borrowing(pre.node, fr, v) for fr, v in pre.usage.items())
 
 
 def _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed_here, free) -> list[Target]:
@@ -585,8 +592,11 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
 
 
 def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
-          every: bool = False) -> tuple[list[Plan], str]:
-    """Victim groups that let pod run, best first (one unless every); ([], why) when there is none."""
+          every: bool = False, local: bool = False) -> tuple[list[Plan], str]:
+    """Victim groups that let pod run, best first (one unless every); ([], why) when there is none.
+
+    With local, every victim of a node's group runs on that node, quota targets included, as
+    kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
     pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
     spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
@@ -597,12 +607,15 @@ def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: 
         candidates = order([c for c in everyone if last_resort or not c.last_resort], cq.name)
         if not last_resort and len(candidates) < len(everyone) and not candidates:
             continue
-        quota = quota_targets(state, pre, candidates)
-        if quota is None:
-            if candidates:
-                why = f"no set of the {len(candidates)} candidate(s) frees enough quota in ClusterQueue {cq.name}"
-            continue
-        found, lost = node_plans(state, pre, candidates, quota, nodes, room, every)
+        if local:
+            found, lost = _local_plans(state, pre, candidates, nodes, room)
+        else:
+            quota = quota_targets(state, pre, candidates)
+            if quota is None:
+                if candidates:
+                    why = f"no set of the {len(candidates)} candidate(s) frees enough quota in ClusterQueue {cq.name}"
+                continue
+            found, lost = node_plans(state, pre, candidates, quota, nodes, room, every)
         if found:
             found.sort(key=Plan.key)
             found[0].others = {p.node: f"{len(p.targets)} victim(s), a worse choice" for p in found[1:]}
@@ -610,4 +623,26 @@ def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: 
             return found, ""
         why = (f"quota could be freed, but on none of the {len(nodes)} node(s) of flavor(s) "
                f"{', '.join(sorted(pre.flavors))} would the pod then fit")
+        if local:
+            why = f"on none of the {len(nodes)} node(s) do the pods that may be preempted make room and quota"
     return [], why
+
+
+def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list[str],
+                 room) -> tuple[list[Plan], dict[str, str]]:
+    """Per node, victims from that node only: its own candidates for quota, then for room."""
+    by_node: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        by_node.setdefault(c.pod.node_name, []).append(c)
+    found: list[Plan] = []
+    lost: dict[str, str] = {}
+    for name in nodes:
+        here = by_node.get(name, [])
+        quota = quota_targets(state, pre, here)
+        if quota is None:
+            lost[name] = f"its {len(here)} pod(s) that may be preempted do not free enough quota"
+            continue
+        plans_here, lost_here = node_plans(state, pre, here, quota, [name], room, every=True)
+        found += plans_here
+        lost.update(lost_here)
+    return found, lost
