@@ -821,8 +821,9 @@ def test_no_node_fits_even_without_its_candidates():
 def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates():
     """seed 002 抢占逻辑 with seed 000 目标: node_plans gets the quota targets (here l2 on n1) and, unless every,
     stops at the first node where they leave room; with every it also builds n2's own group (u-low2, a pod in
-    no queue) and says why n3 (a 2-CPU node) is lost. The group for n2 keeps l2 for quota (see the xfail
-    test_preempt_names_only_victims_running_on_the_node_they_are_listed_for)."""
+    no queue) and says why n3 (a 2-CPU node) is lost. The group for n2 keeps l2 for quota: node_plans serves
+    self-driven reclaim, which evicts quota victims anywhere; the preempt verb asks plans(local=True) instead
+    (test_preempt_names_only_victims_running_on_the_node_they_are_listed_for)."""
     s = state_of(node("n1", "8"), node("n2", "8"), node("n3", "2"),
                  queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}), lq("team-a", "lq", "cq"),
                  pod("l1", cpu="4", node="n1", priority=10, created=1), pod("l2", cpu="4", node="n1", priority=10, created=2),
