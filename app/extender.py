@@ -106,6 +106,8 @@ class Extender:
         if not verdict.admit and self._may_reclaim(verdict):
             started = self._reclaim(pod, verdict)
             if started:
+                self._record("filter", pod, "Preempting", started, queue=verdict.cluster_queue, resolvable=False,
+                             offered=len(offered.names), tried=list(verdict.assignment.reasons))
                 return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, started))
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
@@ -134,7 +136,7 @@ class Extender:
         if charge is None:
             a = verdict.assignment
             state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
-        self._record("filter", pod, "Admitted", "", queue=verdict.cluster_queue, flavors=dict(flavors),
+        self._record("filter", pod, verdict.rule, "", queue=verdict.cluster_queue, flavors=dict(flavors),
                      offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
                      borrowing=bool(verdict.assignment and verdict.assignment.borrowing),
                      tried=list(verdict.assignment.reasons) if verdict.assignment else [])
@@ -192,7 +194,6 @@ class Extender:
         self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
                      victims={best.node: [t.candidate.pod.key for t in best.targets]},
                      reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
-        log.info("preempting for %s on %s: %s", pod.key, best.node, shown)
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
     def _flavor_nodes(self, a) -> list[str]:
@@ -303,7 +304,6 @@ class Extender:
             return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
         self._record("bind", pod, "Bound", "", node=args.node,
                      queue=charge.cluster_queue if charge else "")
-        log.info("bound %s to %s%s", pod.key, args.node, f" ({charge.cluster_queue})" if charge else "")
         return wire.encode_binding()
 
 
@@ -323,7 +323,6 @@ class Extender:
                 log.warning("evicting %s failed: %s", pod.key, e)
                 continue
             self._record("drain", pod, "Evicted", message, queue=cq)
-            log.info("evicted %s: %s", pod.key, message)
             evicted += 1
         return evicted
 
@@ -351,7 +350,8 @@ class Extender:
                 if uid in held.evicted or victim is None:
                     continue
                 held.evicted.add(uid)
-                queue = state.admitted[uid].cluster_queue if uid in state.admitted else ""
+                charge = held.released.get(uid) or state.admitted.get(uid)
+                queue = charge.cluster_queue if charge else ""
                 try:
                     await self.writer.evict(victim, reason, message)
                 except WriteError as e:
