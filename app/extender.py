@@ -16,8 +16,10 @@ from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
 from .core import preemption
 from .core.admission import Verdict, decide, drained
-from .core.flavors import PREEMPT, Charge
-from .core.placement import pack_scores, shortfall
+from .core import gangs
+from .core.flavors import PREEMPT, Charge, quota_usage
+from .core.gangs import group_of
+from .core.placement import pack_scores, shortfall, static_misfit
 from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -86,6 +88,8 @@ class Extender:
         state.expire_reservations()
         pod = self._pod(obj)
         state.forget_stale_learned()
+        if group_of(pod) and pod.queue_name:
+            return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
         if held is not None and held.left(state.pods):
             reason = (f"preempting for this pod: waiting for {len(held.left(state.pods))} preempted pod(s) to "
@@ -144,6 +148,60 @@ class Extender:
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
+
+    def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
+        """A pod group member: the group is admitted whole, every member with a node of its own reserved
+        at once, or none is; a member then passes only onto its reserved node."""
+        state, key = self.state, group_of(pod)
+
+        def refuse(rule: str, reason: str, **extra) -> bytes:
+            self._record("filter", pod, rule, reason, queue=extra.pop("queue", ""), group=key, **extra)
+            return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
+
+        members = state.members(key)
+        queues = sorted({m.queue_name for m in members})
+        if len(queues) > 1:
+            return refuse("GroupQueueMismatch", f"pod group {key}: members name different queues "
+                          f"({', '.join(queues)}); the members of a group must share one LocalQueue")
+        size = gangs.expected_size(state, pod)
+        if size is None:
+            return refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "
+                          f"{gangs.KUEUE_TOTAL} (or the PodGroup's minMember)")
+        if len(members) < size:
+            return refuse("GroupIncomplete", f"pod group {key}: {len(members)} of {size} members exist; "
+                          "the group waits for the rest and holds nothing")
+        held = state.holds.get(pod.uid)
+        if held is not None:
+            if held.node in offered.names:
+                self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
+                return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
+            return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
+                          "and was not offered; waiting for it")
+        pending = [m for m in members if not m.node_name]
+        unit = gangs.as_workload(key, pending)
+        verdict = decide(state, unit)
+        if not verdict.admit:
+            return refuse(verdict.rule, f"pod group {key} ({len(pending)} pending members, admitted whole or "
+                          f"not at all): {verdict.reason}", queue=verdict.cluster_queue)
+        a = verdict.assignment
+        on_offer = set(offered.names)
+        candidates = sorted((n for n in self._flavor_nodes(a) if not static_misfit(pod, state.nodes[n])),
+                            key=lambda n: n not in on_offer)
+        placement = gangs.place(pending, candidates, state.room)
+        if placement is None:
+            return refuse("GroupUnplaceable", f"pod group {key}: its quota fits, but its {len(pending)} pending "
+                          f"members cannot all be placed at once on the {len(candidates)} node(s) of flavor(s) "
+                          f"{', '.join(sorted(set(a.flavors.values())))}", queue=verdict.cluster_queue)
+        for m in pending:
+            charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
+            state.hold(m.uid, placement[m.uid], m.requests, charge, {})
+        self._record("filter", pod, "GroupAdmitted", "", queue=verdict.cluster_queue, group=key,
+                     flavors=dict(a.flavors), placement={state.pods[u].key: n for u, n in placement.items()})
+        mine = placement[pod.uid]
+        if mine not in on_offer:
+            return refuse("GroupReserved", f"pod group {key} admitted; node {mine} is reserved for this member "
+                          "and was not offered; waiting for it", queue=verdict.cluster_queue)
+        return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:
@@ -224,6 +282,10 @@ class Extender:
             if mode in ("Auto", "Priority"):
                 return wire.encode_preemption(args.victims, args.pdb_violations)
             self._record("preempt", pod, "NoPreemption", preemption.may_preempt(state, pod, None, state.clock()))
+            return wire.encode_preemption({}, {})
+        if group_of(pod):
+            self._record("preempt", pod, "NoPreemption", "a pod group member: gang preemption (the whole group "
+                         "or nothing) is not done yet, so none is", candidates=sorted(args.victims))
             return wire.encode_preemption({}, {})
         held = state.holds.get(pod.uid)
         if held is not None and held.left(state.pods):
@@ -334,7 +396,7 @@ class Extender:
         state, started = self.state, 0
         for cq_name in list(state.pending):
             head = next(state.pending_pods(cq_name), None)
-            if head is None or head.uid in state.holds:
+            if head is None or head.uid in state.holds or group_of(head):
                 continue
             verdict = decide(state, head)
             if self._may_reclaim(verdict) and self._reclaim(head, verdict):

@@ -15,16 +15,12 @@ OWN = REPO / "tests" / "scenarios"          # Quotient's own scenarios: every on
 QUOTIENT = REPO / ".venv" / "bin" / "quotient"
 
 PASSING = ["borrowing", "borrowing-limit", "lending-limit", "flavors", "strictfifo", "besteffortfifo",
-           "reclaim", "within-queue-priority"]
-# Not implemented yet: these must fail with a readable difference (exit 1), never crash.
-NOT_YET = {
-    "gang-all-or-nothing": "flips to exit 0 with the gang (all-or-nothing PodGroup) issue",
-}
+           "reclaim", "within-queue-priority", "gang-all-or-nothing"]
 
 
 def test_every_example_is_classified():
     names = {p.stem for p in EXAMPLES.glob("*.yaml")}
-    assert names == set(PASSING) | set(NOT_YET), names ^ (set(PASSING) | set(NOT_YET))
+    assert names == set(PASSING), names ^ set(PASSING)
 
 
 @pytest.mark.parametrize("name", PASSING)
@@ -51,29 +47,19 @@ def test_own_scenario_passes(path, capsys):
     assert code == 0, out.out + out.err
 
 
-# gang-all-or-nothing: flips to 0 with the gang (PodGroup all-or-nothing) issue.
-# When one flips, move it to PASSING.
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-def test_example_not_yet_supported_fails_readably(name, capsys):
-    path = str(EXAMPLES / f"{name}.yaml")
-    code = run_file(path, verbose=False)
-    out = capsys.readouterr()
-    assert code == 1, f"{name}: {NOT_YET[name]}\n{out.out}{out.err}"
-    assert f"FAIL {path}: the Expectation does not hold:" in out.out
-    lines = [line for line in out.out.splitlines() if line.startswith("  - ")]
-    assert lines and all(line.startswith("  - expected") for line in lines), out.out
-    assert "Traceback" not in out.err
 
 
-def test_cli_exit_codes_on_examples():
+def test_cli_exit_codes_on_examples(tmp_path):
     ok = subprocess.run([str(QUOTIENT), "simulate", "-q", str(EXAMPLES / "flavors.yaml")],
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "PASS" in ok.stdout
-    bad = subprocess.run([str(QUOTIENT), "simulate", "-q", str(EXAMPLES / "gang-all-or-nothing.yaml")],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1, bad.stdout + bad.stderr   # flips with the gang issue
-    assert "  - expected" in bad.stdout and "Traceback" not in bad.stderr
+    wrong = tmp_path / "borrowing-wrong.yaml"         # an Expectation that does not hold: a8 is pending
+    wrong.write_text((EXAMPLES / "borrowing.yaml").read_text().replace("pending: [team-a/a8]",
+                                                                       "admitted: [team-a/a8]"))
+    bad = subprocess.run([str(QUOTIENT), "simulate", "-q", str(wrong)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "  - expected team-a/a8 admitted, but it is pending" in bad.stdout and "Traceback" not in bad.stderr
 
 
 # ---- invalid scenario files: exit 2 with a clear message ------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
+from .gangs import as_workload, expected_size, group_of
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .quota import FR, QuotaNode, add_usage, remove_usage
 
@@ -100,9 +101,22 @@ def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
 
 
 def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
+    """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order.
+    A group with fewer members than it needs holds nothing and is passed over."""
+    own, seen = group_of(pod), set()
     for other in state.pending_pods(cq.name, before=state.order_key(pod)):
-        if other.uid != pod.uid:
-            yield other
+        key = group_of(other)
+        if not key:
+            if other.uid != pod.uid:
+                yield other
+            continue
+        if key == own or key in seen:
+            continue
+        seen.add(key)
+        members = state.members(key)
+        size = expected_size(state, other)
+        if size is not None and len(members) >= size:
+            yield as_workload(key, [m for m in members if not m.node_name])
 
 
 def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:

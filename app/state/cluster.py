@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 
 from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
+from ..core.gangs import group_of
 from ..core.quota import FR, QuotaNode, add_usage, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
@@ -117,6 +118,7 @@ class ClusterState:
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
         self._pending_of: dict[str, tuple[str, tuple]] = {}
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
+        self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
@@ -143,6 +145,10 @@ class ClusterState:
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         labels = self.namespaces.get(namespace)
         return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
+
+    def members(self, key: str) -> list[PodInfo]:
+        """The live members of a pod group, oldest first."""
+        return sorted((self.pods[u] for u in self.groups.get(key, ())), key=lambda p: (p.created or 0.0, p.name))
 
     def pod_by_key(self, key: str) -> PodInfo | None:
         uid = self.uid_by_key.get(key)
@@ -332,6 +338,8 @@ class ClusterState:
             self._unlink(old)
         self.pods[pod.uid] = pod
         self.uid_by_key[pod.key] = pod.uid
+        if not pod.terminal and group_of(pod):
+            self.groups.setdefault(group_of(pod), set()).add(pod.uid)
         self.generation += 1
         if pod.node_name and not pod.terminal:
             self._add_node_requests(pod)
@@ -365,6 +373,13 @@ class ClusterState:
         self.generation += 1
 
     def _unlink(self, pod: PodInfo) -> None:
+        key = group_of(pod)
+        if key:
+            members = self.groups.get(key)
+            if members is not None:
+                members.discard(pod.uid)
+                if not members:
+                    del self.groups[key]
         if pod.node_name and not pod.terminal:
             self.node_pods.get(pod.node_name, set()).discard(pod.uid)
             used = self.node_requested.get(pod.node_name)

@@ -1,0 +1,74 @@
+"""Pod groups (gangs): which pods belong together, the group as one workload, and where its members fit.
+
+Two conventions are recognised: Kueue's plain pods (label kueue.x-k8s.io/pod-group-name,
+annotation kueue.x-k8s.io/pod-group-total-count) and scheduler-plugins' coscheduling
+(label scheduling.x-k8s.io/pod-group naming a scheduling.x-k8s.io/v1alpha1 PodGroup with
+spec.minMember). A group is admitted whole or not at all: its quota is checked as one
+request, and every member must have a node at once before any of them holds anything.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..objects.pod import PodInfo
+
+KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+
+
+def group_of(pod: PodInfo) -> str:
+    """The group key "namespace/name" of a pod in a group, "" for a pod on its own."""
+    name = pod.labels.get(KUEUE_GROUP) or pod.labels.get(COSCHEDULING_GROUP)
+    return f"{pod.namespace}/{name}" if name else ""
+
+
+def expected_size(state, pod: PodInfo) -> int | None:
+    """How many members the group needs: the total-count annotation, or the PodGroup's minMember."""
+    raw = pod.annotations.get(KUEUE_TOTAL)
+    if raw is None and pod.labels.get(COSCHEDULING_GROUP):
+        pg = state.extra.get("PodGroup", {}).get(f"{pod.namespace}/{pod.labels[COSCHEDULING_GROUP]}")
+        raw = ((pg or {}).get("spec") or {}).get("minMember")
+    try:
+        size = int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+    return size if size and size > 0 else None
+
+
+def as_workload(key: str, members: list[PodInfo]) -> PodInfo:
+    """The group as one pod for quota decisions: summed requests, the highest member priority (the
+    ACK seed: one high-priority member makes the whole group high priority), the oldest creation."""
+    first = min(members, key=lambda p: (p.created or 0.0, p.name))
+    requests: dict[str, int] = {}
+    for m in members:
+        for r, v in m.requests.items():
+            requests[r] = requests.get(r, 0) + v
+    return replace(first, uid=f"group:{key}", name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP),
+                   requests=requests, priority=max(m.priority or 0 for m in members),
+                   created=min((m.created for m in members if m.created is not None), default=None))
+
+
+def place(members: list[PodInfo], nodes: list[str], room) -> dict[str, str] | None:
+    """A node for every member at once (member uid -> node), or None when they cannot all fit.
+
+    Largest members first, each onto the first node (in the order given) with room left for it,
+    in numpy over all nodes at once: 256 members on 5,000 nodes is a few milliseconds."""
+    if not members:
+        return {}
+    resources = sorted({r for m in members for r, v in m.requests.items() if v})
+    if not nodes:
+        return None
+    free = np.array([[room(n).get(r, 0) for r in resources] for n in nodes], dtype=np.int64)
+    placed: dict[str, str] = {}
+    for m in sorted(members, key=lambda p: tuple(-p.requests.get(r, 0) for r in resources)):
+        need = np.array([m.requests.get(r, 0) for r in resources], dtype=np.int64)
+        fits = np.flatnonzero((free >= need).all(axis=1))
+        if len(fits) == 0:
+            return None
+        i = int(fits[0])
+        free[i] -= need
+        placed[m.uid] = nodes[i]
+    return placed
