@@ -15,6 +15,22 @@ class ConfigError(ValueError):
 
 
 @dataclass(slots=True)
+class WaitForPodsReady:
+    """Kueue's waitForPodsReady, with its field names and defaults (seed 003)."""
+    timeout: float = 300.0
+    recovery_timeout: float | None = None
+    block_admission: bool = False
+    timestamp: str = "Eviction"              # requeuingStrategy.timestamp: Eviction | Creation
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+    def backoff(self, requeues: int) -> float:
+        """Seconds before the n-th requeue: 60, 120, 240, ... capped at backoffMaxSeconds."""
+        return float(min(self.backoff_base_seconds * 2 ** max(0, requeues - 1), self.backoff_max_seconds))
+
+
+@dataclass(slots=True)
 class Configuration:
     # Prefix of the verb paths: "/scheduler" serves /scheduler/filter etc.
     path_prefix: str = ""
@@ -40,6 +56,8 @@ class Configuration:
     # Kueue's fairSharing.enable and preemptionStrategies.
     fair_sharing: bool = False
     preemption_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    # Kueue's waitForPodsReady: None when off.
+    wait_for_pods_ready: "WaitForPodsReady | None" = None
     raw: dict = field(default_factory=dict)
 
     def excluded(self, resource: str) -> bool:
@@ -47,7 +65,8 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing"}
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing",
+          "waitForPodsReady"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
@@ -88,6 +107,7 @@ def decode_configuration(doc: dict | None) -> Configuration:
         raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
     cfg.exclude_resource_prefixes = tuple(prefixes)
     _preemption(cfg, doc.get("preemption") or {})
+    cfg.wait_for_pods_ready = _wait_for_pods_ready(doc.get("waitForPodsReady") or {})
     _fair_sharing(cfg, doc.get("fairSharing") or {})
     scan = doc.get("maxQueueScan", 200)
     if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
@@ -111,6 +131,40 @@ def _preemption(cfg: Configuration, raw: object) -> None:
         cfg.preemption_hold_timeout = parse_duration(raw.get("holdTimeout", "60s"), "preemption.holdTimeout")
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
+    known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
+    if not isinstance(raw, dict) or set(raw) - known:
+        raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}")
+    if not raw.get("enable", False):
+        return None
+    w = WaitForPodsReady()
+    try:
+        w.timeout = parse_duration(raw.get("timeout", "5m"), "waitForPodsReady.timeout")
+        if raw.get("recoveryTimeout") is not None:
+            w.recovery_timeout = parse_duration(raw["recoveryTimeout"], "waitForPodsReady.recoveryTimeout")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if not isinstance(raw.get("blockAdmission", False), bool):
+        raise ConfigError("waitForPodsReady.blockAdmission must be true or false")
+    w.block_admission = raw.get("blockAdmission", False)
+    rq = raw.get("requeuingStrategy") or {}
+    rq_known = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
+    if not isinstance(rq, dict) or set(rq) - rq_known:
+        raise ConfigError(f"waitForPodsReady.requeuingStrategy may hold {', '.join(sorted(rq_known))}")
+    w.timestamp = rq.get("timestamp", "Eviction")
+    if w.timestamp not in ("Eviction", "Creation"):
+        raise ConfigError("waitForPodsReady.requeuingStrategy.timestamp must be Eviction or Creation")
+    for name, attr in (("backoffLimitCount", "backoff_limit_count"), ("backoffBaseSeconds", "backoff_base_seconds"),
+                       ("backoffMaxSeconds", "backoff_max_seconds")):
+        value = rq.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"waitForPodsReady.requeuingStrategy.{name} must be a non-negative integer")
+        setattr(w, attr, value)
+    return w
 
 
 def _fair_sharing(cfg: Configuration, raw: object) -> None:

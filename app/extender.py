@@ -16,7 +16,7 @@ from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
 from .core import preemption
 from .core.admission import Verdict, decide, drained
-from .core import gangs
+from .core import gangs, readiness
 from .core.flavors import PREEMPT, Charge, quota_usage
 from .core.gangs import group_of
 from .core.placement import pack_scores, shortfall, static_misfit
@@ -88,6 +88,11 @@ class Extender:
         state.expire_reservations()
         pod = self._pod(obj)
         state.forget_stale_learned()
+        if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
+            gate, final = self._ready_gate(pod)
+            if gate:
+                self._record("filter", pod, "PodsReadyGate", gate, resolvable=False)
+                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, gate))
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
@@ -148,6 +153,23 @@ class Extender:
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
+
+    def _ready_gate(self, pod: PodInfo) -> tuple[str, bool]:
+        """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
+        blockAdmission (no admission while an admitted workload is not yet all Ready)."""
+        state, cfg = self.state, self.state.config.wait_for_pods_ready
+        if cfg is None:
+            return "", False
+        key = readiness.requeue_key(pod)
+        why, final = readiness.refusal(state.requeues.get(key), cfg, state.clock(), key)
+        if why or not cfg.block_admission:
+            return why, final
+        mine = readiness.unit_of(pod)
+        for unit, r in state.readiness.items():
+            if r.ready_at is None and unit != mine:
+                return (f"waitForPodsReady.blockAdmission: workload {unit.removeprefix('pod:')} is admitted and "
+                        "not yet all Ready; nothing else is admitted meanwhile"), False
+        return "", False
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
         """A pod group member: the group is admitted whole, every member with a node of its own reserved
@@ -377,6 +399,7 @@ class Extender:
         self.state.expire_reservations()
         self.reclaim_for_heads()
         evicted = await self._evict_victims()
+        evicted += await self._pods_ready_timeouts()
         for pod, cq in drained(self.state):
             message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
             try:
@@ -424,3 +447,43 @@ class Extender:
                              preemptor=holder)
                 evicted += 1
         return evicted
+
+    async def _pods_ready_timeouts(self) -> int:
+        """waitForPodsReady: evict, whole, every workload whose pods were not all Ready in time (or lost
+        readiness for recoveryTimeout), and requeue it with backoff (seed 003)."""
+        state, cfg = self.state, self.state.config.wait_for_pods_ready
+        if cfg is None:
+            return 0
+        now, evicted = state.clock(), 0
+        for unit, record in list(state.readiness.items()):
+            why = readiness.timed_out(record, cfg, now)
+            if not why:
+                continue
+            members = ([state.pods[unit[4:]]] if unit[4:] in state.pods else []) if unit.startswith("pod:") \
+                else state.members(unit)
+            state.readiness.pop(unit, None)
+            if not members:
+                continue
+            key = readiness.requeue_key(members[0])
+            q = state.requeues.setdefault(key, readiness.Requeue(
+                first_created=min((m.created for m in members if m.created is not None), default=None)))
+            readiness.after_eviction(q, cfg, now)
+            message = f"evicted whole and requeued: {why}"
+            for m in members:
+                state.release_hold(m.uid)
+                state.drop_reservation(m.uid)
+                if not m.node_name:
+                    continue
+                try:
+                    await self.writer.evict(m, readiness.PODS_READY_TIMEOUT, message)
+                except WriteError as e:
+                    log.warning("evicting %s failed: %s", m.key, e)
+                    continue
+                self._record("ready", m, "Evicted", message, reasons=[readiness.PODS_READY_TIMEOUT],
+                             workload=key, requeues=q.count, deactivated=q.deactivated)
+                evicted += 1
+        return evicted
+
+    def reactivate(self, key: str) -> bool:
+        """Clear a workload's PodsReadyTimeout record (deactivation and backoff), as an admin asks."""
+        return self.state.requeues.pop(key, None) is not None

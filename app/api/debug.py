@@ -61,6 +61,10 @@ async def respond(request: Request, build: Callable[[], Awaitable[dict]], render
     return Response(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS), media_type=JSON)
 
 
+def _as_json_text(view: dict) -> str:
+    return orjson.dumps(view, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
 def _error(as_text: bool, status: int, view: dict) -> Response:
     if as_text:
         return Response(text.render_error(view), status_code=status, media_type=TEXT)
@@ -117,6 +121,26 @@ def debug_router(extender) -> APIRouter:
             return decisions_view(journal, limit, request.query_params.get("queue") or None,
                                   request.query_params.get("pod") or None)
         return await respond(request, now(build), text.render_decisions)
+
+    @router.get("/workloads")
+    async def workloads(request: Request) -> Response:
+        """waitForPodsReady records: admitted workloads waiting to be Ready, requeues and deactivations."""
+        def build() -> dict:
+            return {"admitted": {u.removeprefix("pod:"): {"admittedAt": r.admitted_at, "readyAt": r.ready_at,
+                                                          "unreadyAt": r.unready_at}
+                                 for u, r in state.readiness.items()},
+                    "requeued": {k: {"count": q.count, "backoffUntil": q.at, "deactivated": q.deactivated}
+                                 for k, q in state.requeues.items()}}
+        return await respond(request, now(build), _as_json_text)
+
+    @router.post("/workloads/{key:path}/reactivate")
+    async def reactivate(key: str, request: Request) -> Response:
+        """Clear a workload's PodsReadyTimeout evictions (its deactivation and backoff)."""
+        def build() -> dict:
+            if not extender.reactivate(key):
+                raise DebugError(404, f"no requeued workload {key!r}; GET /debug/workloads lists them")
+            return {"reactivated": key}
+        return await respond(request, now(build), _as_json_text)
 
     @router.post("/explain")
     async def explain_pod(request: Request) -> Response:

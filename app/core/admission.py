@@ -104,7 +104,7 @@ def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
     """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order.
     A group with fewer members than it needs holds nothing and is passed over."""
     own, seen = group_of(pod), set()
-    for other in state.pending_pods(cq.name, before=state.order_key(pod)):
+    for other in state.pending_pods(cq.name, before=state.queue_key(pod)):
         key = group_of(other)
         if not key:
             if other.uid != pod.uid:

@@ -24,6 +24,7 @@ class SimPod:
     info: PodInfo
     ready_after: float | None = 0.0
     finish_after: float | None = None
+    unready_after: float | None = None
     recreations: int = 0
     base_name: str = ""
 
@@ -93,7 +94,7 @@ class SimCluster:
         meta["creationTimestamp"] = format_time(now)
         obj.setdefault("spec", {}).pop("nodeName", None)
         obj["status"] = {"phase": "Pending"}
-        fresh = SimPod(obj, decode_pod(obj), pod.ready_after, pod.finish_after, n, base)
+        fresh = SimPod(obj, decode_pod(obj), pod.ready_after, pod.finish_after, pod.unready_after, n, base)
         self.add_pod(fresh)
         return fresh
 

@@ -15,6 +15,7 @@ from ..sync.snapshot import Document, SnapshotError, apply_documents, read_snaps
 SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
 FINISH_AFTER = "scenario.quotient.dev/finish-after"
+UNREADY_AFTER = "scenario.quotient.dev/unready-after"   # Quotient's extension: Ready, then not, this long after
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
 EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}
@@ -39,6 +40,7 @@ class PodPlan:
     submit_at: float = 0.0
     ready_after: float | None = 0.0      # None: never Ready
     finish_after: float | None = None    # None: runs forever
+    unready_after: float | None = None   # None: stays Ready
 
     @property
     def key(self) -> str:
@@ -132,7 +134,8 @@ def load_scenario(path: str) -> Scenario:
         ready = _duration(doc, annotations, READY_AFTER, allow_never=True)
         if annotations.get(READY_AFTER) is None:
             ready = 0.0
-        pods.append(PodPlan(doc.obj, submit, ready, _duration(doc, annotations, FINISH_AFTER)))
+        pods.append(PodPlan(doc.obj, submit, ready, _duration(doc, annotations, FINISH_AFTER),
+                            _duration(doc, annotations, UNREADY_AFTER)))
     start = max([start] + [parse_time(p.obj["metadata"]["creationTimestamp"]) for p in pods if not p.submit_at])
     expectation = None
     if own.get("Expectation"):

@@ -24,7 +24,7 @@ from .cluster import SimCluster, SimPod
 from .scenario import Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
-RETRY_TICK = 10.0         # with `until`, unschedulable pods are retried this often (seconds)
+RETRY_TICK = 10.0         # with `until`, time advances at least this often (retries, timeouts, delays)
 
 
 class NotConverged(RuntimeError):
@@ -119,6 +119,11 @@ class SimScheduler:
             self.cluster.update_pod(pod, ready=True)
             if pod.finish_after is not None:
                 self.at(self.now + pod.finish_after, "finish", pod)
+            if pod.unready_after is not None:
+                self.at(self.now + pod.unready_after, "unready", pod)
+        elif what == "unready":
+            self.cluster.update_pod(pod, ready=False)
+            self.log("unready", key)
         elif what == "finish":
             self.cluster.update_pod(pod, phase="Succeeded")
             self.cluster.delete_pod(key)
@@ -135,7 +140,7 @@ class SimScheduler:
                 if (plan.obj.get("spec") or {}).get("nodeName"):
                     plan.obj.setdefault("status", {}).update(
                         {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
-                    pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after)
+                    pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after)
                     self.cluster.add_pod(pod)
                     if plan.finish_after is not None:
                         self.at(self.now + plan.finish_after, "finish", pod)
@@ -145,7 +150,7 @@ class SimScheduler:
             if (plan.obj.get("spec") or {}).get("nodeName"):
                 continue
             plan.obj.setdefault("status", {"phase": "Pending"})
-            pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after)
+            pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after)
             if plan.submit_at:
                 heapq.heappush(self.events, (self.now + plan.submit_at, next(self.seq), "submit_pod",
                                              pod.info.key, pod.info.uid))
@@ -263,7 +268,7 @@ class SimScheduler:
                     self.unschedulable.clear()
                     continue
                 nxt = self.events[0][0] if self.events else None
-                if end is not None and self.unschedulable:
+                if end is not None:      # time passes: retries, timeouts and delays come due
                     tick = self.now + RETRY_TICK
                     nxt = tick if nxt is None else min(nxt, tick)
                 if nxt is None:

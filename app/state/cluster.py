@@ -19,7 +19,8 @@ from typing import Callable, Iterator
 
 from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
-from ..core.gangs import group_of
+from ..core.gangs import expected_size, group_of
+from ..core.readiness import Readiness, Requeue, requeue_key, unit_of
 from ..core.quota import FR, QuotaNode, add_usage, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
@@ -119,6 +120,8 @@ class ClusterState:
         self._pending_of: dict[str, tuple[str, tuple]] = {}
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
+        self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
+        self.requeues: dict[str, Requeue] = {}            # waitForPodsReady: PodsReadyTimeout evictions
         self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
@@ -300,6 +303,7 @@ class ClusterState:
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal and uid not in going:
                 self._charge_running(pod, admitted.get(uid))
+                self.track_readiness(pod)
             elif uid in reservations and not (pod.terminal or pod.deleting):
                 r = reservations[uid]
                 if self._charge_valid(r.charge):
@@ -307,6 +311,44 @@ class ClusterState:
             self._index_pending(pod)
 
     # ---- pods ---------------------------------------------------------------
+    def track_readiness(self, pod: PodInfo) -> None:
+        """waitForPodsReady: note when the pod's workload was admitted, and when it became (or stopped
+        being) all Ready. A member that finished does not count as lost readiness."""
+        cfg = self.config.wait_for_pods_ready
+        if cfg is None or not pod.queue_name:
+            return
+        unit, group = unit_of(pod), group_of(pod)
+        if group:
+            members = self.members(group)
+        else:
+            members = [self.pods[pod.uid]] if pod.uid in self.pods else []
+        bound = [m for m in members if m.node_name and not m.terminal]
+        if not bound:
+            self.readiness.pop(unit, None)
+            return
+        now = self.clock()
+        record = self.readiness.get(unit)
+        if record is None:
+            record = self.readiness[unit] = Readiness(now)
+        expected = (expected_size(self, pod) or 1) if group else 1
+        all_ready = (record.ready_at is not None or len(bound) >= expected) and all(m.ready for m in bound)
+        if all_ready:
+            record.ready_at = record.ready_at or now
+            record.unready_at = None
+        elif record.ready_at is not None and record.unready_at is None:
+            record.unready_at = now
+
+    def queue_key(self, pod: PodInfo) -> tuple:
+        """The pod's place in its ClusterQueue: order_key, except that with waitForPodsReady's
+        requeuingStrategy.timestamp Creation a requeued workload keeps its original place."""
+        key = self.order_key(pod)
+        cfg = self.config.wait_for_pods_ready
+        if cfg is not None and cfg.timestamp == "Creation":
+            q = self.requeues.get(requeue_key(pod))
+            if q is not None and q.first_created is not None:
+                key = (key[0], q.first_created, key[2])
+        return key
+
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
         self.upsert_pod(pod)
@@ -357,6 +399,7 @@ class ClusterState:
         elif pod.terminal or pod.deleting:
             self.drop_reservation(pod.uid)
         self._index_pending(pod)
+        self.track_readiness(pod)
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
@@ -370,6 +413,7 @@ class ClusterState:
             self._unlink(pod)
             if self.uid_by_key.get(pod.key) == uid:
                 del self.uid_by_key[pod.key]
+            self.track_readiness(pod)
         self.generation += 1
 
     def _unlink(self, pod: PodInfo) -> None:
@@ -464,7 +508,7 @@ class ClusterState:
         _, cq = self.queue_of(pod)
         if cq is None:
             return
-        entry = (self.order_key(pod), pod.uid)
+        entry = (self.queue_key(pod), pod.uid)
         bisect.insort(self.pending.setdefault(cq.name, []), entry)
         self._pending_of[pod.uid] = (cq.name, entry)
 
