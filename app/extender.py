@@ -199,31 +199,60 @@ class Extender:
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
             return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
                           "and was not offered; waiting for it")
-        pending = [m for m in members if not m.node_name]
+        rule, reason, queue, mine = self._admit_group(pod, key, [m for m in members if not m.node_name],
+                                                      set(offered.names))
+        if mine and not reason:
+            return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
+        return refuse(rule, reason, queue=queue)
+
+    def _admit_group(self, pod: PodInfo, key: str, pending: list[PodInfo],
+                     on_offer: set[str]) -> tuple[str, str, str, str]:
+        """Decide for a whole pod group: quota as one workload, a node for every pending member at once
+        (offered nodes first), preempting for it if needed, and a hold per member. Returns (rule, why
+        pod may not pass now or "", ClusterQueue, the node held for pod or "")."""
+        state = self.state
         unit = gangs.as_workload(key, pending)
         verdict = decide(state, unit)
-        if not verdict.admit:
-            return refuse(verdict.rule, f"pod group {key} ({len(pending)} pending members, admitted whole or "
-                          f"not at all): {verdict.reason}", queue=verdict.cluster_queue)
+        victims: dict[str, tuple[str, str]] = {}
+        if not verdict.admit and not self._may_reclaim(verdict):
+            return (verdict.rule, f"pod group {key} ({len(pending)} pending members, admitted whole or not at "
+                    f"all): {verdict.reason}", verdict.cluster_queue, "")
         a = verdict.assignment
-        on_offer = set(offered.names)
         candidates = sorted((n for n in self._flavor_nodes(a) if not static_misfit(pod, state.nodes[n])),
                             key=lambda n: n not in on_offer)
-        placement = gangs.place(pending, candidates, state.room)
+        placement = gangs.place(pending, candidates, state.room) if verdict.admit else None
         if placement is None:
-            return refuse("GroupUnplaceable", f"pod group {key}: its quota fits, but its {len(pending)} pending "
-                          f"members cannot all be placed at once on the {len(candidates)} node(s) of flavor(s) "
-                          f"{', '.join(sorted(set(a.flavors.values())))}", queue=verdict.cluster_queue)
-        for m in pending:
+            cq = state.cluster_queues[verdict.cluster_queue]
+            why = preemption.may_preempt(state, unit, cq, state.clock())
+            targets: list = []
+            if not why:
+                targets, placement, why = preemption.gang_plan(state, unit, pending, cq, a, candidates, state.room)
+            if not targets:
+                problem = verdict.reason if not verdict.admit else (
+                    f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
+                    f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
+                return ("GroupUnplaceable" if verdict.admit else verdict.rule,
+                        f"pod group {key} ({len(pending)} pending members, admitted whole or not at all): "
+                        f"{problem}; no preemption: {why}", verdict.cluster_queue, "")
+            victims = {m.uid: (t.reason, self._message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
+            shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
+            self._record("reclaim", pod, "Preempting", shown, queue=cq.name, group=key,
+                         reasons=sorted({r for r, _ in victims.values()}),
+                         victims={"(group)": sorted(state.pods[u].key for u in victims)})
+        for i, m in enumerate(pending):
             charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
-            state.hold(m.uid, placement[m.uid], m.requests, charge, {})
+            state.hold(m.uid, placement[m.uid], m.requests, charge, victims if i == 0 else {})
         self._record("filter", pod, "GroupAdmitted", "", queue=verdict.cluster_queue, group=key,
                      flavors=dict(a.flavors), placement={state.pods[u].key: n for u, n in placement.items()})
         mine = placement[pod.uid]
+        if victims:
+            return ("GroupPreempting", f"pod group {key}: preempting {len(victims)} pod(s) so that all "
+                    f"{len(pending)} members fit at once; node {mine} is held for this member",
+                    verdict.cluster_queue, mine)
         if mine not in on_offer:
-            return refuse("GroupReserved", f"pod group {key} admitted; node {mine} is reserved for this member "
-                          "and was not offered; waiting for it", queue=verdict.cluster_queue)
-        return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
+            return ("GroupReserved", f"pod group {key} admitted; node {mine} is reserved for this member "
+                    "and was not offered; waiting for it", verdict.cluster_queue, mine)
+        return "GroupAdmitted", "", verdict.cluster_queue, mine
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:
@@ -268,11 +297,11 @@ class Extender:
             self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
             return ""
         best = found[0]
-        victims = {t.candidate.pod.uid: (t.reason, self._message(t.reason, pod)) for t in best.targets}
+        victims = {m.uid: (t.reason, self._message(t.reason, pod)) for t in best.targets for m in t.candidate.pods()}
         state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
-        shown = ", ".join(f"{t.candidate.pod.key} ({t.reason})" for t in best.targets)
+        shown = ", ".join(f"{m.key} ({t.reason})" for t in best.targets for m in t.candidate.pods())
         self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
-                     victims={best.node: [t.candidate.pod.key for t in best.targets]},
+                     victims={best.node: [m.key for t in best.targets for m in t.candidate.pods()]},
                      reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
@@ -291,7 +320,9 @@ class Extender:
                  preemption.IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
                  preemption.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
                  preemption.LOWER_PRIORITY_ON_NODE: "room on the node for a higher-priority pod"}[reason]
-        return f"Preempted to accommodate pod {preemptor.key} (UID: {preemptor.uid}) due to {cause}"
+        who = (f"pod group {preemptor.key} (its pods' UIDs: see its members)" if preemptor.uid.startswith("group:")
+               else f"pod {preemptor.key} (UID: {preemptor.uid})")
+        return f"Preempted to accommodate {who} due to {cause}"
 
     def preempt(self, raw: bytes) -> bytes:
         """kube-scheduler's dry run found lower-priority victims; Quotient answers with its own per-node
@@ -328,14 +359,14 @@ class Extender:
         a = verdict.assignment
         found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
                                       lambda n: state.room(n, pod.uid), every=True, local=True)
-        answer = {p.node: [t.candidate.pod.uid for t in p.targets] for p in found if p.targets}
+        answer = {p.node: [m.uid for t in p.targets for m in t.candidate.pods()] for p in found if p.targets}
         spent = preemption.spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
         violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
         if answer and not verdict.admit:      # the quota the victims free is kept for this pod
             state.reserve(pod.uid, Charge(cq.name, a.flavors, a.usage), state.config.preemption_hold_timeout)
         self._record("preempt", pod, "Preempting" if answer else "NoPreemption", why, queue=cq.name,
                      candidates=sorted(args.victims),
-                     victims={p.node: [t.candidate.pod.key for t in p.targets] for p in found if p.targets},
+                     victims={p.node: [m.key for t in p.targets for m in t.candidate.pods()] for p in found if p.targets},
                      reasons=sorted({t.reason for p in found for t in p.targets}),
                      why_not=dict(list(found[0].others.items())[:20]) if found else {})
         return wire.encode_preemption(answer, violations)
@@ -419,7 +450,17 @@ class Extender:
         state, started = self.state, 0
         for cq_name in list(state.pending):
             head = next(state.pending_pods(cq_name), None)
-            if head is None or head.uid in state.holds or group_of(head):
+            if head is None or head.uid in state.holds:
+                continue
+            key = group_of(head)
+            if key:
+                members = state.members(key)
+                size = gangs.expected_size(state, head)
+                pending = [m for m in members if not m.node_name]
+                if size is not None and len(members) >= size and not any(m.uid in state.holds for m in pending) \
+                        and len({m.queue_name for m in members}) == 1 and not self._ready_gate(head)[0]:
+                    rule, _, _, _ = self._admit_group(head, key, pending, set())
+                    started += rule == "GroupPreempting"
                 continue
             verdict = decide(state, head)
             if self._may_reclaim(verdict) and self._reclaim(head, verdict):

@@ -26,6 +26,7 @@ from ..objects.kueue import ClusterQueue
 from ..objects.pod import PodInfo
 from .fairsharing import dominant_resource_share
 from .flavors import Assignment
+from .gangs import group_of
 from .placement import shortfall, static_misfit
 from .quota import FR, QuotaNode, add_usage, available, borrowing, remove_usage
 
@@ -49,6 +50,18 @@ class Candidate:
     admitted_at: float
     last_resort: bool = False       # opted out of preemption, or its PodDisruptionBudget is spent
     rank: int = 0                   # place in candidate order
+    members: tuple = ()             # a running pod group is one candidate: all of it or none of it
+
+    def pods(self) -> tuple:
+        return self.members or (self.pod,)
+
+    def requests_on(self, node: str) -> dict[str, int]:
+        """What removing this candidate frees on one node."""
+        out: dict[str, int] = {}
+        for p in self.pods():
+            if p.node_name == node:
+                _add(out, p.requests)
+        return out
 
 
 @dataclass(slots=True)
@@ -66,7 +79,8 @@ class Plan:
 
     def key(self) -> tuple:
         ranks = sorted((t.candidate.rank for t in self.targets), reverse=True)
-        return (sum(t.candidate.last_resort for t in self.targets), len(self.targets), ranks,
+        pods = sum(len(t.candidate.pods()) for t in self.targets)     # a whole group costs all its pods
+        return (sum(t.candidate.last_resort for t in self.targets), pods, ranks,
                 max((t.candidate.pod.priority or 0 for t in self.targets), default=0), self.node)
 
 
@@ -131,11 +145,23 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     own_owner = pod.owner.uid if pod.owner else ""
     own_gangs = [(k, pod.labels[k]) for k in GANG_LABELS if pod.labels.get(k)]
 
+    groups_seen: set[str] = set()
+    own_group = group_of(pod)
+
     def add(uid: str, other: PodInfo) -> None:
         charge = admitted.get(uid)
         if charge is None or other.deleting or uid == pod.uid:
             return
         if needs and not any(fr in charge.usage for fr in needs):
+            return
+        key = group_of(other)
+        if key:
+            if key == own_group or key in groups_seen:
+                return
+            groups_seen.add(key)
+            found_group = _group_candidate(state, key, prio, policy, cq.name, spent_pdb)
+            if found_group is not None:
+                found.append(found_group)
             return
         if other.namespace == pod.namespace and (
                 (own_owner and other.owner is not None and other.owner.uid == own_owner)
@@ -169,9 +195,33 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     return order(found, cq.name)
 
 
+def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set[str]) -> Candidate | None:
+    """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
+    members, their summed quota, the highest member priority against the preemptor's policies."""
+    running = [m for m in state.members(key) if m.node_name and m.uid in state.admitted]
+    if not running:
+        return None
+    charges = [state.admitted[m.uid] for m in running]
+    top = max(m.priority or 0 for m in running)
+    same_queue = charges[0].cluster_queue == cq_name
+    if same_queue and not (top < prio or (policy.within_cluster_queue == "LowerOrNewerEqualPriority" and top == prio)):
+        return None
+    if not same_queue and policy.reclaim_within_cohort == "LowerPriority" and top >= prio:
+        return None
+    usage: dict[FR, int] = {}
+    for c in charges:
+        for fr, v in c.usage.items():
+            usage[fr] = usage.get(fr, 0) + v
+    head = max(running, key=lambda m: m.priority or 0)
+    return Candidate(head, charges[0].cluster_queue, usage, max(c.admitted_at for c in charges),
+                     any(m.uid in spent or opted_out(state, m) for m in running), members=tuple(running))
+
+
 def order(candidates: list[Candidate], cq_name: str) -> list[Candidate]:
-    """Kueue's candidate order: other (borrowing) queues first, lowest priority, most recently admitted."""
-    candidates.sort(key=lambda c: (c.cluster_queue == cq_name, c.pod.priority or 0, -c.admitted_at, c.pod.uid))
+    """Kueue's candidate order: other (borrowing) queues first, lowest priority, then (a running pod group
+    costing all its pods) fewer pods, then most recently admitted."""
+    candidates.sort(key=lambda c: (c.cluster_queue == cq_name, c.pod.priority or 0, len(c.pods()),
+                                   -c.admitted_at, c.pod.uid))
     for i, c in enumerate(candidates):
         c.rank = i
     return candidates
@@ -431,7 +481,8 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
     req = pre.pod.requests
     freed: dict[str, dict[str, int]] = {}
     for t in quota:
-        _add(freed.setdefault(t.candidate.pod.node_name, {}), t.candidate.pod.requests)
+        for m in t.candidate.pods():
+            _add(freed.setdefault(m.node_name, {}), m.requests)
     lost: dict[str, str] = {}
     plans = []
     # 1. Where the quota targets alone leave room, the pod needs no one else (their nodes first).
@@ -456,11 +507,12 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
                 return plans, lost
     done = {p.node for p in plans}
     # 2. Otherwise each node adds its own candidates, in candidate order, until the pod fits.
-    quota_uids = {t.candidate.pod.uid for t in quota}
+    quota_ids = {id(t.candidate) for t in quota}
     on_node: dict[str, list[Candidate]] = {}
     for c in candidates:
-        if c.pod.uid not in quota_uids:
-            on_node.setdefault(c.pod.node_name, []).append(c)
+        if id(c) not in quota_ids:
+            for node_name in dict.fromkeys(m.node_name for m in c.pods()):
+                on_node.setdefault(node_name, []).append(c)
     rank = len(candidates)
     spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)} or set(pre.usage)
@@ -484,7 +536,7 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
                     continue
                 extras.append(c)
                 rm.remove(c)
-                _add(free, c.pod.requests)
+                _add(free, c.requests_on(name))
         finally:
             rm.undo()
         if shortfall(req, free):
@@ -494,12 +546,12 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
         if not extras:
             continue            # fits already: kube-scheduler needs no preemption here
         for i in range(len(extras) - 2, -1, -1):     # give back what the pod fits without
-            _add(free, extras[i].pod.requests, -1)
+            _add(free, extras[i].requests_on(name), -1)
             if shortfall(req, free):
-                _add(free, extras[i].pod.requests)
+                _add(free, extras[i].requests_on(name))
             else:
                 del extras[i]
-        targets = _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed.get(name, {}), free)
+        targets = _drop_quota_targets_now_unneeded(state, pre, quota, extras, name, free)
         plans.append(Plan(name, targets + [Target(c, _reason(pre, c)) for c in extras]))
     return plans, lost
 
@@ -523,7 +575,7 @@ def _borrows_after(pre: Preemptor) -> bool:
     return any(borrowing(pre.node, fr, v) for fr, v in pre.usage.items())
 
 
-def _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed_here, free) -> list[Target]:
+def _drop_quota_targets_now_unneeded(state, pre, quota, extras, node: str, free) -> list[Target]:
     """The extras taken for room free quota too: give back quota targets the pod fits without."""
     if not quota:
         return []
@@ -537,15 +589,13 @@ def _drop_quota_targets_now_unneeded(state, pre, quota, extras, freed_here, free
         for i in range(len(kept) - 1, -1, -1):
             c = kept[i].candidate
             rm.restore(c)
-            on_here = c.pod.node_name == (extras[0].pod.node_name if extras else None)
-            if on_here:
-                _add(free, c.pod.requests, -1)
+            here = c.requests_on(node)
+            _add(free, here, -1)
             if quota_fits(pre, True) and not shortfall(pre.pod.requests, free):
                 del kept[i]
             else:
                 rm.remove(c)
-                if on_here:
-                    _add(free, c.pod.requests)
+                _add(free, here)
         return kept
     finally:
         rm.undo()
@@ -674,7 +724,8 @@ def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list
     """Per node, victims from that node only: its own candidates for quota, then for room."""
     by_node: dict[str, list[Candidate]] = {}
     for c in candidates:
-        by_node.setdefault(c.pod.node_name, []).append(c)
+        if len({m.node_name for m in c.pods()}) == 1:      # kube-scheduler evicts on one node only
+            by_node.setdefault(c.pod.node_name, []).append(c)
     found: list[Plan] = []
     lost: dict[str, str] = {}
     for name in nodes:
@@ -687,3 +738,71 @@ def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list
         found += plans_here
         lost.update(lost_here)
     return found, lost
+
+
+# ---- gangs --------------------------------------------------------------------------------
+
+def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, assignment: Assignment,
+              nodes: list[str], room) -> tuple[list[Target], dict[str, str], str]:
+    """The ACK seed's gang preemption: one preemption list for all pending members; victims (whole
+    running groups counted whole) until the quota fits and every member has a node at once, then
+    given back while that still holds. ([], {}, why) when no such set exists: nothing is evicted."""
+    from .gangs import place
+
+    pre = Preemptor(unit, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
+    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
+    everyone = find_candidates(state, pre, needs or set(pre.usage), spent)
+    nodes = [n for n in nodes if n in state.nodes and not static_misfit(members[0], state.nodes[n])]
+    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+
+    def placement(taken: list[Target]) -> dict[str, str] | None:
+        freed: dict[str, dict[str, int]] = {}
+        for t in taken:
+            for m in t.candidate.pods():
+                _add(freed.setdefault(m.node_name, {}), m.requests)
+
+        def room_after(n: str) -> dict[str, int]:
+            free = room(n)
+            _add(free, freed.get(n, {}))
+            return free
+        return place(members, nodes, room_after)
+
+    for last_resort in (False, True):
+        if last_resort and not any(c.last_resort for c in everyone):
+            break
+        candidates = order([c for c in everyone if last_resort or not c.last_resort], cq.name)
+        quota = quota_targets(state, pre, candidates)
+        if quota is None:
+            why = f"no set of the {len(candidates)} candidate(s) frees enough quota for the whole group"
+            continue
+        taken, placed = list(quota), placement(quota)
+        rm = _Removals(state)
+        try:
+            for t in taken:
+                rm.remove(t.candidate)
+            in_quota = {id(t.candidate) for t in quota}
+            for c in candidates[:MAX_GANG_EXTRAS]:
+                if placed is not None:
+                    break
+                if id(c) in in_quota or not _still_a_candidate(state, pre, c, needs or set(pre.usage)):
+                    continue
+                taken.append(Target(c, _reason(pre, c)))
+                rm.remove(c)
+                placed = placement(taken)
+        finally:
+            rm.undo()
+        if placed is None:
+            why = (f"even with every allowed victim gone, the {len(members)} members cannot all be placed at once "
+                   f"on the {len(nodes)} node(s) of flavor(s) {', '.join(sorted(pre.flavors))}")
+            continue
+        for i in range(len(taken) - 1, len(quota) - 1, -1):      # give back room-only victims not needed
+            trial = taken[:i] + taken[i + 1:]
+            again = placement(trial)
+            if again is not None:
+                taken, placed = trial, again
+        return taken, placed, ""
+    return [], {}, why
+
+
+MAX_GANG_EXTRAS = 500     # victims tried for room before a gang is declared unplaceable
