@@ -140,7 +140,7 @@ class Extender:
         elif state.holds:
             passing, encoded = self._outside_holds(pod, passing, encoded)
             if not passing:
-                reason = "the room on the offered nodes is held for preemptors"
+                reason = "the room on the offered nodes is held for other pods (preemptors, pod group members)"
                 return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
         if charge is None:
             a = verdict.assignment
@@ -190,6 +190,10 @@ class Extender:
             return refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "
                           f"{gangs.KUEUE_TOTAL} (or the PodGroup's minMember)")
         if len(members) < size:
+            for m in members:              # a group that lost a member before it ran holds nothing
+                if not m.node_name:
+                    state.release_hold(m.uid)
+                    state.drop_reservation(m.uid)
             return refuse("GroupIncomplete", f"pod group {key}: {len(members)} of {size} members exist; "
                           "the group waits for the rest and holds nothing")
         held = state.holds.get(pod.uid)
@@ -199,8 +203,8 @@ class Extender:
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
             return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
                           "and was not offered; waiting for it")
-        rule, reason, queue, mine = self._admit_group(pod, key, [m for m in members if not m.node_name],
-                                                      set(offered.names))
+        rule, reason, queue, mine = self._admit_group(
+            pod, key, [m for m in members if not m.node_name and m.uid not in state.holds], set(offered.names))
         if mine and not reason:
             return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
         return refuse(rule, reason, queue=queue)
@@ -218,15 +222,17 @@ class Extender:
             return (verdict.rule, f"pod group {key} ({len(pending)} pending members, admitted whole or not at "
                     f"all): {verdict.reason}", verdict.cluster_queue, "")
         a = verdict.assignment
-        candidates = sorted((n for n in self._flavor_nodes(a) if not static_misfit(pod, state.nodes[n])),
-                            key=lambda n: n not in on_offer)
-        placement = gangs.place(pending, candidates, state.room) if verdict.admit else None
+        candidates = sorted(self._flavor_nodes(a), key=lambda n: n not in on_offer)
+        allowed = gangs.node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
+        rooms = state.rooms()
+        placement = gangs.place(pending, candidates, rooms, allowed) if verdict.admit else None
         if placement is None:
             cq = state.cluster_queues[verdict.cluster_queue]
             why = preemption.may_preempt(state, unit, cq, state.clock())
             targets: list = []
             if not why:
-                targets, placement, why = preemption.gang_plan(state, unit, pending, cq, a, candidates, state.room)
+                targets, placement, why = preemption.gang_plan(state, unit, pending, cq, a, candidates, rooms,
+                                                               allowed)
             if not targets:
                 problem = verdict.reason if not verdict.admit else (
                     f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
@@ -272,8 +278,8 @@ class Extender:
         held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
         if held_nodes.isdisjoint(passing):
             return passing, encoded
-        kept = [n for n in passing
-                if n not in held_nodes or not shortfall(pod.requests, state.room(n, pod.uid))]
+        room = state.rooms(pod.uid)
+        kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
         return kept, orjson.dumps(kept)
 
     @staticmethod
@@ -291,7 +297,7 @@ class Extender:
             verdict.reason += f"; no preemption: {why}"
             return ""
         a = verdict.assignment
-        found, why = preemption.plans(state, pod, cq, a, self._flavor_nodes(a), lambda n: state.room(n, pod.uid))
+        found, why = preemption.plans(state, pod, cq, a, self._flavor_nodes(a), state.rooms(pod.uid))
         if not found:
             verdict.reason += f"; no preemption: {why}"
             self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
@@ -358,7 +364,7 @@ class Extender:
             return wire.encode_preemption({}, {})
         a = verdict.assignment
         found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
-                                      lambda n: state.room(n, pod.uid), every=True, local=True)
+                                      state.rooms(pod.uid), every=True, local=True)
         answer = {p.node: [m.uid for t in p.targets for m in t.candidate.pods()] for p in found if p.targets}
         spent = preemption.spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
         violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
@@ -378,6 +384,11 @@ class Extender:
         state.expire_reservations()
         if node not in state.nodes:
             return None, f"node {node} is not known to Quotient"
+        if state.holds and any(h.node == node for u, h in state.holds.items() if u != pod.uid):
+            short = shortfall(pod.requests, state.room(node, pod.uid))
+            if short:
+                return None, (f"node {node}: {short.lower()} once the room held there for other pods "
+                              "(preemptors, pod group members) is counted")
         held = state.reservations.get(pod.uid)
         if held is not None:
             outside = sorted(f for f in set(held.charge.flavors.values()) if not state.node_in_flavor(node, f))
@@ -456,8 +467,8 @@ class Extender:
             if key:
                 members = state.members(key)
                 size = gangs.expected_size(state, head)
-                pending = [m for m in members if not m.node_name]
-                if size is not None and len(members) >= size and not any(m.uid in state.holds for m in pending) \
+                pending = [m for m in members if not m.node_name and m.uid not in state.holds]
+                if size is not None and len(members) >= size and pending \
                         and len({m.queue_name for m in members}) == 1 and not self._ready_gate(head)[0]:
                     rule, _, _, _ = self._admit_group(head, key, pending, set())
                     started += rule == "GroupPreempting"

@@ -484,9 +484,7 @@ def test_as_workload_sums_requests_and_takes_the_highest_priority(kit):
 
 # ---- known bugs: strict xfail, each reported with its reproduction; remove the marker with the fix ---------------
 
-@pytest.mark.xfail(strict=True, reason="admission._ahead counts a group whose members name different LocalQueues "
-                   "(refused for ever) as one workload ahead in queue order, so its quota is kept from later pods")
-async def test_bug_group_with_queue_mismatch_keeps_quota_from_pods_behind(kit, load_extender, api):
+async def test_fixed_group_with_queue_mismatch_keeps_quota_from_pods_behind(kit, load_extender, api):
     """Issue: a member naming another queue is an error; a group that cannot be admitted holds no quota. With
     quota 8 and the broken group (3 x 2 CPUs) ahead, a 4-CPU pod behind it must be admitted (BestEffortFIFO)."""
     pods = gang(kit, 3, "2")
@@ -498,10 +496,7 @@ async def test_bug_group_with_queue_mismatch_keeps_quota_from_pods_behind(kit, l
     assert answer["NodeNames"] == ALL, answer
 
 
-@pytest.mark.xfail(strict=True, reason="a member deleted after the group was admitted leaves the other members' "
-                   "holds and reservations in force (until preemption.holdTimeout) while they are refused as "
-                   "'incomplete ... holds nothing'")
-async def test_bug_group_made_incomplete_after_admission_still_holds(kit, load_extender, api):
+async def test_fixed_group_made_incomplete_after_admission_still_holds(kit, load_extender, api):
     """Issue: an incomplete group holds nothing and says so. After g-2 is deleted, g-0 and g-1 are refused as
     incomplete; their holds and quota must be gone by then."""
     pods = gang(kit, 3, "2")
@@ -515,9 +510,7 @@ async def test_bug_group_made_incomplete_after_admission_still_holds(kit, load_e
     nothing_held(ext)
 
 
-@pytest.mark.xfail(strict=True, reason="_filter_member decides for every unbound member, including those that "
-                   "already hold a node and quota: their reservations are counted twice (quota and room)")
-async def test_bug_recreated_member_is_refused_for_quota_its_group_already_holds(kit, load_extender, api):
+async def test_fixed_recreated_member_is_refused_for_quota_its_group_already_holds(kit, load_extender, api):
     """Issue: the group is decided whole. Quota 6 = 3 x 2 CPUs; after admission g-2 is deleted and recreated
     (a new uid, as its controller would). The group again needs exactly 6 CPUs, 4 of them already reserved
     for g-0 and g-1, so the new member must be admitted; it is refused with "request 6 > 2 available"."""
@@ -532,9 +525,7 @@ async def test_bug_recreated_member_is_refused_for_quota_its_group_already_holds
     assert usage(ext) == 6 * CPU
 
 
-@pytest.mark.xfail(strict=True, reason="the placement simulation checks node fit (static_misfit: nodeSelector, "
-                   "affinity, taints) for the member being filtered only, and applies it to every member")
-async def test_bug_member_reserved_on_a_node_its_selector_excludes(kit, load_extender, api):
+async def test_fixed_member_reserved_on_a_node_its_selector_excludes(kit, load_extender, api):
     """Issue: every member must be placeable on its node. g-1 (older, 6 CPUs, nodeSelector zone=b) is placed
     first and goes to n1 (zone a) when g-0 (no selector) is filtered first; kube-scheduler never offers n1
     for g-1, so it waits for a node it can never get. Expected: g-1 on n2, g-0 on n1."""
@@ -550,9 +541,7 @@ async def test_bug_member_reserved_on_a_node_its_selector_excludes(kit, load_ext
     assert answer["NodeNames"] == ["n2"], answer
 
 
-@pytest.mark.xfail(strict=True, reason="check_binding accepts a member's bind onto a node other than its reserved "
-                   "one (the reservation's flavor matches), overcommitting the node another member holds")
-async def test_bug_member_bound_to_another_members_reserved_node(kit, load_extender, api):
+async def test_fixed_member_bound_to_another_members_reserved_node(kit, load_extender, api):
     """Issue: a member passes only onto its reserved node. Binding g-0 onto g-1's node (6 + 6 > 8 CPUs) must be
     refused; it is accepted and g-1's hold then points at a node without room for it."""
     pods = gang(kit, 2, "6")

@@ -102,7 +102,8 @@ def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
 
 def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
     """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order.
-    A group with fewer members than it needs holds nothing and is passed over."""
+    A group that cannot be admitted (members missing, or naming different queues) holds nothing
+    and is passed over."""
     own, seen = group_of(pod), set()
     for other in state.pending_pods(cq.name, before=state.queue_key(pod)):
         key = group_of(other)
@@ -115,8 +116,9 @@ def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
         seen.add(key)
         members = state.members(key)
         size = expected_size(state, other)
-        if size is not None and len(members) >= size:
-            yield as_workload(key, [m for m in members if not m.node_name])
+        waiting = [m for m in members if not m.node_name and m.uid not in state.holds]
+        if size is not None and len(members) >= size and waiting and len({m.queue_name for m in members}) == 1:
+            yield as_workload(key, waiting)     # held members are already counted in the quota
 
 
 def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:

@@ -743,7 +743,7 @@ def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list
 # ---- gangs --------------------------------------------------------------------------------
 
 def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, assignment: Assignment,
-              nodes: list[str], room) -> tuple[list[Target], dict[str, str], str]:
+              nodes: list[str], room, allowed=None) -> tuple[list[Target], dict[str, str], str]:
     """The ACK seed's gang preemption: one preemption list for all pending members; victims (whole
     running groups counted whole) until the quota fits and every member has a node at once, then
     given back while that still holds. ([], {}, why) when no such set exists: nothing is evicted."""
@@ -753,7 +753,6 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
     spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
     everyone = find_candidates(state, pre, needs or set(pre.usage), spent)
-    nodes = [n for n in nodes if n in state.nodes and not static_misfit(members[0], state.nodes[n])]
     why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
 
     def placement(taken: list[Target]) -> dict[str, str] | None:
@@ -766,7 +765,7 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
             free = room(n)
             _add(free, freed.get(n, {}))
             return free
-        return place(members, nodes, room_after)
+        return place(members, nodes, room_after, allowed)
 
     for last_resort in (False, True):
         if last_resort and not any(c.last_resort for c in everyone):

@@ -186,19 +186,31 @@ class ClusterState:
         return {r: v - used.get(r, 0) for r, v in info.allocatable.items()}
 
     def room(self, node: str, holder: str = "") -> dict[str, int]:
-        """Free resources on the node as preemption plans count them: victims already chosen are as
-        good as gone, and what holds keep for preemptors other than holder is taken."""
-        free = self.node_free(node)
+        """Free resources on the node as plans count them: victims already chosen are as good as
+        gone, and what holds keep for pods other than holder is taken."""
+        return self.rooms(holder)(node)
+
+    def rooms(self, holder: str = ""):
+        """room(node) for many nodes: the holds are added up per node once, not once per node."""
+        change: dict[str, dict[str, int]] = {}
         for uid, hold in self.holds.items():
-            if hold.node == node and uid != holder:
+            if uid != holder:
+                held = change.setdefault(hold.node, {})
                 for r, v in hold.requests.items():
-                    free[r] = free.get(r, 0) - v
+                    held[r] = held.get(r, 0) - v
             for victim in hold.victims:
                 pod = self.pods.get(victim)
-                if pod is not None and pod.node_name == node and not pod.terminal:
+                if pod is not None and pod.node_name and not pod.terminal:
+                    back = change.setdefault(pod.node_name, {})
                     for r, v in pod.requests.items():
-                        free[r] = free.get(r, 0) + v
-        return free
+                        back[r] = back.get(r, 0) + v
+
+        def room(node: str) -> dict[str, int]:
+            free = self.node_free(node)
+            for r, v in change.get(node, {}).items():
+                free[r] = free.get(r, 0) + v
+            return free
+        return room
 
     # ---- nodes -----------------------------------------------------------
     def upsert_node(self, node: NodeInfo) -> None:
