@@ -15,7 +15,7 @@ JSON and loaded with build_from_snapshot, as `quotient serve --snapshot` does, w
 listeners create_app attaches.
 
   a. the placement simulation alone: gangs.place(the members, the nodes of the group's flavor
-     (on-demand, 4,000 nodes), state.room), as Extender._filter_member calls it;
+     (on-demand, 4,000 nodes), state.rooms()), as Extender._filter_member calls it;
   b. the whole first-member filter: Extender.filter for the group's first member with every node
      name offered (5,000, as kube-scheduler with percentageOfNodesToScore 100 would): the group
      decision (quota as one workload, queue order), the candidate list, the placement, a hold and
@@ -25,7 +25,7 @@ listeners create_app attaches.
      hold() made through reserve()), and the state is checked to be as before.
   c. a second group of the same shape (bench-gang-2), decided while the first group is admitted and
      its members hold their nodes (not yet bound, as between filter and bind): gangs.place for it and
-     its first member's filter. state.room subtracts every hold in force on each call, so this is
+     its first member's filter. state.rooms() adds the holds in force up per node once, so this is
      where placement grows with what is held. Its holds are undone after each run, and the first
      group's at the end.
 
@@ -106,7 +106,7 @@ def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=
         if profile is not None:
             profile.enable()
         t0 = time.perf_counter()
-        placed = gangs.place(members, nodes, state.room)
+        placed = gangs.place(members, nodes, state.rooms())
         dt = time.perf_counter() - t0
         if profile is not None:
             profile.disable()
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     place_ok = placed is not None and len(placed) == len(members)
     spread = len(set(placed.values())) if placed else 0
     print(f"a. placement simulation (gangs.place, {len(members)} members over {len(flavor_nodes)} {FLAVOR} nodes, "
-          f"state.room): p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, "
+          f"state.rooms()): p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, "
           f"mean {sa['mean']:.2f} ms ({sa['n']} runs after {warmup} warm-up; placed on {spread} nodes; "
           f"{gc_a.summary()})", flush=True)
 
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         print("   the state is not the same after the runs as before", flush=True)
 
     # c. the second group while the first group's members hold their nodes (admitted, not yet bound):
-    # state.room subtracts every hold in force on each call, so placement grows with the holds.
+    # state.rooms() adds up the holds in force per node once per placement.
     extender.filter(body)
     held_first = sum(u in state.holds for u in uids)
     second = state.members(f"{NAMESPACE}/{SECOND}")
