@@ -137,6 +137,8 @@ def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
     known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
     if not isinstance(raw, dict) or set(raw) - known:
         raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}")
+    if not isinstance(raw.get("enable", False), bool):
+        raise ConfigError("waitForPodsReady.enable must be true or false")
     if not raw.get("enable", False):
         return None
     w = WaitForPodsReady()
@@ -149,7 +151,8 @@ def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
     if not isinstance(raw.get("blockAdmission", False), bool):
         raise ConfigError("waitForPodsReady.blockAdmission must be true or false")
     w.block_admission = raw.get("blockAdmission", False)
-    rq = raw.get("requeuingStrategy") or {}
+    rq = raw.get("requeuingStrategy")
+    rq = {} if rq is None else rq
     rq_known = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
     if not isinstance(rq, dict) or set(rq) - rq_known:
         raise ConfigError(f"waitForPodsReady.requeuingStrategy may hold {', '.join(sorted(rq_known))}")

@@ -161,14 +161,23 @@ class Extender:
         if cfg is None:
             return "", False
         key = readiness.requeue_key(pod)
-        why, final = readiness.refusal(state.requeues.get(key), cfg, state.clock(), key)
+        record = state.requeues.get(key)
+        if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
+            del state.requeues[key]          # a new controller that reuses the name starts afresh
+            record = None
+        why, final = readiness.refusal(record, cfg, state.clock(), key)
         if why or not cfg.block_admission:
             return why, final
         mine = readiness.unit_of(pod)
         for unit, r in state.readiness.items():
-            if r.ready_at is None and unit != mine:
+            if (r.ready_at is None or r.unready_at is not None) and unit != mine:
                 return (f"waitForPodsReady.blockAdmission: workload {unit.removeprefix('pod:')} is admitted and "
-                        "not yet all Ready; nothing else is admitted meanwhile"), False
+                        "not all Ready; nothing else is admitted meanwhile"), False
+        for uid in state.reservations:        # admitted at filter, not bound yet
+            other = state.pods.get(uid)
+            if other is not None and other.queue_name and readiness.unit_of(other) != mine:
+                return (f"waitForPodsReady.blockAdmission: workload {readiness.unit_of(other).removeprefix('pod:')} "
+                        "is admitted and not all Ready; nothing else is admitted meanwhile"), False
         return "", False
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
@@ -511,14 +520,15 @@ class Extender:
             why = readiness.timed_out(record, cfg, now)
             if not why:
                 continue
-            members = ([state.pods[unit[4:]]] if unit[4:] in state.pods else []) if unit.startswith("pod:") \
-                else state.members(unit)
+            single = state.pod_by_key(unit[4:]) if unit.startswith("pod:") else None
+            members = ([single] if single else []) if unit.startswith("pod:") else state.members(unit)
             state.readiness.pop(unit, None)
             if not members:
                 continue
             key = readiness.requeue_key(members[0])
             q = state.requeues.setdefault(key, readiness.Requeue(
-                first_created=min((m.created for m in members if m.created is not None), default=None)))
+                first_created=min((m.created for m in members if m.created is not None), default=None),
+                owner_uid=members[0].owner.uid if members[0].owner is not None else ""))
             readiness.after_eviction(q, cfg, now)
             message = f"evicted whole and requeued: {why}"
             for m in members:

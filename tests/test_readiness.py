@@ -22,7 +22,7 @@ The HTTP tests build an Extender on a YAML snapshot (conftest.build_extender) wi
 writer that records evictions; readiness and phase changes arrive as the watch delivers them
 (apply_object), and the timeouts are acted on by Extender.reconcile, as the serve loop calls it.
 
-Tests marked xfail(strict=True) are bugs found while writing this file; each docstring has the
+Tests that began as strict xfails are bugs found while writing this file, now fixed; each docstring has the
 reproduction, expected and actual behaviour. They pass (and must lose the mark) once fixed.
 """
 from __future__ import annotations
@@ -238,7 +238,6 @@ def test_unknown_or_bad_fields_are_refused(raw, named):
         decode_configuration({"waitForPodsReady": raw})
 
 
-@pytest.mark.xfail(strict=True, reason="bug: waitForPodsReady.enable is not type-checked; 'false' enables it")
 def test_enable_must_be_a_boolean():
     """BUG (app/config.py _wait_for_pods_ready: `if not raw.get("enable", False)`). Reproduction:
     decode_configuration({"waitForPodsReady": {"enable": "false"}}). Expected: ConfigError ("waitForPodsReady.enable
@@ -321,7 +320,7 @@ def test_unit_and_requeue_key(kit):
         return decode_pod({"kind": "Pod", **obj})
 
     alone = info(kit.pod("alone"))
-    assert readiness.unit_of(alone) == f"pod:{alone.uid}" and readiness.requeue_key(alone) == "team-a/alone"
+    assert readiness.unit_of(alone) == f"pod:{alone.key}" and readiness.requeue_key(alone) == "team-a/alone"
     x, x_r1 = info(owned(kit, "x", "train")), info(owned(kit, "x-r1", "train", at=90))
     assert readiness.unit_of(x) != readiness.unit_of(x_r1)
     assert readiness.requeue_key(x) == readiness.requeue_key(x_r1) == "team-a/Job/train"
@@ -345,8 +344,8 @@ async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(kit, 
     async with api(ext) as client:
         await admit(client, kit, x)
         await admit(client, kit, y)
-    assert set(state.readiness) == {f"pod:{uid(x)}", f"pod:{uid(y)}"}
-    assert state.readiness[f"pod:{uid(x)}"].admitted_at == START
+    assert set(state.readiness) == {"pod:team-a/x", "pod:team-a/y"}
+    assert state.readiness["pod:team-a/x"].admitted_at == START
     clock.advance(30)
     watch(ext, y, ready=True)
     clock.advance(29)
@@ -523,7 +522,7 @@ async def test_lost_readiness_for_recovery_timeout_is_evicted(kit, build_extende
     clock.advance(95)
     assert await ext.reconcile() == 0                        # Ready: the 60s timeout passed without effect
     watch(ext, x, ready=False)
-    assert ext.state.readiness[f"pod:{uid(x)}"].unready_at == START + 100
+    assert ext.state.readiness["pod:team-a/x"].unready_at == START + 100
     clock.advance(29)
     assert await ext.reconcile() == 0
     clock.advance(1)
@@ -546,7 +545,7 @@ async def test_recovered_within_recovery_timeout_is_not_evicted(kit, build_exten
     watch(ext, x, ready=False)
     clock.advance(20)
     watch(ext, x, ready=True)
-    assert ext.state.readiness[f"pod:{uid(x)}"].unready_at is None
+    assert ext.state.readiness["pod:team-a/x"].unready_at is None
     clock.advance(20)
     watch(ext, x, ready=False)
     clock.advance(20)                                        # 20s unready now, 40s since the first loss
@@ -601,8 +600,6 @@ async def test_member_losing_readiness_evicts_the_whole_group(kit, build_extende
     assert ext.state.requeues["team-a/g"].count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a member that Succeeded before the rest were Ready makes the group "
-                                       "never all Ready, so it times out")
 async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(kit, build_extender, api):
     """BUG (app/state/cluster.py track_readiness: `len(bound) >= expected` counts only bound, non-terminal
     members). Reproduction: group g of 2 (timeout 60s), both bound at START; g-0 Ready, then Succeeded at +5s;
@@ -623,8 +620,6 @@ async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(kit
     assert await ext.reconcile() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a group member deleted (or pending again) after the group was all "
-                                       "Ready does not count as lost readiness")
 async def test_member_lost_after_all_ready_starts_recovery(kit, build_extender, api):
     """BUG (app/state/cluster.py track_readiness: once ready_at is set only the bound members' Ready conditions are
     looked at). Reproduction: group g of 2 (recoveryTimeout 30s) all Ready; g-1 is deleted (node lost) and its
@@ -655,7 +650,7 @@ async def test_block_admission_holds_others_until_the_admitted_workload_is_ready
     async with api(ext) as client:
         await admit(client, kit, a)
         reason = refused(await filter_(client, kit, b))
-        assert "waitForPodsReady.blockAdmission" in reason and "not yet all Ready" in reason
+        assert "waitForPodsReady.blockAdmission" in reason and "not all Ready" in reason
         assert uid(b) not in ext.state.reservations and usage(ext) == 2 * CPU
         clock.advance(20)
         watch(ext, a, ready=True)
@@ -683,8 +678,6 @@ async def test_block_admission_does_not_block_a_groups_own_members(kit, build_ex
         await admit(client, kit, other)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: blockAdmission does not see a workload admitted by filter (quota "
-                                       "reserved) until it binds")
 async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(kit, build_extender, api):
     """BUG (app/extender.py _ready_gate looks only at state.readiness, which track_readiness fills at bind).
     Reproduction: blockAdmission on; filter a (it passes, quota reserved: Quotient's admission); filter b before
@@ -699,7 +692,6 @@ async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind
         assert "blockAdmission" in refused(await filter_(client, kit, b))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the blockAdmission refusal names a single pod by its uid")
 async def test_block_admission_refusal_names_the_pod(kit, build_extender, api):
     """BUG (app/extender.py _ready_gate: `unit.removeprefix('pod:')` is the pod's uid). Reproduction: as in
     test_block_admission_holds_others_until_the_admitted_workload_is_ready. Expected: the refusal names the
@@ -804,8 +796,6 @@ async def test_waitforpodsready_off_tracks_and_evicts_nothing(kit, build_extende
 
 # ---- bugs in the requeue records ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="bug: a workload in backoff or deactivated still takes quota ahead of the "
-                                       "pods behind it in queue order")
 @pytest.mark.parametrize("limit", [None, 0], ids=["backing-off", "deactivated"])
 async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admitted(kit, build_extender, api, limit):
     """BUG (app/core/admission.py _ahead / queue_ahead: pending pods ahead are charged virtually whatever their
@@ -830,8 +820,6 @@ async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admi
     assert answer["NodeNames"] == ALL, answer
 
 
-@pytest.mark.xfail(strict=True, reason="bug: requeue records are keyed by owner kind/name and never dropped; a new "
-                                       "Job with the same name inherits them")
 async def test_a_new_job_with_the_same_name_starts_afresh(kit, build_extender, api):
     """BUG (app/core/readiness.py requeue_key uses the owner's kind and name, not its uid; state.requeues entries
     are never removed when the workload is gone). Reproduction: backoffLimitCount 0; Job x's pod is evicted by

@@ -17,6 +17,7 @@ from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
 from .gangs import as_workload, expected_size, group_of
+from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .quota import FR, QuotaNode, add_usage, remove_usage
 
@@ -105,7 +106,11 @@ def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
     A group that cannot be admitted (members missing, or naming different queues) holds nothing
     and is passed over."""
     own, seen = group_of(pod), set()
+    cfg = state.config.wait_for_pods_ready
     for other in state.pending_pods(cq.name, before=state.queue_key(pod)):
+        if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
+                                                          state.clock(), "")[0]:
+            continue        # backing off or deactivated: it is not admitted first, so it holds nothing
         key = group_of(other)
         if not key:
             if other.uid != pod.uid:

@@ -16,8 +16,8 @@ PODS_READY_TIMEOUT = "PodsReadyTimeout"
 
 
 def unit_of(pod: PodInfo) -> str:
-    """What becomes ready together: the pod group, or the pod itself."""
-    return group_of(pod) or f"pod:{pod.uid}"
+    """What becomes ready together: the pod group, or the pod itself ("pod:namespace/name")."""
+    return group_of(pod) or f"pod:{pod.key}"
 
 
 def requeue_key(pod: PodInfo) -> str:
@@ -36,6 +36,7 @@ class Readiness:
     admitted_at: float
     ready_at: float | None = None
     unready_at: float | None = None
+    finished: int = 0              # members that Succeeded: Kueue counts them as ready
 
 
 @dataclass(slots=True)
@@ -44,6 +45,7 @@ class Requeue:
     at: float = 0.0                # no admission before this time (backoff)
     deactivated: bool = False
     first_created: float | None = None
+    owner_uid: str = ""            # a new controller of the same name starts afresh
 
 
 def timed_out(r: Readiness, cfg, now: float) -> str:

@@ -335,20 +335,22 @@ class ClusterState:
         else:
             members = [self.pods[pod.uid]] if pod.uid in self.pods else []
         bound = [m for m in members if m.node_name and not m.terminal]
+        record = self.readiness.get(unit)
+        if record is not None and pod.phase == "Succeeded" and group:
+            record.finished += 1
         if not bound:
             self.readiness.pop(unit, None)
             return
         now = self.clock()
-        record = self.readiness.get(unit)
         if record is None:
             record = self.readiness[unit] = Readiness(now)
         expected = (expected_size(self, pod) or 1) if group else 1
-        all_ready = (record.ready_at is not None or len(bound) >= expected) and all(m.ready for m in bound)
-        if all_ready:
+        complete = len(bound) + record.finished >= expected
+        if complete and all(m.ready for m in bound):
             record.ready_at = record.ready_at or now
             record.unready_at = None
         elif record.ready_at is not None and record.unready_at is None:
-            record.unready_at = now
+            record.unready_at = now      # a member unready, or gone and not yet back
 
     def queue_key(self, pod: PodInfo) -> tuple:
         """The pod's place in its ClusterQueue: order_key, except that with waitForPodsReady's
