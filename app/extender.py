@@ -171,12 +171,12 @@ class Extender:
         mine = readiness.unit_of(pod)
         for unit, r in state.readiness.items():
             if (r.ready_at is None or r.unready_at is not None) and unit != mine:
-                return (f"waitForPodsReady.blockAdmission: workload {unit.removeprefix('pod:')} is admitted and "
+                return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(unit)} is admitted and "
                         "not all Ready; nothing else is admitted meanwhile"), False
         for uid in state.reservations:        # admitted at filter, not bound yet
             other = state.pods.get(uid)
             if other is not None and other.queue_name and readiness.unit_of(other) != mine:
-                return (f"waitForPodsReady.blockAdmission: workload {readiness.unit_of(other).removeprefix('pod:')} "
+                return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(readiness.unit_of(other))} "
                         "is admitted and not all Ready; nothing else is admitted meanwhile"), False
         return "", False
 
@@ -520,8 +520,7 @@ class Extender:
             why = readiness.timed_out(record, cfg, now)
             if not why:
                 continue
-            single = state.pod_by_key(unit[4:]) if unit.startswith("pod:") else None
-            members = ([single] if single else []) if unit.startswith("pod:") else state.members(unit)
+            members = state.unit_members(unit)
             state.readiness.pop(unit, None)
             if not members:
                 continue

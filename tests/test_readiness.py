@@ -314,15 +314,17 @@ def test_refusal_texts_backoff_and_deactivation():
 
 def test_unit_and_requeue_key(kit):
     """What becomes Ready together (unit_of) and what requeues count against (requeue_key): a pod group is
-    both; a Job's pods are each their own unit but share the Job's requeue record (a recreated pod is a new pod
-    of the same workload); a pod without owner or group is counted by namespace/name."""
+    both; a Job's pods are one unit (Kueue admits a Job as one workload) and share the Job's requeue record
+    (a recreated pod is a new pod of the same workload); a pod without owner or group is counted by
+    namespace/name."""
     def info(obj):
         return decode_pod({"kind": "Pod", **obj})
 
     alone = info(kit.pod("alone"))
     assert readiness.unit_of(alone) == f"pod:{alone.key}" and readiness.requeue_key(alone) == "team-a/alone"
     x, x_r1 = info(owned(kit, "x", "train")), info(owned(kit, "x-r1", "train", at=90))
-    assert readiness.unit_of(x) != readiness.unit_of(x_r1)
+    assert readiness.unit_of(x) == readiness.unit_of(x_r1) == "job:team-a/train:uid-job-train"
+    assert readiness.shown(readiness.unit_of(x)) == "team-a/Job/train"
     assert readiness.requeue_key(x) == readiness.requeue_key(x_r1) == "team-a/Job/train"
     assert readiness.requeue_key(info(owned(kit, "y", "other"))) == "team-a/Job/other"
     g0, g1 = member(kit, "g-0"), member(kit, "g-1")
@@ -344,8 +346,8 @@ async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(kit, 
     async with api(ext) as client:
         await admit(client, kit, x)
         await admit(client, kit, y)
-    assert set(state.readiness) == {"pod:team-a/x", "pod:team-a/y"}
-    assert state.readiness["pod:team-a/x"].admitted_at == START
+    assert set(state.readiness) == {"job:team-a/x:uid-job-x", "pod:team-a/y"}
+    assert state.readiness["job:team-a/x:uid-job-x"].admitted_at == START
     clock.advance(30)
     watch(ext, y, ready=True)
     clock.advance(29)
@@ -522,7 +524,7 @@ async def test_lost_readiness_for_recovery_timeout_is_evicted(kit, build_extende
     clock.advance(95)
     assert await ext.reconcile() == 0                        # Ready: the 60s timeout passed without effect
     watch(ext, x, ready=False)
-    assert ext.state.readiness["pod:team-a/x"].unready_at == START + 100
+    assert ext.state.readiness["job:team-a/x:uid-job-x"].unready_at == START + 100
     clock.advance(29)
     assert await ext.reconcile() == 0
     clock.advance(1)

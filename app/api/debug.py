@@ -11,6 +11,8 @@ import asyncio
 from typing import Awaitable, Callable
 
 import orjson
+
+from ..core import readiness
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -126,7 +128,7 @@ def debug_router(extender) -> APIRouter:
     async def workloads(request: Request) -> Response:
         """waitForPodsReady records: admitted workloads waiting to be Ready, requeues and deactivations."""
         def build() -> dict:
-            return {"admitted": {u.removeprefix("pod:"): {"admittedAt": r.admitted_at, "readyAt": r.ready_at,
+            return {"admitted": {readiness.shown(u): {"admittedAt": r.admitted_at, "readyAt": r.ready_at,
                                                           "unreadyAt": r.unready_at}
                                  for u, r in state.readiness.items()},
                     "requeued": {k: {"count": q.count, "backoffUntil": q.at, "deactivated": q.deactivated}

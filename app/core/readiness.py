@@ -16,8 +16,23 @@ PODS_READY_TIMEOUT = "PodsReadyTimeout"
 
 
 def unit_of(pod: PodInfo) -> str:
-    """What becomes ready together: the pod group, or the pod itself ("pod:namespace/name")."""
-    return group_of(pod) or f"pod:{pod.key}"
+    """What becomes ready together: the pod group; else the Job that owns the pod (Kueue admits a Job
+    as one workload, so its pods are Ready together or not); else the pod itself."""
+    group = group_of(pod)
+    if group:
+        return group
+    if pod.owner is not None and pod.owner.kind == "Job" and pod.owner.uid:
+        return f"job:{pod.namespace}/{pod.owner.name}:{pod.owner.uid}"
+    return f"pod:{pod.key}"
+
+
+def shown(unit: str) -> str:
+    """A unit as an admin names it: namespace/group, namespace/Job/name, namespace/pod."""
+    if unit.startswith("job:"):
+        ns_name = unit[4:].rsplit(":", 1)[0]
+        ns, name = ns_name.split("/", 1)
+        return f"{ns}/Job/{name}"
+    return unit.removeprefix("pod:")
 
 
 def requeue_key(pod: PodInfo) -> str:

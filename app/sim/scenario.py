@@ -16,6 +16,7 @@ SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
 FINISH_AFTER = "scenario.quotient.dev/finish-after"
 UNREADY_AFTER = "scenario.quotient.dev/unready-after"   # Quotient's extension: Ready, then not, this long after
+READY_WITH_PEERS = "scenario.quotient.dev/ready-with-peers"   # extension: Ready only once all its owner's pods run
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
 EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}

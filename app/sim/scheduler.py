@@ -21,7 +21,7 @@ from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod
-from .scenario import Scenario
+from .scenario import READY_WITH_PEERS, Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
 RETRY_TICK = 10.0         # with `until`, time advances at least this often (retries, timeouts, delays)
@@ -93,9 +93,23 @@ class SimScheduler:
             if charge else ""
         self.log("bound", f"{key} -> {node}{where}")
         self.last_reason.pop(key, None)
-        if pod.ready_after is not None:
-            self.at(self.now + pod.ready_after, "ready", pod)
+        for ready in self._ready_now(pod):
+            self.at(self.now + ready.ready_after, "ready", ready)
         self.changed = True
+
+    def _ready_now(self, pod: SimPod) -> list[SimPod]:
+        """Pods whose Ready countdown starts with this binding: the pod itself, or, with
+        scenario.quotient.dev/ready-with-peers, every pod of its owner once all of them are bound
+        (workers that need each other, as in seed 003's example)."""
+        if pod.ready_after is None:
+            return []
+        if pod.obj["metadata"].get("annotations", {}).get(READY_WITH_PEERS) != "true" or pod.info.owner is None:
+            return [pod]
+        peers = [p for p in self.cluster.pods.values()
+                 if p.info.owner is not None and p.info.owner.uid == pod.info.owner.uid and not p.info.terminal]
+        if any(not p.info.node_name for p in peers):
+            return []
+        return [p for p in peers if p.ready_after is not None and not p.info.ready]
 
     def on_evicted(self, key: str, reason: str, by_quotient: bool = False, preemption: bool = True) -> None:
         fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)

@@ -120,6 +120,7 @@ class ClusterState:
         self._pending_of: dict[str, tuple[str, tuple]] = {}
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
+        self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
         self.requeues: dict[str, Requeue] = {}            # waitForPodsReady: PodsReadyTimeout evictions
         self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
@@ -330,13 +331,10 @@ class ClusterState:
         if cfg is None or not pod.queue_name:
             return
         unit, group = unit_of(pod), group_of(pod)
-        if group:
-            members = self.members(group)
-        else:
-            members = [self.pods[pod.uid]] if pod.uid in self.pods else []
+        members = self.unit_members(unit)
         bound = [m for m in members if m.node_name and not m.terminal]
         record = self.readiness.get(unit)
-        if record is not None and pod.phase == "Succeeded" and group:
+        if record is not None and pod.phase == "Succeeded" and not unit.startswith("pod:"):
             record.finished += 1
         if not bound:
             self.readiness.pop(unit, None)
@@ -344,13 +342,24 @@ class ClusterState:
         now = self.clock()
         if record is None:
             record = self.readiness[unit] = Readiness(now)
-        expected = (expected_size(self, pod) or 1) if group else 1
-        complete = len(bound) + record.finished >= expected
+        if group:
+            complete = len(bound) + record.finished >= (expected_size(self, pod) or 1)
+        else:                           # a Job's pods (or one pod): every one that exists is bound
+            complete = len(bound) == len(members)
         if complete and all(m.ready for m in bound):
             record.ready_at = record.ready_at or now
             record.unready_at = None
         elif record.ready_at is not None and record.unready_at is None:
             record.unready_at = now      # a member unready, or gone and not yet back
+
+    def unit_members(self, unit: str) -> list[PodInfo]:
+        """The live pods of a readiness unit (unit_of): a group, a Job's pods, or one pod."""
+        if unit.startswith("pod:"):
+            pod = self.pod_by_key(unit[4:])
+            return [pod] if pod is not None else []
+        if unit.startswith("job:"):
+            return [self.pods[u] for u in self.owned.get(unit.rsplit(":", 1)[1], ()) if u in self.pods]
+        return self.members(unit)
 
     def queue_key(self, pod: PodInfo) -> tuple:
         """The pod's place in its ClusterQueue: order_key, except that with waitForPodsReady's
@@ -396,6 +405,8 @@ class ClusterState:
         self.uid_by_key[pod.key] = pod.uid
         if not pod.terminal and group_of(pod):
             self.groups.setdefault(group_of(pod), set()).add(pod.uid)
+        if not pod.terminal and pod.owner is not None and pod.owner.uid:
+            self.owned.setdefault(pod.owner.uid, set()).add(pod.uid)
         self.generation += 1
         if pod.node_name and not pod.terminal:
             self._add_node_requests(pod)
@@ -431,6 +442,10 @@ class ClusterState:
         self.generation += 1
 
     def _unlink(self, pod: PodInfo) -> None:
+        if pod.owner is not None and pod.owner.uid in self.owned:
+            self.owned[pod.owner.uid].discard(pod.uid)
+            if not self.owned[pod.owner.uid]:
+                del self.owned[pod.owner.uid]
         key = group_of(pod)
         if key:
             members = self.groups.get(key)
