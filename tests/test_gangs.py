@@ -551,3 +551,56 @@ async def test_fixed_member_bound_to_another_members_reserved_node(kit, load_ext
         other = ext.state.holds[uid(pods[1])].node
         r = (await client.post("/bind", json=kit.bind(pods[0], other))).json()
     assert r["Error"], r
+
+
+# ---- gang preemption (ACK seed: the whole gang or nothing) -----------------------------------------------------
+
+PREEMPTING = BASE.replace("  queueingStrategy: {strategy}\n",
+                          "  queueingStrategy: {strategy}\n  preemption: {{withinClusterQueue: LowerPriority}}\n")
+
+
+def running(name: str, node: str, cpu: str, priority: int = 10, created: int = 1) -> dict:
+    return {"metadata": {"name": name, "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"},
+                         "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z"},
+            "spec": {"nodeName": node, "priority": priority,
+                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def preempting_snapshot(pods: list[dict], quota: int = 16) -> str:
+    import yaml
+    text = PREEMPTING.format(quota=quota, strategy="BestEffortFIFO")
+    text += "".join(NODE.format(name=n, cpu=8) for n in ("n1", "n2"))
+    return text + "".join("\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
+                          for p in pods)
+
+
+async def test_gang_preemption_takes_victims_for_every_member_at_once(kit, load_extender, api):
+    """ACK seed (ElasticQuota, gang): all pending members in one preemption list; victims until every member
+    fits at once - here both 4-CPU members of a priority-1000 group, on a full 16-CPU queue of 4-CPU pods."""
+    ext = load_extender(preempting_snapshot([running("l1", "n1", "4", created=1), running("l2", "n1", "4", created=2),
+                                             running("l3", "n2", "4", created=3), running("l4", "n2", "4", created=4)]))
+    members = gang(kit, n=2, cpu="4", priority=1000)
+    async with api(ext) as client:
+        for m in members:
+            await client.post("/filter", json=kit.filter(m, []))     # kube-scheduler found no node: none offered
+        await ext.reconcile()
+    evicted = sorted(e["pod"] for e in ext.journal.entries if e["outcome"] == "Preempted")
+    assert evicted == ["team-a/l3", "team-a/l4"]                   # the two most recently admitted, one node
+    held = {ext.state.holds[uid(m)].node for m in members}
+    assert held == {"n2"} and all(uid(m) in ext.state.reservations for m in members)
+
+
+async def test_gang_preemption_evicts_nothing_when_a_member_cannot_be_placed(kit, load_extender, api):
+    """ACK seed: "Jika satu Pod tidak dapat dijadwalkan, gang tersebut tidak diproses" - three 8-CPU members
+    need three whole nodes and there are two: no victim is evicted, nothing is held."""
+    ext = load_extender(preempting_snapshot([running("l1", "n1", "8", created=1), running("l2", "n2", "8", created=2)],
+                                            quota=32))
+    members = gang(kit, n=3, cpu="8", priority=1000)
+    async with api(ext) as client:
+        for m in members:                                          # kube-scheduler asks about each member
+            answer = (await client.post("/filter", json=kit.filter(m, ["n1", "n2"]))).json()
+        await ext.reconcile()
+    assert "cannot all be placed" in refused(answer, ["n1", "n2"])
+    assert not [e for e in ext.journal.entries if e["outcome"] == "Preempted"]
+    assert not ext.state.holds and not ext.state.reservations
+    assert {p.name for p in ext.state.pods.values() if p.node_name} == {"l1", "l2"}
