@@ -26,6 +26,7 @@ from .objects.pod import PodInfo, decode_pod
 from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
+STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -35,6 +36,7 @@ class Extender:
         self.writer = writer
         self.journal = journal or Journal()
         self.offered = OfferedNodeCache()
+        self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
     def _pod(self, obj: dict) -> PodInfo:
@@ -451,6 +453,10 @@ class Extender:
         self.reclaim_for_heads()
         evicted = await self._evict_victims()
         evicted += await self._pods_ready_timeouts()
+        publish = getattr(self.writer, "publish_status", None)
+        if publish is not None and self.state.clock() - self._status_at >= STATUS_INTERVAL:
+            self._status_at = self.state.clock()
+            await publish()          # ClusterQueue .status, rate-limited
         for pod, cq in drained(self.state):
             message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
             try:

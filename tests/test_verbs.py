@@ -611,3 +611,25 @@ spec:
     assert usage(ext, "small-cq", "default-flavor") == 0 and ext.writer.evictions == 1
     assert ext.journal.entries[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.journal.entries[-1]["reason"]
     assert await ext.reconcile() == 0
+
+
+async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(kit, load_extender):
+    """High availability: only the leader answers the verbs; a standby (or a leader whose lease lapsed)
+    answers 503 and reports not ready, so the Service routes to the leader alone."""
+    import httpx
+
+    from app.api.app import create_app
+
+    ext = load_extender(RACE)
+    leading = {"now": False}
+    app = create_app(ext, leading=lambda: leading["now"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        pod = kit.pod("a", cpu="1")
+        r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
+        assert r.status_code == 503 and "not the leader" in r.json()["error"]
+        assert (await client.get("/readyz")).status_code == 503
+        assert uid(pod) not in ext.state.pods                      # nothing decided, nothing learned
+        leading["now"] = True
+        r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
+        assert r.status_code == 200 and r.json()["NodeNames"] == ALL_NODES
+        assert (await client.get("/readyz")).status_code == 200

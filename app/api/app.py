@@ -31,8 +31,10 @@ MAX_BODY = 64 * 2**20      # 64 MiB: far above any NodeList kube-scheduler sends
 class VerbMiddleware:
     """POST {prefix}/filter|prioritize|preempt|bind, answered without leaving ASGI."""
 
-    def __init__(self, app, extender: Extender, prefix: str = "", metrics: Metrics | None = None):
+    def __init__(self, app, extender: Extender, prefix: str = "", metrics: Metrics | None = None,
+                 leading=None):
         self.app = app
+        self.leading = leading
         self.extender = extender
         self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
                            f"{prefix}/preempt": extender.preempt}
@@ -46,6 +48,9 @@ class VerbMiddleware:
         if scope["type"] != "http" or (handler is None and path != self.bind_path):
             return await self.app(scope, receive, send)
         verb = path.rsplit("/", 1)[-1]
+        if self.leading is not None and not self.leading():
+            # A standby (or a leader whose lease lapsed) must not answer: its decisions could collide.
+            return await _answer(send, 503, orjson.dumps({"error": f"{verb}: this replica is not the leader"}))
         started = perf_counter()
         try:
             if scope["method"] != "POST":
@@ -90,9 +95,11 @@ async def _answer(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _reconcile_forever(extender: Extender, interval: float) -> None:
+async def _reconcile_forever(extender: Extender, interval: float, leading=None) -> None:
     while True:
         await asyncio.sleep(interval)
+        if leading is not None and not leading():
+            continue                 # standbys keep their state but decide and write nothing
         try:
             await extender.reconcile()
         except Exception:   # a bug must not stop the loop: it is logged and tried again next time
@@ -100,12 +107,14 @@ async def _reconcile_forever(extender: Extender, interval: float) -> None:
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
-               reconcile_interval: float | None = None) -> FastAPI:
-    """The application; with reconcile_interval, Extender.reconcile runs that often in the background."""
+               reconcile_interval: float | None = None, leading=None) -> FastAPI:
+    """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
+    with leading (leader election), only the leader answers the verbs and reports ready."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        task = asyncio.create_task(_reconcile_forever(extender, reconcile_interval)) if reconcile_interval else None
+        task = asyncio.create_task(_reconcile_forever(extender, reconcile_interval, leading)) \
+            if reconcile_interval else None
         yield
         if task is not None:
             task.cancel()
@@ -114,7 +123,11 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     observers = attach(extender)
     app.state.extender = extender
     app.state.metrics = observers.metrics
-    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"), metrics=observers.metrics)
+    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"), metrics=observers.metrics,
+                       leading=leading)
+    if leading is not None:
+        only_ready = ready
+        ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)
     app.include_router(debug_router(extender))
 
     @app.get("/metrics")

@@ -1,0 +1,142 @@
+"""The live writer: bindings, evictions, pod conditions, Events and ClusterQueue status, through the API.
+
+Every write is idempotent (a binding already made to the same node, an eviction of a pod
+already gone, are successes), retried with a short jittered backoff on errors that may pass
+(5xx, 429 other than a PodDisruptionBudget's, timeouts), and counted when it fails for good.
+A PodDisruptionBudget's 429 is not retried here: the eviction is refused, and the preemption
+that wanted it tries again at the next reconcile (or another victim set is chosen).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import Counter
+from datetime import datetime, timezone
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from ..core.fairsharing import dominant_resource_share
+from ..objects.pod import PodInfo
+from .writer import WriteError
+
+log = logging.getLogger("quotient.act")
+KUEUE = ("kueue.x-k8s.io", "v1beta1")
+RETRIES = 3
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _is_pdb_refusal(e: ApiException) -> bool:
+    return e.status == 429 and "disruption budget" in (e.body or "").lower()
+
+
+class KubeWriter:
+    def __init__(self, api: client.ApiClient, state, component: str = "quotient"):
+        self.core = client.CoreV1Api(api)
+        self.events = client.EventsV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.state = state
+        self.component = component
+        self.failures: Counter = Counter()
+
+    async def _retry(self, what: str, call):
+        """call() with retries on what may pass; ApiException for the rest, WriteError after the last try."""
+        for attempt in range(RETRIES):
+            try:
+                response = await call()
+                if hasattr(response, "release"):      # a raw response (_preload_content=False): give it back
+                    response.release()
+                return response
+            except ApiException as e:
+                if e.status and e.status < 500 and e.status != 429 or _is_pdb_refusal(e):
+                    raise
+                error = f"{what}: HTTP {e.status} {e.reason}"
+            except (asyncio.TimeoutError, OSError) as e:
+                error = f"{what}: {type(e).__name__} {e}"
+            await asyncio.sleep(0.05 * 2 ** attempt * (0.5 + random.random()))
+        self.failures[what.split(" ")[0]] += 1
+        raise WriteError(error)
+
+    async def bind(self, pod: PodInfo, node: str) -> None:
+        body = client.V1Binding(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace, uid=pod.uid),
+                                target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+        try:
+            await self._retry(f"binding {pod.key}", lambda: self.core.create_namespaced_pod_binding(
+                pod.name, pod.namespace, body, _preload_content=False))
+        except ApiException as e:
+            if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
+                current = await self.core.read_namespaced_pod(pod.name, pod.namespace)
+                if current.spec.node_name == node:
+                    return
+            self.failures["binding"] += 1
+            raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
+
+    async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
+        """Say why (a DisruptionTarget condition and an Event, best effort), then evict through policy/v1."""
+        await self._best_effort(self._condition(pod, reason, message))
+        await self._best_effort(self._event(pod, reason, message))
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
+        try:
+            await self._retry(f"eviction {pod.key}", lambda: self.core.create_namespaced_pod_eviction(
+                pod.name, pod.namespace, body, _preload_content=False))
+        except ApiException as e:
+            if e.status == 404:          # already gone: the eviction happened
+                return
+            self.failures["eviction"] += 1
+            why = "a PodDisruptionBudget allows no disruption now" if _is_pdb_refusal(e) else f"HTTP {e.status}"
+            raise WriteError(f"evicting {pod.key}: {why}") from None
+
+    async def _best_effort(self, write) -> None:
+        try:
+            response = await write
+            if hasattr(response, "release"):
+                response.release()
+        except (ApiException, asyncio.TimeoutError, OSError, WriteError) as e:
+            self.failures["annotation"] += 1
+            log.debug("best-effort write failed: %s", e)
+
+    async def _condition(self, pod: PodInfo, reason: str, message: str):
+        patch = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": reason,
+                                            "message": message, "lastTransitionTime": _now()[:19] + "Z"}]}}
+        return await self.core.patch_namespaced_pod_status(pod.name, pod.namespace, patch, _preload_content=False)
+
+    async def _event(self, pod: PodInfo, reason: str, message: str):
+        event = client.EventsV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{pod.name}.", namespace=pod.namespace),
+            event_time=_now(), reporting_controller=f"{self.component}.dev/extender",
+            reporting_instance=self.component, action="Preempt" if reason.startswith("In") else "Evict",
+            reason=reason, note=message[:1024], type="Normal",
+            regarding=client.V1ObjectReference(api_version="v1", kind="Pod", name=pod.name,
+                                               namespace=pod.namespace, uid=pod.uid))
+        return await self.events.create_namespaced_event(pod.namespace, event, _preload_content=False)
+
+    async def publish_status(self) -> int:
+        """Keep `kubectl get clusterqueues` truthful: flavorsUsage, pending and admitted counts, share."""
+        state, written = self.state, 0
+        for name, cq in state.cluster_queues.items():
+            node = state.quota_node(name)
+            if node is None:
+                continue
+            usage = {}
+            for (flavor, resource), amount in node.usage.items():
+                borrowed = max(0, amount - node.subtree.get((flavor, resource), 0))
+                fmt = (lambda v: f"{v}m") if resource == "cpu" else str
+                usage.setdefault(flavor, []).append({"name": resource, "total": fmt(amount), "borrowed": fmt(borrowed)})
+            admitted = len(state.admitted.by_queue.get(name, ()))
+            pending = sum(1 for _ in state.pending_pods(name))
+            share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
+            status = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
+                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
+                                 "reservingWorkloads": admitted, "fairSharing": {"weightedShare": share}}}
+            try:
+                await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
+                    *KUEUE, "clusterqueues", name, status, _preload_content=False))
+                written += 1
+            except (ApiException, WriteError) as e:
+                self.failures["status"] += 1
+                log.debug("ClusterQueue %s status not written: %s", name, e)
+        return written
