@@ -34,7 +34,13 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .api.app import create_app
+    from .api.tls import TLSError, uvicorn_tls_options
 
+    try:
+        tls = uvicorn_tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except TLSError as e:
+        print(f"quotient: {e}", file=sys.stderr)
+        return 2
     path = args.snapshot or DEFAULT_SNAPSHOT
     try:
         extender = build_from_snapshot(path, args.config)
@@ -49,7 +55,7 @@ def serve(args: argparse.Namespace) -> int:
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
     uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval), host=args.host,
-                port=args.port, log_level=args.log_level, access_log=False, log_config=None)
+                port=args.port, log_level=args.log_level, access_log=False, log_config=None, **tls)
     return 0
 
 
@@ -104,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--log-level", default="info", help="debug also logs each reservation filter takes")
     s.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line, decisions with their fields")
+    s.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
+    s.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
+    s.add_argument("--tls-client-ca", metavar="FILE",
+                   help="require client certificates signed by this PEM CA (only kube-scheduler may call)")
     s.set_defaults(func=serve)
     m = sub.add_parser("simulate", help="run a scenario file through a simulated kube-scheduler")
     m.add_argument("file")

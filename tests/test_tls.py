@@ -1,0 +1,210 @@
+"""`quotient serve --tls-cert --tls-key [--tls-client-ca]`: HTTPS, and client certificates required when a CA is given.
+
+A throwaway CA, a server certificate for 127.0.0.1 and a client certificate are made with
+the `openssl` command at test time; the server is a real `quotient serve` subprocess on a
+free 127.0.0.1 port.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import ssl
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from serving import QUOTIENT_BIN, REPO, free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+
+SNAPSHOT = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: user-queue, namespace: team-a}
+spec: {clusterQueue: team-a-cq}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: '8', memory: 32Gi, pods: '110'}
+"""
+
+FILTER_BODY = {
+    "Pod": {"metadata": {"name": "tls-1", "namespace": "team-a", "uid": "tls-1",
+                         "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+    "Nodes": None, "NodeNames": ["node-1"]}
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _issue(d: Path, name: str, subject: str, ext: str, ca: str = "ca") -> None:
+    """A key and a certificate for `name`, signed by the CA `ca`, with the extensions in `ext`."""
+    (d / f"{name}.ext").write_text(ext)
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-subj", subject,
+             "-out", f"{name}.csr", cwd=d)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+             "-CAcreateserial", "-days", "2", "-sha256", "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=d)
+
+
+def _ca(d: Path, name: str) -> None:
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt",
+             "-days", "2", "-subj", f"/CN={name}", "-sha256",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+             cwd=d)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    _ca(d, "ca")
+    _issue(d, "server", "/CN=quotient.quotient-system.svc",
+           "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+           "extendedKeyUsage=serverAuth\n"
+           "subjectAltName=DNS:quotient.quotient-system.svc,DNS:localhost,IP:127.0.0.1\n")
+    _issue(d, "client", "/CN=system:kube-scheduler",
+           "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+           "extendedKeyUsage=clientAuth\n")
+    # A client certificate from a CA the server does not trust.
+    _ca(d, "other-ca")
+    _issue(d, "stranger", "/CN=stranger",
+           "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+           "extendedKeyUsage=clientAuth\n", ca="other-ca")
+    (d / "snapshot.yaml").write_text(SNAPSHOT)
+    return d
+
+
+def _client_context(pki: Path, cert: str | None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    if cert is not None:
+        ctx.load_cert_chain(str(pki / f"{cert}.crt"), str(pki / f"{cert}.key"))
+    return ctx
+
+
+@contextlib.contextmanager
+def serve_tls(pki: Path, *tls_args: str, ready_within: float = 20.0):
+    port = free_port()
+    log_path = pki / f"serve-{port}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([str(QUOTIENT_BIN), "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--snapshot", str(pki / "snapshot.yaml"), *tls_args],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
+    url = f"https://127.0.0.1:{port}"
+    try:
+        ctx = _client_context(pki, "client")
+        deadline = time.monotonic() + ready_within
+        with httpx.Client(verify=ctx, timeout=2.0, trust_env=False) as client:
+            while True:
+                if proc.poll() is not None:
+                    raise AssertionError(f"quotient serve exited with {proc.returncode}:\n{log_path.read_text()}")
+                try:
+                    if client.get(f"{url}/livez").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no HTTPS answer within {ready_within} s:\n{log_path.read_text()}")
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _refused(call) -> bool:
+    """True when the request fails: the handshake is refused or the connection is closed."""
+    try:
+        r = call()
+    except (httpx.TransportError, ssl.SSLError, ConnectionError):
+        return True
+    return False  # any answer, even an error status, means the connection was accepted
+
+
+@pytest.fixture(scope="module")
+def mtls_port(pki):
+    with serve_tls(pki, "--tls-cert", str(pki / "server.crt"), "--tls-key", str(pki / "server.key"),
+                   "--tls-client-ca", str(pki / "ca.crt")) as port:
+        yield port
+
+
+def test_https_with_the_client_certificate_runs_the_verbs(pki, mtls_port):
+    with httpx.Client(verify=_client_context(pki, "client"), timeout=5.0, trust_env=False) as client:
+        r = client.post(f"https://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY)
+        assert r.status_code == 200
+        assert r.json()["NodeNames"] == ["node-1"]
+        assert client.get(f"https://127.0.0.1:{mtls_port}/readyz").json() == {"ready": True}
+
+
+def test_a_client_without_a_certificate_is_refused(pki, mtls_port):
+    with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as client:
+        assert _refused(lambda: client.post(f"https://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY))
+        assert _refused(lambda: client.get(f"https://127.0.0.1:{mtls_port}/livez"))
+
+
+def test_a_client_certificate_from_another_ca_is_refused(pki, mtls_port):
+    with httpx.Client(verify=_client_context(pki, "stranger"), timeout=5.0, trust_env=False) as client:
+        assert _refused(lambda: client.post(f"https://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY))
+
+
+def test_plain_http_is_refused(mtls_port):
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
+        try:
+            r = client.post(f"http://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY)
+        except httpx.TransportError:
+            return      # the TLS server closed the connection: refused
+        # Some TLS stacks answer a plain request with an HTTP 400; it must never run the verb.
+        assert r.status_code == 400 and "NodeNames" not in r.text
+
+
+def test_https_without_a_client_ca_needs_no_client_certificate(pki):
+    with serve_tls(pki, "--tls-cert", str(pki / "server.crt"), "--tls-key", str(pki / "server.key")) as port:
+        with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as client:
+            r = client.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY)
+            assert r.status_code == 200 and r.json()["NodeNames"] == ["node-1"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tls-cert", "CERT"], "--tls-cert and --tls-key go together"),
+    (["--tls-client-ca", "CA"], "--tls-client-ca needs --tls-cert and --tls-key"),
+    (["--tls-cert", "CERT", "--tls-key", "/nonexistent/key.pem"], "not a readable file"),
+    (["--tls-cert", "CERT", "--tls-key", "OTHERKEY"], "--tls-key"),
+])
+def test_bad_tls_flags_stop_the_command_with_a_message(pki, args, message):
+    subst = {"CERT": str(pki / "server.crt"), "CA": str(pki / "ca.crt"), "OTHERKEY": str(pki / "client.key")}
+    args = [subst.get(a, a) for a in args]
+    r = subprocess.run([str(QUOTIENT_BIN), "serve", "--port", str(free_port()), "--snapshot",
+                        str(pki / "snapshot.yaml"), *args], capture_output=True, text=True, timeout=60,
+                       cwd=str(REPO), env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
