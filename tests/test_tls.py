@@ -208,3 +208,23 @@ def test_bad_tls_flags_stop_the_command_with_a_message(pki, args, message):
                        cwd=str(REPO), env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
+
+
+HEALTHCHECK = REPO / "deploy" / "healthcheck.py"
+
+
+def _healthcheck(env: dict, path: str = "/livez") -> int:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("QUOTIENT_HEALTH_")}
+    return subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(HEALTHCHECK), path],
+                          env={**clean, **env}, capture_output=True, timeout=30).returncode
+
+
+def test_the_image_healthcheck_presents_a_client_certificate_when_given_one(pki, mtls_port):
+    url = f"https://127.0.0.1:{mtls_port}"
+    with_cert = {"QUOTIENT_HEALTH_URL": url, "QUOTIENT_HEALTH_CA": str(pki / "ca.crt"),
+                 "QUOTIENT_HEALTH_CERT": str(pki / "client.crt"), "QUOTIENT_HEALTH_KEY": str(pki / "client.key")}
+    assert _healthcheck(with_cert) == 0
+    assert _healthcheck(with_cert, "/readyz") == 0
+    assert _healthcheck(with_cert, "/no-such-path") == 1
+    assert _healthcheck({"QUOTIENT_HEALTH_URL": url, "QUOTIENT_HEALTH_CA": str(pki / "ca.crt")}) == 1
+    assert _healthcheck({"QUOTIENT_HEALTH_URL": f"http://127.0.0.1:{mtls_port}"}) == 1
