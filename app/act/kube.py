@@ -30,8 +30,22 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+async def _checked(response):
+    """A raw response (_preload_content=False, as the typed clients cannot read a Binding's Status
+    answer) is not checked by kubernetes-asyncio: an error status becomes ApiException here."""
+    status = getattr(response, "status", 200)
+    if hasattr(response, "read"):
+        body = await response.read()
+        response.release()
+        if not 200 <= status < 300:
+            error = ApiException(status=status, reason=getattr(response, "reason", ""))
+            error.body = body.decode("utf-8", "replace")
+            raise error
+    return response
+
+
 def _is_pdb_refusal(e: ApiException) -> bool:
-    return e.status == 429 and "disruption budget" in (e.body or "").lower()
+    return e.status == 429 and "disruption" in (e.body or "").lower()
 
 
 class KubeWriter:
@@ -47,10 +61,7 @@ class KubeWriter:
         """call() with retries on what may pass; ApiException for the rest, WriteError after the last try."""
         for attempt in range(RETRIES):
             try:
-                response = await call()
-                if hasattr(response, "release"):      # a raw response (_preload_content=False): give it back
-                    response.release()
-                return response
+                return await _checked(await call())
             except ApiException as e:
                 if e.status and e.status < 500 and e.status != 429 or _is_pdb_refusal(e):
                     raise
@@ -92,9 +103,7 @@ class KubeWriter:
 
     async def _best_effort(self, write) -> None:
         try:
-            response = await write
-            if hasattr(response, "release"):
-                response.release()
+            await _checked(await write)
         except (ApiException, asyncio.TimeoutError, OSError, WriteError) as e:
             self.failures["annotation"] += 1
             log.debug("best-effort write failed: %s", e)
@@ -102,7 +111,8 @@ class KubeWriter:
     async def _condition(self, pod: PodInfo, reason: str, message: str):
         patch = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": reason,
                                             "message": message, "lastTransitionTime": _now()[:19] + "Z"}]}}
-        return await self.core.patch_namespaced_pod_status(pod.name, pod.namespace, patch, _preload_content=False)
+        return await self.core.patch_namespaced_pod_status(pod.name, pod.namespace, patch, _preload_content=False,
+                                                           _content_type="application/strategic-merge-patch+json")
 
     async def _event(self, pod: PodInfo, reason: str, message: str):
         event = client.EventsV1Event(
@@ -134,7 +144,8 @@ class KubeWriter:
                                  "reservingWorkloads": admitted, "fairSharing": {"weightedShare": share}}}
             try:
                 await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
-                    *KUEUE, "clusterqueues", name, status, _preload_content=False))
+                    *KUEUE, "clusterqueues", name, status, _preload_content=False,
+                    _content_type="application/merge-patch+json"))
                 written += 1
             except (ApiException, WriteError) as e:
                 self.failures["status"] += 1
