@@ -795,3 +795,34 @@ def test_constraints_pin_every_runtime_dependency_within_pyproject():
         assert key in pins, f"{dep.name} is not pinned in deploy/constraints.txt"
         assert dep.specifier.contains(pins[key]), f"{dep.name}=={pins[key]} is outside {dep.specifier}"
     assert not {"pytest", "pytest-asyncio", "quotient"} & set(pins)
+
+
+# --- The docs name files that exist -------------------------------------------------------
+
+def _deploy_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Deploying to a cluster")
+    assert start < text.index("## Decisions and reasons")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "deploy/README.md", "scheduler-config/README.md"])
+def test_the_deploy_docs_name_only_files_that_exist(doc):
+    text = _deploy_section() if doc == "README.md" else (ROOT / doc).read_text()
+    base = ROOT if doc == "README.md" else (ROOT / doc).parent
+    named = set(re.findall(r"(?<![\w/.-])((?:\.\./)?(?:deploy|scheduler-config)/[\w.-]+\.(?:yaml|txt|py))", text))
+    named |= {m for m in re.findall(r"`([\w-]+\.(?:yaml|txt|py))`", text)}
+    assert named
+    for name in named:
+        candidates = [base / name, ROOT / name, ROOT / "deploy" / name, ROOT / "scheduler-config" / name]
+        assert any(c.exists() for c in candidates), f"{doc} names {name}, which does not exist"
+
+
+def test_the_readme_deploy_steps_apply_every_manifest_in_order():
+    text = _deploy_section()
+    order = [text.index(f) for f in ("deploy/crds.yaml", "deploy/namespace.yaml", "deploy/rbac.yaml",
+                                     "deploy/quotient.yaml", "deploy/scheduler.yaml")]
+    assert order == sorted(order)
+    for needle in ("schedulerName: quotient-scheduler", "kueue.x-k8s.io/queue-name", "/readyz", "port-forward",
+                   "main-scheduler.yaml", "--tls-client-ca"):
+        assert needle in text, needle
