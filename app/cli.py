@@ -30,6 +30,75 @@ def build_from_snapshot(path: str, config_path: str | None = None):
     return Extender(state, SnapshotWriter(state))
 
 
+class LiveModeError(RuntimeError):
+    """Live mode cannot start; the message says why."""
+
+
+def make_writer(api_client, state):
+    """The live writer (bindings, evictions, pod conditions): app.act.kube.KubeWriter(api_client, state).
+    Should that module be missing, live mode refuses to start rather than serve binds it cannot write."""
+    try:
+        from .act.kube import KubeWriter
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.act.kube":
+            raise
+        raise LiveModeError("live writes not implemented: app/act/kube.py (KubeWriter) is missing, so bindings and "
+                            "evictions cannot be written to the API server; use --snapshot meanwhile") from None
+    return KubeWriter(api_client, state)
+
+
+def _with_liveness(app, alive):
+    """GET /livez answers from the watch loop's liveness (503 when it stopped or stalled); the rest goes to `app`."""
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http" and scope.get("path") == "/livez":
+            ok = bool(alive())
+            body = b'{"live":true}' if ok else b'{"live":false,"reason":"watch loop not running"}'
+            await send({"type": "http.response.start", "status": 200 if ok else 503,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+    return wrapped
+
+
+async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
+    """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state."""
+    import uvicorn
+
+    from .api.app import create_app
+    from .extender import Extender
+    from .observe import attach
+    from .state.cluster import ClusterState
+    from .sync.watch import WatchSource, make_api_client
+
+    config = load_configuration(args.config) if args.config else Configuration()
+    try:
+        api_client = await make_api_client(args.kubeconfig)
+    except Exception as e:      # kubernetes_asyncio's ConfigException, a missing file, no service account
+        where = f"kubeconfig {args.kubeconfig}" if args.kubeconfig else "the in-cluster service account"
+        raise LiveModeError(f"cannot load {where}: {e}") from None
+    try:
+        state = ClusterState(config)
+        extender = Extender(state, make_writer(api_client, state))
+        source = WatchSource(api_client, state, metrics=attach(extender).metrics)
+        prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
+        app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval)
+        server = uvicorn.Server(uvicorn.Config(_with_liveness(app, lambda: source.alive), host=args.host,
+                                               port=args.port, log_level=args.log_level, access_log=False,
+                                               log_config=None, **(tls or {})))
+        logging.getLogger("quotient").info(
+            "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
+            "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
+        source.start()
+        try:
+            await server.serve()
+        finally:
+            await source.stop()
+    finally:
+        await api_client.close()
+    return 0
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -41,6 +110,18 @@ def serve(args: argparse.Namespace) -> int:
     except TLSError as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
+    # Live mode: --kubeconfig, or in a pod (KUBERNETES_SERVICE_HOST) when no --snapshot is given.
+    if args.kubeconfig or (not args.snapshot and os.environ.get("KUBERNETES_SERVICE_HOST")):
+        if args.snapshot:
+            print("quotient: --kubeconfig and --snapshot exclude each other", file=sys.stderr)
+            return 2
+        import asyncio
+
+        try:
+            return asyncio.run(serve_live(args, tls))
+        except (LiveModeError, ConfigError) as e:
+            print(f"quotient: {e}", file=sys.stderr)
+            return 2
     path = args.snapshot or DEFAULT_SNAPSHOT
     try:
         extender = build_from_snapshot(path, args.config)
@@ -103,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the extender verbs (default: the bundled demo snapshot)")
     s.add_argument("--snapshot", help="snapshot file (YAML, JSON, JSON lines); default: bundled demo")
+    s.add_argument("--kubeconfig", help="list+watch this cluster (kubeconfig file) instead of a snapshot; in a pod "
+                   "(KUBERNETES_SERVICE_HOST set) without --snapshot, the service account is used")
     s.add_argument("--config", help="Configuration file (quotient.dev/v1alpha1)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8888)

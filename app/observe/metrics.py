@@ -57,6 +57,11 @@ class Metrics:
             "quotient_watch_relists_total",
             "Full relists after a watch could not resume (410 Gone; fed by the live watch source).",
             ["kind"], registry=registry)
+        self.watch_errors = Counter(
+            "quotient_watch_errors_total",
+            "Problems the live watch source met and survived, by kind and cause (invalid object, undecodable "
+            "event, connection dropped, watch idle, timeout, http 500, expired, ...).",
+            ["kind", "cause"], registry=registry)
         self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
         self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
         registry.register(DecisionCollector(self))
@@ -125,6 +130,10 @@ class Metrics:
     def relisted(self, kind: str) -> None:
         """For the live watch source: `kind` was listed again from scratch."""
         self.watch_relists.labels(kind).inc()
+
+    def watch_error(self, kind: str, cause: str) -> None:
+        """For the live watch source: a bounded cause (never an object's name) met while listing or watching."""
+        self.watch_errors.labels(kind, cause).inc()
 
     # ---- scrape side ------------------------------------------------------------
     def render(self) -> bytes:

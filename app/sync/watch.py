@@ -1,0 +1,521 @@
+"""The live source: list, then watch, every kind Quotient reads from the API server, feeding ClusterState.
+
+For each resource (Namespaces, Nodes, PriorityClasses, the Kueue kinds, PodDisruptionBudgets,
+PodGroups, Pods) WatchSource lists (paged with limit/continue) and watches from the list's
+resourceVersion with bookmarks. Every object goes through sync.dispatch.apply_object, the
+same door the snapshot uses.
+
+- The first lists of all resources are applied in one bulk pass (pods last), so the quota
+  tree is built once; `ready` turns True only then and stays True afterwards (a relist keeps
+  serving from the last good state until the new list is in).
+- A watch that ends (timeoutSeconds), drops, sends garbage, answers an error or hangs past
+  the read timeout is started again from the last resourceVersion seen (an applied event or a
+  BOOKMARK), after a jittered exponential backoff when it failed. Events are applied in
+  order and the resourceVersion advances only past events handled, so a reconnect neither
+  loses nor repeats one.
+- 410 Gone (an ERROR event or an HTTP 410) relists and reconciles: the objects of that kind
+  the new list lacks are deleted through apply_object(..., deleted=True), the rest upserted
+  (those whose resourceVersion did not change are left alone). The source keeps, per
+  resource, key -> (uid, resourceVersion), so a pod recreated under the same name with a new
+  uid replaces the old one instead of being counted twice.
+- An object that fails validation (InvalidObject) is skipped through state.skip (logged once
+  per reason) and counted; the last good version of it stays. A DELETED event is applied from
+  what the source knows of the key, so even an object whose newest version was invalid is
+  removed.
+- A Kueue or PodGroup resource the API server does not serve (404: CRD not installed) counts
+  as empty for readiness and is looked for again every `absent_retry` seconds.
+
+Errors are counted in `errors[(kind, cause)]`, watch restarts in `restarts[kind]`, relists in
+`relists[kind]`, and fed to the metrics hooks (Metrics.watch_restarted, .relisted,
+.watch_error) when `metrics` is given. Each (kind, cause) is logged at warning once, then at
+debug. HTTP goes through a kubernetes_asyncio ApiClient (call_api with the BearerToken auth
+setting), so TLS, tokens and kubeconfig handling are kubernetes-asyncio's: see make_api_client.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import aiohttp
+import orjson
+
+from ..objects.errors import InvalidObject
+from ..state.cluster import ClusterState
+from .dispatch import apply_object
+
+log = logging.getLogger("quotient.sync.watch")
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str          # "" for the core API
+    version: str
+    plural: str
+    namespaced: bool
+    optional: bool = False      # a CRD that may not be installed: 404 means "none"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        """The all-namespaces collection."""
+        return f"/api/{self.version}/{self.plural}" if not self.group else \
+            f"/apis/{self.group}/{self.version}/{self.plural}"
+
+
+KUEUE = "kueue.x-k8s.io"
+# Applied in this order in the bulk pass: what pods refer to comes first.
+RESOURCES = (
+    Resource("Namespace", "", "v1", "namespaces", False),
+    Resource("Node", "", "v1", "nodes", False),
+    Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    Resource("ResourceFlavor", KUEUE, "v1beta1", "resourceflavors", False, optional=True),
+    Resource("Cohort", KUEUE, "v1beta1", "cohorts", False, optional=True),
+    Resource("ClusterQueue", KUEUE, "v1beta1", "clusterqueues", False, optional=True),
+    Resource("LocalQueue", KUEUE, "v1beta1", "localqueues", True, optional=True),
+    Resource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+    Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, optional=True),
+    Resource("Pod", "", "v1", "pods", True),
+)
+
+
+class Gone(Exception):
+    """The resourceVersion is too old (410): relist."""
+
+
+class WatchError(Exception):
+    """A failed request or stream; `cause` is a short, bounded label."""
+
+    def __init__(self, cause: str, detail: str = ""):
+        super().__init__(f"{cause}: {detail}" if detail else cause)
+        self.cause = cause
+        self.detail = detail
+
+
+class Absent(Exception):
+    """An optional resource the API server does not serve (404)."""
+
+
+async def make_api_client(kubeconfig: str | None = None, context: str | None = None):
+    """An ApiClient from a kubeconfig file, else from the pod's service account (in-cluster)."""
+    from kubernetes_asyncio import client, config
+
+    cfg = client.Configuration()
+    if kubeconfig:
+        await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    else:
+        config.load_incluster_config(client_configuration=cfg)
+    return client.ApiClient(cfg)
+
+
+def _stub(res: Resource, key: str, uid: str) -> dict:
+    """The least object apply_object accepts to delete `key` (a name, or namespace/name)."""
+    ns, _, name = key.rpartition("/")
+    meta = {"name": name, "uid": uid} if uid else {"name": name}
+    if ns:
+        meta["namespace"] = ns
+    obj = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta}
+    if res.kind == "PriorityClass":
+        obj["value"] = 0
+    elif res.kind == "LocalQueue":
+        obj["spec"] = {"clusterQueue": "-"}
+    return obj
+
+
+def _key_of(obj: dict) -> tuple[str, str, str]:
+    """(key, uid, resourceVersion) of a decoded JSON object, without trusting its shape."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return "", "", ""
+    name, ns = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not name:
+        return "", "", ""
+    key = f"{ns}/{name}" if isinstance(ns, str) and ns else name
+    uid, rv = meta.get("uid"), meta.get("resourceVersion")
+    return key, uid if isinstance(uid, str) else "", rv if isinstance(rv, str) else ""
+
+
+class WatchSource:
+    def __init__(self, api_client, state: ClusterState, resources=RESOURCES, metrics=None, *,
+                 page_size: int = 500, request_timeout: float = 60.0, watch_timeout: int = 300,
+                 read_timeout: float | None = None, backoff_base: float = 0.5, backoff_max: float = 30.0,
+                 absent_retry: float = 60.0, heartbeat: float = 5.0, rng: random.Random | None = None):
+        self.api = api_client
+        self.state = state
+        self.resources = tuple(resources)
+        self.metrics = metrics
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+        self.watch_timeout = watch_timeout          # asked of the server (timeoutSeconds), jittered
+        # A watch that sends nothing (no event, no bookmark) for this long is taken as hung.
+        self.read_timeout = read_timeout if read_timeout is not None else watch_timeout + 60.0
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.absent_retry = absent_retry
+        self.heartbeat = heartbeat
+        self.rng = rng or random.Random()
+        self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
+        self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
+        self.restarts: Counter = Counter()
+        self.relists: Counter = Counter()
+        self.errors: Counter = Counter()                      # (kind, cause) -> count
+        self.events: Counter = Counter()                      # (kind, type) -> events handled
+        self._logged: set = set()
+        self._ready = False
+        self._beat = 0.0
+        self._task: asyncio.Task | None = None
+        self._stopping = False
+
+    # ---- health ---------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """True once the first list of every resource has been applied."""
+        return self._ready
+
+    @property
+    def alive(self) -> bool:
+        """The loop is running and its heartbeat is recent (the event loop is not stuck)."""
+        task = self._task
+        if task is None or task.done():
+            return False
+        return time.monotonic() - self._beat < 3 * self.heartbeat
+
+    # ---- running --------------------------------------------------------------------
+    async def run(self) -> None:
+        """List everything, apply it in one bulk pass, then watch every resource until stop()."""
+        self._task = asyncio.current_task()
+        self._beat = time.monotonic()
+        beat = asyncio.create_task(self._heartbeat())
+        try:
+            lists = await asyncio.gather(*(self._first_list(r) for r in self.resources))
+            self._apply_lists(list(zip(self.resources, lists)), initial=True)
+            self._ready = True
+            log.info("initial lists applied: %s", ", ".join(
+                f"{len(items) if items is not None else 'absent'} {r.plural}" for r, items in
+                zip(self.resources, (x[0] for x in lists))))
+            await asyncio.gather(*(self._watch_forever(r, items is None)
+                                   for r, (items, _) in zip(self.resources, lists)))
+        finally:
+            beat.cancel()
+
+    def start(self) -> asyncio.Task:
+        self._task = asyncio.create_task(self.run())
+        return self._task
+
+    async def stop(self) -> None:
+        self._stopping = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _heartbeat(self) -> None:
+        while True:
+            self._beat = time.monotonic()
+            await asyncio.sleep(self.heartbeat)
+
+    # ---- counting ---------------------------------------------------------------------
+    def _error(self, res: Resource, cause: str, detail: str = "") -> None:
+        self.errors[(res.kind, cause)] += 1
+        if self.metrics is not None and hasattr(self.metrics, "watch_error"):
+            self.metrics.watch_error(res.kind, cause)
+        first = (res.kind, cause) not in self._logged
+        self._logged.add((res.kind, cause))
+        log.log(logging.WARNING if first else logging.DEBUG, "%s %s: %s%s", res.plural, cause, detail,
+                " (further occurrences logged at debug, counted in quotient_watch_errors_total)" if first else "")
+
+    def _restarted(self, res: Resource) -> None:
+        self.restarts[res.kind] += 1
+        if self.metrics is not None:
+            self.metrics.watch_restarted(res.kind)
+
+    def _relisted(self, res: Resource) -> None:
+        self.relists[res.kind] += 1
+        if self.metrics is not None:
+            self.metrics.relisted(res.kind)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2**attempt capped."""
+        d = min(self.backoff_max, self.backoff_base * (2 ** min(attempt, 30)))
+        return d * (0.5 + 0.5 * self.rng.random())
+
+    # ---- HTTP -------------------------------------------------------------------------
+    async def _get(self, path: str, query: list[tuple[str, str]], timeout) -> aiohttp.ClientResponse:
+        try:
+            return await self.api.call_api(path, "GET", query_params=query,
+                                           header_params={"Accept": "application/json"},
+                                           auth_settings=["BearerToken"], _preload_content=False,
+                                           _request_timeout=timeout)
+        except asyncio.TimeoutError:
+            raise WatchError("timeout", f"no answer within the timeout ({path})") from None
+        except aiohttp.ClientError as e:
+            raise WatchError("connection failed", f"{type(e).__name__}: {e}") from None
+
+    @staticmethod
+    async def _status_error(resp: aiohttp.ClientResponse, res: Resource) -> Exception:
+        try:
+            body = (await resp.read())[:500].decode("utf-8", "replace")
+        except Exception:
+            body = ""
+        finally:
+            resp.release()
+        if resp.status == 410:
+            return Gone(body)
+        if resp.status == 404 and res.optional:
+            return Absent(body)
+        return WatchError(f"http {resp.status}", body)
+
+    async def _list(self, res: Resource) -> tuple[list[dict], str]:
+        """Every object of the resource and the list's resourceVersion (paged; a 410 on a page lists again)."""
+        for _ in range(3):
+            items: list[dict] = []
+            cont = ""
+            try:
+                while True:
+                    query = [("limit", str(self.page_size))] if self.page_size else []
+                    if cont:
+                        query.append(("continue", cont))
+                    resp = await self._get(res.path, query, self.request_timeout)
+                    if resp.status != 200:
+                        raise await self._status_error(resp, res)
+                    try:
+                        raw = await resp.read()
+                    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+                        raise WatchError("list interrupted", f"{type(e).__name__}: {e}") from None
+                    finally:
+                        resp.release()
+                    try:
+                        body = orjson.loads(raw)
+                        page, meta = body["items"], body["metadata"]
+                        if not isinstance(page, list) or not isinstance(meta, dict):
+                            raise TypeError("items must be a list and metadata an object")
+                    except (orjson.JSONDecodeError, KeyError, TypeError) as e:
+                        raise WatchError("list undecodable", str(e)) from None
+                    items.extend(page or ())
+                    cont = meta.get("continue") or ""
+                    if not cont:
+                        return items, str(meta.get("resourceVersion") or "")
+            except Gone:
+                self._error(res, "list continue expired")
+                continue
+        raise WatchError("list continue expired", "three times in a row")
+
+    # ---- lists ------------------------------------------------------------------------
+    async def _first_list(self, res: Resource) -> tuple[list[dict] | None, str]:
+        attempt = 0
+        while True:
+            try:
+                items, rv = await self._list(res)
+                return items, rv
+            except Absent:
+                log.warning("%s (%s) is not served by the API server: none assumed; looked for again every %gs",
+                            res.plural, res.api_version, self.absent_retry)
+                return None, ""
+            except (WatchError, Gone) as e:
+                self._error(res, getattr(e, "cause", "list expired"), str(e))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:     # a bug must not stop the source: counted, logged, tried again
+                self._error(res, "internal error", f"{type(e).__name__}: {e}")
+                log.debug("internal error", exc_info=True)
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
+
+    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]], initial: bool) -> None:
+        """Reconcile each resource with its list in one bulk pass (no await inside: requests never
+        see half of it)."""
+        self.state.begin_bulk()
+        try:
+            for res, (items, rv) in lists:
+                self._reconcile(res, items or [], initial)
+                if items is not None:
+                    self.rv[res.kind] = rv
+        finally:
+            self.state.end_bulk()
+
+    def _reconcile(self, res: Resource, items: list, initial: bool) -> None:
+        known = self.known[res.kind]
+        listed: set[str] = set()
+        for obj in items:
+            if not isinstance(obj, dict):
+                self._skip(res, "list item is not an object")
+                continue
+            obj.setdefault("kind", res.kind)            # the API leaves them out of list items
+            obj.setdefault("apiVersion", res.api_version)
+            key, uid, rv = _key_of(obj)
+            if key:
+                listed.add(key)
+                seen = known.get(key)
+                if seen is not None and seen == (uid, rv) and rv:
+                    continue                            # unchanged since we last applied it
+            self._upsert(res, obj)
+        for key in [k for k in known if k not in listed]:
+            self._delete(res, key)
+
+    # ---- applying ---------------------------------------------------------------------
+    def _skip(self, res: Resource, reason: str) -> None:
+        self.state.skip(f"{res.kind}: {reason}")
+        self._error(res, "invalid object", reason)
+
+    def _upsert(self, res: Resource, obj: dict) -> None:
+        key, uid, rv = _key_of(obj)
+        known = self.known[res.kind]
+        old = known.get(key)
+        if old is not None and old[0] != uid:
+            self._delete(res, key)                      # same name, a new object: the old one is gone
+        try:
+            if obj.get("kind") != res.kind:
+                raise InvalidObject(res.kind, key or "?", f"kind {obj.get('kind')!r} in a {res.plural} watch")
+            apply_object(self.state, obj)
+        except InvalidObject as e:
+            self._skip(res, f"{e.name}: {e.reason}")
+            return
+        if key:
+            known[key] = (uid, rv)
+
+    def _delete(self, res: Resource, key: str) -> None:
+        seen = self.known[res.kind].pop(key, None)
+        if seen is None:
+            return          # never applied (it was invalid all along): nothing to take out
+        try:
+            apply_object(self.state, _stub(res, key, seen[0]), deleted=True)
+        except InvalidObject as e:     # cannot happen for a stub; counted if it does
+            self._skip(res, f"{e.name}: {e.reason}")
+
+    def _handle(self, res: Resource, event: object) -> None:
+        """Apply one watch event; raises Gone on a 410 ERROR, WatchError on anything unusable as an event."""
+        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+            raise WatchError("undecodable event", repr(event)[:200])
+        etype, obj = event.get("type"), event["object"]
+        if etype == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise Gone(str(obj.get("message") or ""))
+            raise WatchError(f"error event {code}", str(obj.get("message") or ""))
+        meta = obj.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        if etype == "BOOKMARK":
+            if not isinstance(rv, str) or not rv:
+                raise WatchError("undecodable event", "BOOKMARK without metadata.resourceVersion")
+            self.rv[res.kind] = rv
+            self.events[(res.kind, etype)] += 1
+            return
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            raise WatchError("undecodable event", f"unknown event type {etype!r}")
+        obj.setdefault("kind", res.kind)
+        obj.setdefault("apiVersion", res.api_version)
+        if etype == "DELETED":
+            key = _key_of(obj)[0]
+            if key:
+                self._delete(res, key)
+            else:
+                self._skip(res, "DELETED object without metadata.name")
+        else:
+            self._upsert(res, obj)
+        self.events[(res.kind, etype)] += 1
+        if isinstance(rv, str) and rv:
+            self.rv[res.kind] = rv
+
+    # ---- watching ---------------------------------------------------------------------
+    async def _watch_forever(self, res: Resource, absent: bool) -> None:
+        attempt = 0
+        while not self._stopping:
+            try:
+                if absent:
+                    await asyncio.sleep(self.absent_retry)
+                    items, rv = await self._list(res)
+                    self._apply_lists([(res, (items, rv))], initial=False)
+                    absent = False
+                    log.info("%s now served: %d listed", res.plural, len(items))
+                progressed = await self._watch_once(res)
+                self._restarted(res)
+                if progressed:
+                    attempt = 0
+                else:       # ended without a single event or bookmark: do not spin
+                    await asyncio.sleep(self._backoff(attempt))
+                    attempt += 1
+                continue
+            except Absent:
+                absent = True
+                self.rv.pop(res.kind, None)
+                continue
+            except Gone as e:
+                self._error(res, "expired", str(e) or "410 Gone")
+                try:
+                    items, rv = await self._list(res)
+                except Absent:
+                    absent = True
+                    self._apply_lists([(res, ([], ""))], initial=False)
+                    continue
+                except (WatchError, Gone) as e2:
+                    self._error(res, getattr(e2, "cause", "list expired"), str(e2))
+                    self.rv[res.kind] = ""          # still stale: list again after the backoff
+                    await asyncio.sleep(self._backoff(attempt))
+                    attempt += 1
+                    continue
+                self._apply_lists([(res, (items, rv))], initial=False)
+                self._relisted(res)
+                attempt = 0
+                continue
+            except WatchError as e:
+                self._error(res, e.cause, e.detail)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:      # a bug must not stop the source
+                self._error(res, "internal error", f"{type(e).__name__}: {e}")
+                log.debug("internal error", exc_info=True)
+            self._restarted(res)
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
+
+    async def _watch_once(self, res: Resource) -> bool:
+        """One watch request from the last resourceVersion; True if it handled an event or bookmark.
+        Returns when the server ends the stream; raises Gone, Absent or WatchError."""
+        rv = self.rv.get(res.kind) or ""
+        if not rv:
+            raise Gone("no resourceVersion to watch from")
+        seconds = max(1, int(self.watch_timeout * (1 + self.rng.random()) / 2)) if self.watch_timeout else 0
+        query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true")]
+        if seconds:
+            query.append(("timeoutSeconds", str(seconds)))
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout, sock_connect=self.request_timeout,
+                                        sock_read=self.read_timeout)
+        resp = await self._get(res.path, query, timeout)
+        progressed = False
+        try:
+            if resp.status != 200:
+                raise await self._status_error(resp, res)
+            content = resp.content
+            while True:
+                try:
+                    line = await content.readline()
+                except asyncio.TimeoutError:
+                    raise WatchError("watch idle", f"nothing for {self.read_timeout:g}s") from None
+                except (aiohttp.ClientError, ConnectionError) as e:
+                    raise WatchError("connection dropped", f"{type(e).__name__}: {e}") from None
+                except ValueError as e:         # a line longer than the read buffer
+                    raise WatchError("undecodable event", str(e)) from None
+                if not line:
+                    return progressed           # the server ended the watch (timeoutSeconds)
+                if not line.endswith(b"\n"):
+                    raise WatchError("connection dropped", "stream ended in the middle of an event")
+                if not line.strip():
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    raise WatchError("undecodable event", repr(line[:200])) from None
+                self._handle(res, event)
+                progressed = True
+        finally:
+            resp.release()

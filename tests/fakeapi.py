@@ -1,0 +1,728 @@
+"""A protocol-faithful fake kube-apiserver on 127.0.0.1, in-process (aiohttp), for the sync, writer and leader tests.
+
+Start it from a test (pytest-asyncio, the test's own event loop):
+
+    async with FakeApiServer() as api:              # or the `fake_api` fixture in tests/test_watch.py
+        api.url                                     # http://127.0.0.1:<free port>
+        path = api.kubeconfig_path(tmp_path)        # kubeconfig: this server, bearer token api.token
+        client = await api.api_client()             # a kubernetes_asyncio ApiClient loaded from that file
+        api.apply(obj)      # create or replace (emits ADDED / MODIFIED); returns the stored copy
+        api.delete("Pod", "team-a", "p1")           # emits DELETED; returns the last object (None if absent)
+        api.get("Pod", "team-a", "p1"), api.objects("Pod")
+        api.fault("drop", resource="pods", after=2) # the next pods watch drops its connection after 2 events
+        api.expire()                                # compaction: every resourceVersion so far is too old (410)
+        api.bookmark()                              # a BOOKMARK on every open watch that asked for them
+
+What it serves (the real API's paths and JSON; objects are stored as plain dicts):
+
+- core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
+  poddisruptionbudgets; kueue.x-k8s.io/v1beta1 resourceflavors, clusterqueues, cohorts (cluster-scoped)
+  and localqueues (namespaced); scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events;
+  coordination.k8s.io/v1 leases. Namespaced kinds answer at both /namespaces/{ns}/{plural} and the
+  all-namespaces collection /{plural}.
+- list: {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"}, "items"}. As the real API,
+  items of built-in kinds carry no kind/apiVersion (custom resources' items do). `limit` and `continue`
+  page through one snapshot taken at the first page; a continue token whose snapshot is older than the
+  compacted history answers 410 Expired, as does resourceVersionMatch=Exact with an expired version.
+- watch=1 (or ?watch=true): HTTP 200, chunked, one JSON event per line
+  {"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR", "object": ...}. From resourceVersion R it replays
+  the retained history after R, then live events; R empty or "0" starts with a synthetic ADDED per current
+  object. R older than the compacted history: one ERROR event whose object is the Status
+  {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: R (C)",
+  "reason":"Expired","code":410}, then the stream ends. allowWatchBookmarks=true gets a BOOKMARK
+  ({"kind", "apiVersion", "metadata": {"resourceVersion"}}) every `bookmark_interval` seconds and on
+  .bookmark(); timeoutSeconds ends the stream cleanly. fieldSelector/labelSelector are not supported.
+- One global resourceVersion counter (strings on the wire) shared by every kind; a bounded history of
+  `history` events; older versions expire (410) as with etcd compaction.
+- Writes, all answering the real Status JSON on errors (NotFound 404, AlreadyExists 409, Conflict 409,
+  TooManyRequests 429, Invalid 422):
+  - POST collection (create; 409 AlreadyExists), GET/PUT/PATCH/DELETE item. PUT with
+    metadata.resourceVersion different from the stored one is 409 Conflict ("the object has been
+    modified; ..."), so leases (coordination.k8s.io/v1) behave as leader election expects.
+    PATCH accepts application/merge-patch+json and application/strategic-merge-patch+json (a merge
+    patch; lists of conditions are merged by `type`) and application/json-patch+json is refused (415).
+  - POST pods/{name}/binding: a v1 Binding; sets spec.nodeName and the PodScheduled condition (MODIFIED),
+    answers 201 Status Success. 409 Conflict when spec.nodeName is already set — as the real API, also when
+    it is the same node (message: `pod NAME is already assigned to node "NODE"`), so a retrying writer must
+    read that 409 naming its own node as success. A metadata.uid precondition that does not match is 409.
+  - POST pods/{name}/eviction: a policy/v1 Eviction. Every PodDisruptionBudget in the pod's namespace whose
+    selector matches the pod's labels is checked (status.disruptionsAllowed when the test set it, else
+    computed from minAvailable / maxUnavailable over the matching Running pods); a budget with no
+    disruption left answers 429 TooManyRequests with cause DisruptionBudget, as the real API. A pod that is
+    not Running is evicted without the check. Otherwise the pod is deleted (DELETED) and 201 Status Success.
+  - PUT/PATCH pods/{name}/status and clusterqueues/{name}/status: only .status changes (MODIFIED).
+  - POST events (core v1 and events.k8s.io/v1): stored, 201; read them back with api.objects("Event").
+- Every request is recorded in api.requests as (method, path, query dict); api.writes holds
+  (method, path, body) of non-GET requests. A bearer token other than api.token is 401.
+
+Fault injection, api.fault(action, resource=None, verb=None, times=1, **params): the next `times` matching
+requests (resource plural such as "pods" or None for any; verb "list", "watch", "write" or None) get:
+  "drop"     watch: after `after` events (default 0), half an event is sent and the connection cut (no
+             terminating chunk), as when an apiserver or a load balancer goes away
+  "garbage"  watch: the line `line` (default b"{not json") is sent after `after` events, then it goes on
+  "hang"     the request gets no answer (watch: not even headers) until the server stops or api.release()
+  "slow"     watch: each event is delayed by `delay` seconds (default 0.2)
+  "error"    answers `code` (default 500) with a Status (reason InternalError for 500)
+  "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
+Faults are consumed in the order they were added; api.clear_faults() drops those not yet used.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import itertools
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    group: str          # "" for core
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def builtin(self) -> bool:
+        return not self.group.endswith("x-k8s.io")
+
+
+KINDS = [
+    Kind("Pod", "", "v1", "pods", True),
+    Kind("Node", "", "v1", "nodes", False),
+    Kind("Namespace", "", "v1", "namespaces", False),
+    Kind("Event", "", "v1", "events", True),
+    Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+    Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta1", "resourceflavors", False),
+    Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta1", "clusterqueues", False),
+    Kind("Cohort", "kueue.x-k8s.io", "v1beta1", "cohorts", False),
+    Kind("LocalQueue", "kueue.x-k8s.io", "v1beta1", "localqueues", True),
+    Kind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
+    Kind("Event", "events.k8s.io", "v1", "events", True),
+    Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
+]
+BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
+BY_KIND = {}
+for _k in KINDS:
+    BY_KIND.setdefault(_k.kind, _k)     # core v1 Event is "Event"; events.k8s.io's is stored apart (see _store_key)
+
+
+def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Success" if code < 300 else "Failure", "message": message, "reason": reason, "code": code}
+    if code < 300:
+        body.pop("reason")
+        body.pop("message")
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def _status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
+    return web.Response(status=code, body=orjson.dumps(status_body(code, reason, message, details)),
+                        content_type="application/json")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _copy(obj):
+    return orjson.loads(orjson.dumps(obj))
+
+
+def _merge(target, patch):
+    """RFC 7386 merge patch; lists of dicts with a `type` (conditions) are merged by type (strategic)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        elif k == "conditions" and isinstance(v, list) and isinstance(out.get(k), list):
+            merged = {c.get("type"): c for c in out[k] if isinstance(c, dict)}
+            for c in v:
+                if isinstance(c, dict):
+                    merged[c.get("type")] = {**merged.get(c.get("type"), {}), **c}
+            out[k] = list(merged.values())
+        else:
+            out[k] = _merge(out.get(k), v)
+    return out
+
+
+def _selector_matches(selector: dict | None, labels: dict) -> bool:
+    if not selector:
+        return False        # policy/v1: an empty selector matches nothing... (nil); {} matches all below
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+@dataclass
+class Fault:
+    action: str
+    resource: str | None
+    verb: str | None
+    times: int
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Watcher:
+    kind: Kind
+    namespace: str | None
+    queue: asyncio.Queue
+    bookmarks: bool
+
+
+class FakeApiServer:
+    def __init__(self, history: int = 1000, bookmark_interval: float = 60.0, token: str = "fake-token",
+                 page_snapshots: int = 16):
+        self.history_size = history
+        self.bookmark_interval = bookmark_interval
+        self.token = token
+        self.rv = 0
+        self.compacted = 0            # events with rv <= compacted are gone from the history
+        self.store: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}   # (group, plural) -> (ns, name) -> obj
+        self.history: deque = deque()   # (rv, Kind, namespace, type, obj)
+        self.watchers: list[_Watcher] = []
+        self.faults: list[Fault] = []
+        self.requests: list[tuple[str, str, dict]] = []
+        self.writes: list[tuple[str, str, object]] = []
+        self._snapshots: dict[str, tuple[int, list[dict]]] = {}
+        self._snapshot_limit = page_snapshots
+        self._snapshot_ids = itertools.count(1)
+        self._release = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.port = 0
+
+    # ---- lifecycle ------------------------------------------------------------------
+    async def start(self) -> "FakeApiServer":
+        app = web.Application(middlewares=[self._middleware])
+        app.router.add_route("*", "/api/{version}/{rest:.*}", self._handle)
+        app.router.add_route("*", "/apis/{group}/{version}/{rest:.*}", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        self._release.set()
+        for w in list(self.watchers):
+            w.queue.put_nowait(None)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self):
+        return await self.start()
+
+    async def __aexit__(self, *exc):
+        await self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def kubeconfig_path(self, directory) -> str:
+        """Write a kubeconfig for this server (bearer token) under `directory`; returns its path."""
+        path = Path(directory) / "fake-kubeconfig.yaml"
+        path.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+            f"clusters:\n- name: fake\n  cluster:\n    server: {self.url}\n"
+            "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n"
+            f"users:\n- name: fake\n  user:\n    token: {self.token}\n", encoding="utf-8")
+        return str(path)
+
+    async def api_client(self, directory=None):
+        """A kubernetes_asyncio ApiClient configured from this server's kubeconfig (caller closes it)."""
+        import tempfile
+
+        from kubernetes_asyncio import client, config
+
+        directory = directory or tempfile.mkdtemp(prefix="fakeapi-")
+        cfg = client.Configuration()
+        await config.load_kube_config(config_file=self.kubeconfig_path(directory), client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+    # ---- test-side API ----------------------------------------------------------------
+    @staticmethod
+    def kind_of(kind: str, api_version: str | None = None) -> Kind:
+        if api_version:
+            group, _, version = api_version.rpartition("/")
+            for k in KINDS:
+                if k.kind == kind and k.group == group:
+                    return k
+        return BY_KIND[kind]
+
+    def _table(self, k: Kind) -> dict:
+        return self.store.setdefault((k.group, k.plural), {})
+
+    def apply(self, obj: dict) -> dict:
+        """Create or replace an object as a controller would (no validation: bad objects are the point).
+        Sets uid, creationTimestamp and resourceVersion; emits ADDED or MODIFIED. Returns the stored copy."""
+        obj = _copy(obj)
+        k = self.kind_of(obj["kind"], obj.get("apiVersion"))
+        obj.setdefault("apiVersion", k.api_version)
+        meta = obj.setdefault("metadata", {})
+        ns = meta.get("namespace") or ("default" if k.namespaced else "")
+        if k.namespaced:
+            meta["namespace"] = ns
+        table = self._table(k)
+        old = table.get((ns, meta["name"]))
+        if old is not None:
+            meta.setdefault("uid", old["metadata"]["uid"])
+            meta.setdefault("creationTimestamp", old["metadata"].get("creationTimestamp"))
+        else:
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", _now())
+        return self._put(k, obj, "MODIFIED" if old is not None else "ADDED")
+
+    def delete(self, kind: str, namespace: str | None, name: str, api_version: str | None = None) -> dict | None:
+        k = self.kind_of(kind, api_version)
+        old = self._table(k).pop(((namespace or "default") if k.namespaced else "", name), None)
+        if old is None:
+            return None
+        old = _copy(old)
+        self._emit(k, old, "DELETED")
+        return old
+
+    def get(self, kind: str, namespace: str | None, name: str, api_version: str | None = None) -> dict | None:
+        k = self.kind_of(kind, api_version)
+        obj = self._table(k).get(((namespace or "default") if k.namespaced else "", name))
+        return _copy(obj) if obj is not None else None
+
+    def objects(self, kind: str, api_version: str | None = None) -> list[dict]:
+        k = self.kind_of(kind, api_version)
+        return [_copy(o) for _, o in sorted(self._table(k).items())]
+
+    def fault(self, action: str, resource: str | None = None, verb: str | None = None, times: int = 1,
+              **params) -> None:
+        assert action in ("drop", "garbage", "hang", "slow", "error", "gone"), action
+        self.faults.append(Fault(action, resource, verb, times, params))
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def release(self) -> None:
+        """Let every hanging request go (they then answer 503)."""
+        self._release.set()
+        self._release = asyncio.Event()
+
+    def expire(self) -> None:
+        """Compact: every resourceVersion up to now is too old for a watch (410 Expired)."""
+        self.compacted = self.rv
+        self.history.clear()
+
+    def bookmark(self) -> None:
+        for w in self.watchers:
+            if w.bookmarks:
+                w.queue.put_nowait(("BOOKMARK", self._bookmark_obj(w.kind)))
+
+    def drop_watches(self) -> None:
+        """Cut every open watch now (as an apiserver restart would)."""
+        for w in list(self.watchers):
+            w.queue.put_nowait(("DROP", None))
+
+    @property
+    def open_watches(self) -> int:
+        return len(self.watchers)
+
+    # ---- internals --------------------------------------------------------------------
+    def _put(self, k: Kind, obj: dict, etype: str) -> dict:
+        self.rv += 1
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(self.rv)
+        self._table(k)[(meta.get("namespace", "") if k.namespaced else "", meta["name"])] = obj
+        self._record(k, obj, etype)
+        return _copy(obj)
+
+    def _emit(self, k: Kind, obj: dict, etype: str) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self._record(k, obj, etype)
+
+    def _record(self, k: Kind, obj: dict, etype: str) -> None:
+        wire = _copy(obj)
+        wire.setdefault("kind", k.kind)
+        wire.setdefault("apiVersion", k.api_version)
+        ns = obj["metadata"].get("namespace", "")
+        self.history.append((self.rv, k, ns, etype, wire))
+        while len(self.history) > self.history_size:
+            self.compacted = self.history.popleft()[0]
+        for w in self.watchers:
+            if w.kind == k and (w.namespace is None or w.namespace == ns):
+                w.queue.put_nowait((etype, wire))
+
+    def _bookmark_obj(self, k: Kind) -> dict:
+        return {"kind": k.kind, "apiVersion": k.api_version, "metadata": {"resourceVersion": str(self.rv)}}
+
+    def _take_fault(self, plural: str, verb: str) -> Fault | None:
+        for f in self.faults:
+            if (f.resource is None or f.resource == plural) and (f.verb is None or f.verb == verb):
+                if f.action in ("drop", "garbage", "slow", "gone") and verb != "watch":
+                    continue
+                f.times -= 1
+                if f.times <= 0:
+                    self.faults.remove(f)
+                return f
+        return None
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler):
+        self.requests.append((request.method, request.path, dict(request.query)))
+        auth = request.headers.get("Authorization", "")
+        if self.token and auth != f"Bearer {self.token}":
+            return _status(401, "Unauthorized", "Unauthorized")
+        return await handler(request)
+
+    async def _hang(self) -> web.Response:
+        await self._release.wait()
+        return _status(503, "ServiceUnavailable", "released")
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        group = request.match_info.get("group", "")
+        version = request.match_info["version"]
+        parts = [p for p in request.match_info["rest"].split("/") if p]
+        ns = None
+        if len(parts) >= 2 and parts[0] == "namespaces" and (len(parts) >= 3 or (group, version, "namespaces") not in BY_PATH):
+            ns, parts = parts[1], parts[2:]
+        if not parts:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        k = BY_PATH.get((group, version, parts[0]))
+        if k is None:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        verb = "watch" if request.method == "GET" and name is None and \
+            request.query.get("watch") in ("1", "true") else "list" if request.method == "GET" and name is None \
+            else "get" if request.method == "GET" else "write"
+        f = self._take_fault(k.plural, verb)
+        if f is not None:
+            if f.action == "hang":
+                return await self._hang()
+            if f.action == "error":
+                code = f.params.get("code", 500)
+                reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests",
+                          403: "Forbidden", 404: "NotFound"}.get(code, "InternalError")
+                return _status(code, reason, f.params.get("message", f"injected error {code}"))
+        body = None
+        if request.method in ("POST", "PUT", "PATCH"):
+            raw = await request.read()
+            try:
+                body = orjson.loads(raw) if raw else None
+            except orjson.JSONDecodeError:
+                return _status(400, "BadRequest", "body is not JSON")
+            self.writes.append((request.method, request.path, body))
+        elif request.method == "DELETE":
+            self.writes.append((request.method, request.path, None))
+        if name is None:
+            if request.method == "GET":
+                if verb == "watch":
+                    return await self._watch(request, k, ns, f)
+                return self._list(request, k, ns)
+            if request.method == "POST":
+                return self._create(k, ns, body)
+            return _status(405, "MethodNotAllowed", "method not allowed on a collection")
+        key = ((ns or "default") if k.namespaced else "", name)
+        if sub == "binding" and k.kind == "Pod" and request.method == "POST":
+            return self._bind(k, key, body)
+        if sub == "eviction" and k.kind == "Pod" and request.method == "POST":
+            return self._evict(k, key, body)
+        if sub == "status" and request.method in ("PUT", "PATCH"):
+            return self._write_status(request, k, key, body)
+        if sub is not None:
+            return _status(404, "NotFound", f"subresource {sub} not served by the fake")
+        table = self._table(k)
+        obj = table.get(key)
+        if request.method == "GET":
+            return self._json(obj) if obj is not None else self._not_found(k, name)
+        if request.method == "DELETE":
+            if obj is None:
+                return self._not_found(k, name)
+            return self._json(self.delete(k.kind, key[0], name, k.api_version))
+        if request.method == "PUT":
+            if obj is None:
+                return self._not_found(k, name)
+            conflict = self._conflict(k, obj, body)
+            if conflict is not None:
+                return conflict
+            new = _copy(body)
+            new["metadata"]["uid"] = obj["metadata"]["uid"]
+            new["metadata"]["creationTimestamp"] = obj["metadata"].get("creationTimestamp")
+            if k.namespaced:
+                new["metadata"]["namespace"] = key[0]
+            return self._json(self._put(k, new, "MODIFIED"))
+        if request.method == "PATCH":
+            if obj is None:
+                return self._not_found(k, name)
+            if "json-patch" in request.content_type:
+                return _status(415, "UnsupportedMediaType", "json-patch is not supported by the fake")
+            new = _merge(obj, body)
+            new["metadata"]["name"] = name
+            return self._json(self._put(k, new, "MODIFIED"))
+        return _status(405, "MethodNotAllowed", "method not allowed")
+
+    def _json(self, obj: dict, status: int = 200) -> web.Response:
+        return web.Response(status=status, body=orjson.dumps(obj), content_type="application/json")
+
+    def _not_found(self, k: Kind, name: str) -> web.Response:
+        return _status(404, "NotFound", f'{k.plural} "{name}" not found',
+                       {"name": name, "group": k.group, "kind": k.plural})
+
+    def _conflict(self, k: Kind, obj: dict, body: dict) -> web.Response | None:
+        want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+        if want and want != obj["metadata"]["resourceVersion"]:
+            name = obj["metadata"]["name"]
+            return _status(409, "Conflict", f'Operation cannot be fulfilled on {k.plural}{"." + k.group if k.group else ""} '
+                           f'"{name}": the object has been modified; please apply your changes to the latest '
+                           "version and try again", {"name": name, "group": k.group, "kind": k.plural})
+        return None
+
+    def _create(self, k: Kind, ns: str | None, body) -> web.Response:
+        if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+            return _status(422, "Invalid", "object has no metadata")
+        meta = body["metadata"]
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        if not meta.get("name"):
+            return _status(422, "Invalid", "metadata.name: Required value")
+        if k.namespaced:
+            meta["namespace"] = ns or meta.get("namespace") or "default"
+        key = (meta.get("namespace", "") if k.namespaced else "", meta["name"])
+        if key in self._table(k):
+            return _status(409, "AlreadyExists", f'{k.plural} "{meta["name"]}" already exists',
+                           {"name": meta["name"], "group": k.group, "kind": k.plural})
+        body.setdefault("kind", k.kind)
+        body.setdefault("apiVersion", k.api_version)
+        meta.pop("resourceVersion", None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        return self._json(self._put(k, body, "ADDED"), 201)
+
+    def _list(self, request: web.Request, k: Kind, ns: str | None) -> web.Response:
+        q = request.query
+        token = q.get("continue")
+        if token:
+            try:
+                sid, start = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+                rv, items = self._snapshots[sid]
+            except Exception:
+                return _status(410, "Expired", "The provided continue parameter is too old to display a "
+                               "consistent list result. You can start a new list without the continue parameter.")
+            if rv < self.compacted:
+                self._snapshots.pop(sid, None)
+                return _status(410, "Expired", "The provided continue parameter is too old to display a "
+                               "consistent list result. You can start a new list without the continue parameter, "
+                               f"or use the continue token in this response to retrieve the remainder of the "
+                               f"results. Continuing with the provided token results in an inconsistent list.")
+        else:
+            want = q.get("resourceVersion")
+            if q.get("resourceVersionMatch") == "Exact" and want and want.isdigit() and int(want) < self.compacted:
+                return _status(410, "Expired", f"too old resource version: {want} ({self.compacted})")
+            items = [_copy(o) for key, o in sorted(self._table(k).items()) if ns is None or key[0] == ns]
+            if k.builtin:
+                for o in items:
+                    o.pop("kind", None)
+                    o.pop("apiVersion", None)
+            rv, start, sid = self.rv, 0, None
+        limit = int(q.get("limit") or 0)
+        meta: dict = {"resourceVersion": str(rv)}
+        page = items[start:start + limit] if limit else items[start:]
+        if limit and start + limit < len(items):
+            if not token:
+                sid = str(next(self._snapshot_ids))
+                self._snapshots[sid] = (rv, items)
+                while len(self._snapshots) > self._snapshot_limit:
+                    self._snapshots.pop(next(iter(self._snapshots)))
+            meta["continue"] = base64.urlsafe_b64encode(orjson.dumps([sid, start + limit])).decode()
+            meta["remainingItemCount"] = len(items) - start - limit
+        return self._json({"kind": f"{k.kind}List", "apiVersion": k.api_version, "metadata": meta, "items": page})
+
+    async def _watch(self, request: web.Request, k: Kind, ns: str | None, f: Fault | None) -> web.StreamResponse:
+        q = request.query
+        since = q.get("resourceVersion") or ""
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+        queue: asyncio.Queue = asyncio.Queue()
+        if since in ("", "0"):
+            for key, o in sorted(self._table(k).items()):
+                if ns is None or key[0] == ns:
+                    wire = _copy(o)
+                    wire.setdefault("kind", k.kind)
+                    wire.setdefault("apiVersion", k.api_version)
+                    queue.put_nowait(("ADDED", wire))
+        elif not since.isdigit() or int(since) < self.compacted or (f is not None and f.action == "gone"):
+            queue.put_nowait(("ERROR", status_body(410, "Expired",
+                                                   f"too old resource version: {since} ({self.compacted})")))
+            queue.put_nowait(None)
+        else:
+            for rv, hk, hns, etype, wire in self.history:
+                if rv > int(since) and hk == k and (ns is None or hns == ns):
+                    queue.put_nowait((etype, wire))
+        watcher = _Watcher(k, ns, queue, bookmarks)
+        self.watchers.append(watcher)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else None
+        sent = 0
+        after = f.params.get("after", 0) if f is not None else 0
+        try:
+            while True:
+                if f is not None and f.action == "drop" and sent >= after:
+                    await resp.write(b'{"type":"MODIFIED","obj')     # cut in the middle of an event,
+                    request.transport.close()                        # with no terminating chunk
+                    return resp
+                if f is not None and f.action == "garbage" and sent == after:
+                    await resp.write(f.params.get("line", b"{not json") + b"\n")
+                    sent += 1
+                    continue
+                wait = self.bookmark_interval if bookmarks else None
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        break
+                    wait = min(wait, left) if wait is not None else left
+                try:
+                    item = await asyncio.wait_for(queue.get(), wait) if wait is not None else await queue.get()
+                except asyncio.TimeoutError:
+                    if bookmarks and (deadline is None or loop.time() < deadline):
+                        item = ("BOOKMARK", self._bookmark_obj(k))
+                    else:
+                        break
+                if item is None:
+                    break
+                if item[0] == "DROP":
+                    await resp.write(b'{"type":"MODIFIED","obj')
+                    request.transport.close()
+                    return resp
+                if f is not None and f.action == "slow":
+                    await asyncio.sleep(f.params.get("delay", 0.2))
+                await resp.write(orjson.dumps({"type": item[0], "object": item[1]}) + b"\n")
+                sent += 1
+            await resp.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
+            if request.transport is not None:
+                request.transport.close()
+        finally:
+            if watcher in self.watchers:
+                self.watchers.remove(watcher)
+        return resp
+
+    # ---- subresources -----------------------------------------------------------------
+    def _bind(self, k: Kind, key, body) -> web.Response:
+        pod = self._table(k).get(key)
+        if pod is None:
+            return self._not_found(k, key[1])
+        target = ((body or {}).get("target") or {}).get("name")
+        if not target:
+            return _status(422, "Invalid", "Binding.target.name: Required value")
+        want_uid = ((body or {}).get("metadata") or {}).get("uid")
+        if want_uid and want_uid != pod["metadata"]["uid"]:
+            return _status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
+                           f"Precondition failed: UID in precondition: {want_uid}, "
+                           f"UID in object meta: {pod['metadata']['uid']}")
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            return _status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
+                           f'pod {key[1]} is already assigned to node "{current}"',
+                           {"name": key[1], "kind": "pods/binding"})
+        new = _copy(pod)
+        new.setdefault("spec", {})["nodeName"] = target
+        status = new.setdefault("status", {})
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"] + \
+            [{"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()}]
+        self._put(k, new, "MODIFIED")
+        return self._json(status_body(201, "", ""), 201)
+
+    def _evict(self, k: Kind, key, body) -> web.Response:
+        pod = self._table(k).get(key)
+        if pod is None:
+            return self._not_found(k, key[1])
+        if (pod.get("status") or {}).get("phase") == "Running":
+            labels = pod["metadata"].get("labels") or {}
+            pdbs = self._table(BY_KIND["PodDisruptionBudget"])
+            for (pns, pname), pdb in sorted(pdbs.items()):
+                selector = (pdb.get("spec") or {}).get("selector")
+                if pns != key[0] or selector is None or not (selector == {} or _selector_matches(selector, labels)):
+                    continue
+                allowed, needs, healthy = self._disruptions_allowed(pdb, key[0])
+                if allowed <= 0:
+                    return _status(429, "TooManyRequests",
+                                   "Cannot evict pod as it would violate the pod's disruption budget.",
+                                   {"causes": [{"reason": "DisruptionBudget",
+                                                "message": f"The disruption budget {pname} needs {needs} healthy "
+                                                           f"pods and has {healthy} currently"}]})
+        self.delete("Pod", key[0], key[1])
+        return self._json(status_body(201, "", ""), 201)
+
+    def _disruptions_allowed(self, pdb: dict, ns: str) -> tuple[int, int, int]:
+        spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
+        selector = spec.get("selector") or {}
+        pods = [p for (pns, _), p in self._table(BY_KIND["Pod"]).items()
+                if pns == ns and (selector == {} or _selector_matches(selector, p["metadata"].get("labels") or {}))]
+        expected = len(pods)
+        healthy = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running"
+                      and not p["metadata"].get("deletionTimestamp"))
+
+        def count(v):
+            if isinstance(v, str) and v.endswith("%"):
+                return -(-int(v[:-1]) * expected // 100)
+            return int(v)
+
+        if "minAvailable" in spec:
+            needs = count(spec["minAvailable"])
+        elif "maxUnavailable" in spec:
+            needs = expected - count(spec["maxUnavailable"])
+        else:
+            needs = expected
+        if "disruptionsAllowed" in status:
+            return int(status["disruptionsAllowed"]), needs, healthy
+        return healthy - needs, needs, healthy
+
+    def _write_status(self, request: web.Request, k: Kind, key, body) -> web.Response:
+        obj = self._table(k).get(key)
+        if obj is None:
+            return self._not_found(k, key[1])
+        if not isinstance(body, dict):
+            return _status(400, "BadRequest", "body must be an object")
+        new = _copy(obj)
+        if request.method == "PUT":
+            conflict = self._conflict(k, obj, body)
+            if conflict is not None:
+                return conflict
+            new["status"] = body.get("status") or {}
+        else:
+            if "json-patch" in request.content_type:
+                return _status(415, "UnsupportedMediaType", "json-patch is not supported by the fake")
+            new["status"] = _merge(obj.get("status") or {}, body.get("status") or {})
+        return self._json(self._put(k, new, "MODIFIED"))
