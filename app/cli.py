@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import logging
 import os
+import socket
 import sys
 
 from .config import ConfigError, Configuration, decode_configuration, load_configuration
@@ -82,7 +84,9 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
         extender = Extender(state, make_writer(api_client, state))
         source = WatchSource(api_client, state, metrics=attach(extender).metrics)
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
-        app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval)
+        elector = _elector(args, api_client)
+        app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
+                         leading=(lambda: elector.leading) if elector else None)
         server = uvicorn.Server(uvicorn.Config(_with_liveness(app, lambda: source.alive), host=args.host,
                                                port=args.port, log_level=args.log_level, access_log=False,
                                                log_config=None, **(tls or {})))
@@ -90,13 +94,31 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
         source.start()
+        electing = asyncio.create_task(elector.run()) if elector else None
         try:
             await server.serve()
         finally:
+            if elector:
+                elector.stop()
+                await electing
             await source.stop()
     finally:
         await api_client.close()
     return 0
+
+
+def _elector(args: argparse.Namespace, api_client):
+    """Leader election on the Lease --lease (namespace/name) when --leader-elect, or in a pod of the
+    Deployment (POD_NAME from the downward API): replicas keep in sync, one answers the verbs."""
+    if not (args.leader_elect or os.environ.get("POD_NAME")):
+        return None
+    from .leader import LeaderElector
+
+    namespace, _, name = args.lease.rpartition("/")
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    return LeaderElector(api_client, namespace or os.environ.get("POD_NAMESPACE", "quotient-system"), name, identity,
+                         lease_seconds=args.lease_seconds, renew_seconds=args.lease_seconds * 2 / 3,
+                         retry_seconds=max(0.2, args.lease_seconds / 7))
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -187,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--kubeconfig", help="list+watch this cluster (kubeconfig file) instead of a snapshot; in a pod "
                    "(KUBERNETES_SERVICE_HOST set) without --snapshot, the service account is used")
     s.add_argument("--config", help="Configuration file (quotient.dev/v1alpha1)")
+    s.add_argument("--leader-elect", action="store_true",
+                   help="with --kubeconfig: only the holder of --lease answers the verbs (on by default in a pod "
+                        "that has POD_NAME set)")
+    s.add_argument("--lease", default="quotient", help="[namespace/]name of the coordination.k8s.io Lease "
+                   "(namespace: POD_NAMESPACE, else quotient-system)")
+    s.add_argument("--lease-seconds", type=float, default=15.0, help="lease duration; renewals every 1/7 of it")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8888)
     s.add_argument("--path-prefix", default=None, help="prefix of the verb paths, e.g. /scheduler")

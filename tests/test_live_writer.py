@@ -1,0 +1,200 @@
+"""The live writer (app/act/kube.py) and leader election (app/leader.py) against tests/fakeapi.py.
+
+Writes are idempotent and retried; a PodDisruptionBudget's 429 is refused, not retried; victims
+get a DisruptionTarget condition and an Event naming the preemptor; `kubectl get clusterqueues`
+reads the status Quotient publishes. One replica leads; a leader that cannot renew steps down.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.act.kube import KubeWriter
+from app.act.writer import WriteError
+from app.leader import LeaderElector
+from app.objects.pod import decode_pod
+from fakeapi import FakeApiServer
+
+
+def pod_obj(name: str, node: str = "", labels: dict | None = None) -> dict:
+    spec = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+            "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}", "labels": labels or {}},
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+@pytest.fixture
+async def fake(tmp_path):
+    async with FakeApiServer() as api:
+        client = await api.api_client(tmp_path)
+        try:
+            yield api, client
+        finally:
+            await client.close()
+
+
+async def test_bind_writes_the_binding_and_a_retry_of_it_is_harmless(fake):
+    api, client = fake
+    api.apply(pod_obj("p"))
+    writer = KubeWriter(client, state=None)
+    pod = decode_pod(pod_obj("p"))
+    await writer.bind(pod, "node-1")
+    assert api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "node-1"
+    await writer.bind(pod, "node-1")                      # the API answers 409 naming our node: success
+    with pytest.raises(WriteError, match="binding team-a/p to node-2"):
+        await writer.bind(pod, "node-2")
+    assert writer.failures["binding"] == 1
+
+
+async def test_bind_is_retried_through_a_server_error(fake):
+    api, client = fake
+    api.apply(pod_obj("p"))
+    api.fault("error", resource="pods", verb="write", times=1)
+    await KubeWriter(client, state=None).bind(decode_pod(pod_obj("p")), "node-1")
+    assert api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "node-1"
+
+
+async def test_eviction_says_who_and_why_then_evicts_and_a_retry_is_harmless(fake):
+    api, client = fake
+    api.apply(pod_obj("victim", node="node-1"))
+    writer = KubeWriter(client, state=None)
+    victim = decode_pod(pod_obj("victim", node="node-1"))
+    message = "Preempted to accommodate pod team-b/b1 (UID: uid-b1) due to reclamation within the cohort"
+    status_writes = []
+    await writer.evict(victim, "InCohortReclamation", message)
+    assert api.get("Pod", "team-a", "victim") is None
+    status_writes = [b for m, p, b in api.writes if p.endswith("/pods/victim/status")]
+    assert status_writes and status_writes[0]["status"]["conditions"][0]["reason"] == "InCohortReclamation"
+    events = api.objects("Event", "events.k8s.io/v1")
+    assert any(e.get("reason") == "InCohortReclamation" and "uid-b1" in e.get("note", "") for e in events)
+    await writer.evict(victim, "InCohortReclamation", message)       # already gone (404): success
+
+
+async def test_eviction_refused_by_a_pod_disruption_budget_is_not_forced(fake):
+    api, client = fake
+    api.apply(pod_obj("guarded", node="node-1", labels={"app": "db"}))
+    api.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "db", "namespace": "team-a"},
+               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+    writer = KubeWriter(client, state=None)
+    with pytest.raises(WriteError, match="PodDisruptionBudget"):
+        await writer.evict(decode_pod(pod_obj("guarded", node="node-1", labels={"app": "db"})), "InClusterQueue", "m")
+    assert api.get("Pod", "team-a", "guarded") is not None
+    assert writer.failures["eviction"] == 1
+
+
+async def test_cluster_queue_status_tells_kubectl_the_usage(fake, load_extender):
+    api, client = fake
+    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
+                         / "reclaim.yaml").read_text())
+    for name in ext.state.cluster_queues:
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
+                   "spec": {}})
+    written = await KubeWriter(client, ext.state).publish_status()
+    assert written == 2
+    status = api.get("ClusterQueue", None, "team-a-cq")["status"]
+    usage = {r["name"]: r for f in status["flavorsUsage"] for r in f["resources"]}
+    assert usage["cpu"]["total"] == "21000m" and usage["cpu"]["borrowed"] == "12000m"
+    assert status["admittedWorkloads"] == 7 and status["fairSharing"]["weightedShare"] > 0
+
+
+async def test_one_replica_leads_and_a_stopped_leader_hands_over(fake):
+    api, client = fake
+    a = LeaderElector(client, "quotient-system", "quotient", "replica-a", lease_seconds=1, renew_seconds=0.8,
+                      retry_seconds=0.1)
+    b = LeaderElector(client, "quotient-system", "quotient", "replica-b", lease_seconds=1, renew_seconds=0.8,
+                      retry_seconds=0.1)
+    run_a = asyncio.create_task(a.run())
+    await asyncio.sleep(0.3)
+    run_b = asyncio.create_task(b.run())
+    await asyncio.sleep(0.5)
+    assert a.leading and not b.leading
+    a.stop()
+    await run_a                                        # steps down: its lease is released at once
+    for _ in range(40):
+        if b.leading:
+            break
+        await asyncio.sleep(0.1)
+    assert b.leading and not a.leading
+    assert api.get("Lease", "quotient-system", "quotient")["spec"]["holderIdentity"] == "replica-b"
+    b.stop()
+    await run_b
+
+
+async def test_a_leader_that_cannot_renew_stops_leading_at_once(fake):
+    api, client = fake
+    a = LeaderElector(client, "quotient-system", "quotient", "replica-a", lease_seconds=2, renew_seconds=0.6,
+                      retry_seconds=0.1)
+    run_a = asyncio.create_task(a.run())
+    await asyncio.sleep(0.3)
+    assert a.leading
+    api.fault("error", resource="leases", times=100)   # the apiserver fails every renewal
+    await asyncio.sleep(1.0)
+    assert not a.leading                               # before its 2 s lease could have expired elsewhere
+    api.clear_faults()
+    a.stop()
+    await run_a
+
+
+async def test_two_replicas_one_leads_and_hands_over(tmp_path):
+    """High availability with the real CLI: two `quotient serve --kubeconfig --leader-elect` on one Lease;
+    exactly one is ready and answers the verbs, the standby answers 503; when the leader stops, the
+    standby takes the lease and answers."""
+    import time
+
+    import httpx
+
+    from serving import QUOTIENT_BIN, free_port
+
+    async with FakeApiServer() as api:
+        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        procs, ports = [], []
+        for name in ("replica-a", "replica-b"):
+            port = free_port()
+            log = open(tmp_path / f"{name}.log", "wb")
+            procs.append(await asyncio.create_subprocess_exec(
+                str(QUOTIENT_BIN), "serve", "--kubeconfig", api.kubeconfig_path(tmp_path), "--port", str(port),
+                "--leader-elect", "--lease", "quotient-system/quotient", "--lease-seconds", "2",
+                stdout=log, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL))
+            ports.append(port)
+            await asyncio.sleep(1.0 if name == "replica-a" else 0)
+        body = {"Pod": {"metadata": {"name": "p", "namespace": "team-a", "uid": "u-p"}}, "Nodes": None,
+                "NodeNames": []}
+        try:
+            async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
+                async def states() -> list:
+                    out = []
+                    for port in ports:
+                        try:
+                            ready = (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code
+                            verb = (await http.post(f"http://127.0.0.1:{port}/filter", json=body)).status_code
+                        except httpx.TransportError:
+                            ready = verb = None
+                        out.append((ready, verb))
+                    return out
+
+                deadline = time.monotonic() + 20
+                while set(await states()) != {(200, 200), (503, 503)}:
+                    assert time.monotonic() < deadline, [(tmp_path / f).read_text() for f in ("replica-a.log",
+                                                                                             "replica-b.log")]
+                    await asyncio.sleep(0.2)
+                leader = [s[0] for s in await states()].index(200)
+                procs[leader].terminate()
+                await procs[leader].wait()
+                other = 1 - leader
+                deadline = time.monotonic() + 20
+                while (await states())[other] != (200, 200):
+                    assert time.monotonic() < deadline, (tmp_path / "replica-b.log").read_text()
+                    await asyncio.sleep(0.2)
+        finally:
+            for p in procs:
+                if p.returncode is None:
+                    p.terminate()
+                    try:
+                        await asyncio.wait_for(p.wait(), 10)
+                    except asyncio.TimeoutError:
+                        p.kill()
+                        await p.wait()
