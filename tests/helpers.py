@@ -202,3 +202,59 @@ def decide_pod(state: ClusterState, obj: dict, offered=None):
         nodes = OfferedNodes(sorted(offered))
         has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
     return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
+
+
+# ---- YAML snapshots (for the HTTP tests that load an Extender from text) ---------------------
+
+# ClusterQueue cq ({quota} CPUs of default-flavor, {strategy}, {preemption}) behind LocalQueue q in
+# team-a; format() it, then add nodes (NODE_YAML) and pods (with_pods).
+ONE_QUEUE_YAML = """
+apiVersion: v1
+kind: Namespace
+metadata: {{name: team-a}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: default-flavor}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: cq}}
+spec:
+  namespaceSelector: {{}}
+  queueingStrategy: {strategy}{preemption}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{{name: cpu, nominalQuota: {quota}}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: q, namespace: team-a}}
+spec: {{clusterQueue: cq}}
+"""
+
+NODE_YAML = """
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}}}
+status: {{allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}}}
+"""
+
+
+def one_queue_yaml(quota: int, strategy: str = "BestEffortFIFO", preemption: str = "",
+                   nodes=("n1", "n2"), node_cpu: int = 8) -> str:
+    """ONE_QUEUE_YAML with its nodes; preemption is a flow mapping for the ClusterQueue's spec.preemption."""
+    text = ONE_QUEUE_YAML.format(quota=quota, strategy=strategy,
+                                 preemption=f"\n  preemption: {preemption}" if preemption else "")
+    return text + "".join(NODE_YAML.format(name=n, cpu=node_cpu) for n in nodes)
+
+
+def with_pods(text: str, pods) -> str:
+    """A snapshot text followed by the given pods (bodies without apiVersion/kind), in order."""
+    import yaml
+
+    return text + "".join("\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
+                          for p in pods)

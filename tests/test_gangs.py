@@ -23,6 +23,7 @@ import pytest
 
 from app.core import gangs
 from app.objects.pod import decode_pod
+from helpers import NODE_YAML, one_queue_yaml, with_pods
 
 CPU = 1000
 Gi = 2**30
@@ -30,46 +31,13 @@ KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 COSCHEDULING = "scheduling.x-k8s.io/pod-group"
 
-# Two 8-CPU nodes, one flavor without nodeLabels (every node), LocalQueues q and q2 of ClusterQueue cq
-# whose cpu quota is {quota}; {strategy} is the queueingStrategy.
-BASE = """
-apiVersion: v1
-kind: Namespace
-metadata: {{name: team-a}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: default-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: cq}}
-spec:
-  namespaceSelector: {{}}
-  queueingStrategy: {strategy}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{{name: cpu, nominalQuota: {quota}}}]
+# LocalQueue q2 of ClusterQueue cq, next to helpers.ONE_QUEUE_YAML's q.
+SECOND_QUEUE = """
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
-metadata: {{name: q, namespace: team-a}}
-spec: {{clusterQueue: cq}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: q2, namespace: team-a}}
-spec: {{clusterQueue: cq}}
-"""
-
-NODE = """
----
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}}}
-status: {{allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}}}
+metadata: {name: q2, namespace: team-a}
+spec: {clusterQueue: cq}
 """
 
 PODGROUP = """
@@ -83,15 +51,8 @@ spec: {{minMember: {min_member}}}
 
 def snapshot(quota: int = 32, nodes=("n1", "n2"), node_cpu: int = 8, strategy: str = "BestEffortFIFO",
              pending: list[dict] = (), extra: str = "") -> str:
-    """BASE with the nodes, optional extra documents, and pending pods (as YAML, in order)."""
-    import yaml
-
-    text = BASE.format(quota=quota, strategy=strategy)
-    text += "".join(NODE.format(name=n, cpu=node_cpu) for n in nodes)
-    text += extra
-    for p in pending:
-        text += "\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
-    return text
+    """Two queues (q, q2) on cq, the nodes, optional extra documents, and pending pods (in order)."""
+    return with_pods(one_queue_yaml(quota, strategy, nodes=nodes, node_cpu=node_cpu) + SECOND_QUEUE + extra, pending)
 
 
 def member(kit, name: str, group: str = "g", total: int | None = 3, cpu: str = "3", *, queue: str = "q",
@@ -532,8 +493,8 @@ async def test_fixed_member_reserved_on_a_node_its_selector_excludes(kit, load_e
     g0 = member(kit, "g-0", total=2, cpu="6", created=1)
     g1 = member(kit, "g-1", total=2, cpu="6", created=0)
     g1["spec"]["nodeSelector"] = {"zone": "b"}
-    zoned = (NODE.format(name="n1", cpu=8).replace("{name: n1}", "{name: n1, labels: {zone: a}}")
-             + NODE.format(name="n2", cpu=8).replace("{name: n2}", "{name: n2, labels: {zone: b}}"))
+    zoned = (NODE_YAML.format(name="n1", cpu=8).replace("{name: n1}", "{name: n1, labels: {zone: a}}")
+             + NODE_YAML.format(name="n2", cpu=8).replace("{name: n2}", "{name: n2, labels: {zone: b}}"))
     ext = load_extender(snapshot(nodes=(), extra=zoned, pending=[g1]))
     async with api(ext) as client:
         await client.post("/filter", json=kit.filter(g0, ALL))
@@ -555,10 +516,6 @@ async def test_fixed_member_bound_to_another_members_reserved_node(kit, load_ext
 
 # ---- gang preemption (ACK seed: the whole gang or nothing) -----------------------------------------------------
 
-PREEMPTING = BASE.replace("  queueingStrategy: {strategy}\n",
-                          "  queueingStrategy: {strategy}\n  preemption: {{withinClusterQueue: LowerPriority}}\n")
-
-
 def running(name: str, node: str, cpu: str, priority: int = 10, created: int = 1) -> dict:
     return {"metadata": {"name": name, "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"},
                          "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z"},
@@ -567,11 +524,8 @@ def running(name: str, node: str, cpu: str, priority: int = 10, created: int = 1
 
 
 def preempting_snapshot(pods: list[dict], quota: int = 16) -> str:
-    import yaml
-    text = PREEMPTING.format(quota=quota, strategy="BestEffortFIFO")
-    text += "".join(NODE.format(name=n, cpu=8) for n in ("n1", "n2"))
-    return text + "".join("\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
-                          for p in pods)
+    """One queue whose ClusterQueue preempts LowerPriority within itself, two 8-CPU nodes, the pods."""
+    return with_pods(one_queue_yaml(quota, preemption="{withinClusterQueue: LowerPriority}"), pods)
 
 
 async def test_gang_preemption_takes_victims_for_every_member_at_once(kit, load_extender, api):

@@ -37,6 +37,7 @@ from app.core.readiness import PODS_READY_TIMEOUT, Readiness, Requeue
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
+from helpers import one_queue_yaml, with_pods
 
 CPU = 1000
 T0 = parse_time("2026-01-01T00:00:00Z")     # pods are created from here on
@@ -44,45 +45,6 @@ START = T0 + 100                             # the clock when a test starts
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 ALL = ["n1", "n2"]
-
-# Two 8-CPU nodes; ClusterQueue cq ({quota} CPUs, {strategy}) behind LocalQueue q in team-a.
-BASE = """
-apiVersion: v1
-kind: Namespace
-metadata: {{name: team-a}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: default-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: cq}}
-spec:
-  namespaceSelector: {{}}
-  queueingStrategy: {strategy}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{{name: cpu, nominalQuota: {quota}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: q, namespace: team-a}}
-spec: {{clusterQueue: cq}}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n1}}
-status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}}}
----
-apiVersion: v1
-kind: Node
-metadata: {{name: n2}}
-status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}}}
-"""
-
 
 # ---- builders -------------------------------------------------------------------------------------------
 
@@ -109,12 +71,8 @@ class Recorder:
 
 
 def snapshot(quota: int = 8, strategy: str = "BestEffortFIFO", pending: list[dict] = ()) -> str:
-    import yaml
-
-    text = BASE.format(quota=quota, strategy=strategy)
-    for p in pending:
-        text += "\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
-    return text
+    """ClusterQueue cq ({quota} CPUs) behind LocalQueue q in team-a, two 8-CPU nodes, the pending pods."""
+    return with_pods(one_queue_yaml(quota, strategy), pending)
 
 
 def build(build_extender, kit, config: Configuration, **snap):
