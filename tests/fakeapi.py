@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import itertools
 import uuid
 from collections import deque
@@ -541,8 +540,8 @@ class FakeApiServer:
                 self._snapshots.pop(sid, None)
                 return _status(410, "Expired", "The provided continue parameter is too old to display a "
                                "consistent list result. You can start a new list without the continue parameter, "
-                               f"or use the continue token in this response to retrieve the remainder of the "
-                               f"results. Continuing with the provided token results in an inconsistent list.")
+                               "or use the continue token in this response to retrieve the remainder of the "
+                               "results. Continuing with the provided token results in an inconsistent list.")
         else:
             want = q.get("resourceVersion")
             if q.get("resourceVersionMatch") == "Exact" and want and want.isdigit() and int(want) < self.compacted:

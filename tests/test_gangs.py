@@ -19,7 +19,6 @@ as the watch would have listed them.
 """
 from __future__ import annotations
 
-import pytest
 
 from app.core import gangs
 from app.objects.pod import decode_pod

@@ -145,7 +145,7 @@ def serve_tls(pki: Path, *tls_args: str, ready_within: float = 20.0):
 def _refused(call) -> bool:
     """True when the request fails: the handshake is refused or the connection is closed."""
     try:
-        r = call()
+        call()
     except (httpx.TransportError, ssl.SSLError, ConnectionError):
         return True
     return False  # any answer, even an error status, means the connection was accepted

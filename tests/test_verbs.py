@@ -1,7 +1,6 @@
 """The four verbs through HTTP on small snapshots: flavors, quota refusals, exact accounting, bind."""
 from __future__ import annotations
 
-import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration

@@ -183,6 +183,24 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
+def stats(lat: list[float]) -> dict:
+    """Latencies in seconds -> p50, p99, max and mean in milliseconds, and the count."""
+    return {"p50": percentile(lat, 50) * 1000, "p99": percentile(lat, 99) * 1000,
+            "max": max(lat) * 1000, "mean": sum(lat) / len(lat) * 1000, "n": len(lat)}
+
+
+def source_version() -> str:
+    """The commit measured, and whether app/ had uncommitted changes (figures move with the code)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "app"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "commit unknown"
+    return f"commit {head or 'unknown'}" + (" + uncommitted changes in app/" if dirty else "")
+
+
 def wire_pod(name: str, uid: str, namespace: str, created: str) -> dict:
     """The pod of filter-nodecache-true.request.json, renamed into a bench queue, cpu 100m."""
     if WIRE_FILTER.exists():
@@ -244,11 +262,12 @@ def timed_load(path: str) -> tuple[float, int, int, int]:
     return (seconds, *counts)
 
 
-def start_server(snapshot: str, workdir: str) -> tuple[subprocess.Popen, int, str]:
+def start_server(snapshot: str, workdir: str, script: str = __file__) -> tuple[subprocess.Popen, int, str]:
+    """`python script --serve snapshot --port P` in the background, its output in workdir/server.log."""
     port = free_port()
     log_path = os.path.join(workdir, "server.log")
     log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", snapshot, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, script, "--serve", snapshot, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
     return proc, port, log_path
 

@@ -93,11 +93,6 @@ def undo(state, uids: list[str]) -> None:
         state.drop_reservation(uid)
 
 
-def stats(lat: list[float]) -> dict:
-    return {"p50": be.percentile(lat, 50) * 1000, "p99": be.percentile(lat, 99) * 1000,
-            "max": max(lat) * 1000, "mean": sum(lat) / len(lat) * 1000, "n": len(lat)}
-
-
 def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=None) -> dict:
     from app.core import gangs
 
@@ -170,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Quotient pod-group benchmark ({'quick' if a.quick else 'full'}): {params.nodes} nodes, "
           f"{params.queues} ClusterQueues, {pods} running pods; a group of {a.members} members "
           f"(cpu {CPU}, memory {MEMORY}) in {NAMESPACE}/user-queue ({QUEUE}, generous quota); "
-          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {source_version()}", flush=True)
+          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {be.source_version()}", flush=True)
 
     from app.api.app import create_app
     from app.cli import build_from_snapshot
@@ -206,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     before = fingerprint(state, uids)
     with GcCount() as gc_a:
         ra = run_place(state, members, flavor_nodes, runs, warmup)
-    sa = stats(ra["lat"])
+    sa = be.stats(ra["lat"])
     placed = ra["placed"]
     place_ok = placed is not None and len(placed) == len(members)
     spread = len(set(placed.values())) if placed else 0
@@ -222,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     body = orjson.dumps({"Pod": pod_obj, "Nodes": None, "NodeNames": sorted(state.nodes)})
     with GcCount() as gc_b:
         rb = run_filter(extender, body, first.uid, uids, runs, warmup)
-    sb = stats(rb["lat"])
+    sb = be.stats(rb["lat"])
     print(f"b. first-member filter (Extender.filter, {len(state.nodes)} NodeNames: decide + placement + "
           f"{len(members)} holds and reservations + journal): p50 {sb['p50']:.2f} ms, p99 {sb['p99']:.2f} ms, "
           f"max {sb['max']:.2f} ms, mean {sb['mean']:.2f} ms ({sb['n']} runs after {warmup} warm-up; "
@@ -241,12 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     uids2 = [m.uid for m in second]
     with GcCount() as gc_c:
         rc = run_place(state, second, flavor_nodes, runs, warmup)
-    sc = stats(rc["lat"])
+    sc = be.stats(rc["lat"])
     body2 = orjson.dumps({"Pod": {k: v for k, v in second_docs[0].items() if k not in ("apiVersion", "kind")},
                           "Nodes": None, "NodeNames": sorted(state.nodes)})
     with GcCount() as gc_d:
         rd = run_filter(extender, body2, second[0].uid, uids2, runs, warmup)
-    sd = stats(rd["lat"])
+    sd = be.stats(rd["lat"])
     over = overcommitted(state, second, rc["placed"] or {})
     print(f"c. with the first group's {held_first} holds in force, the second group's placement simulation: "
           f"p50 {sc['p50']:.2f} ms, p99 {sc['p99']:.2f} ms, max {sc['max']:.2f} ms ({sc['n']} runs; "
@@ -342,19 +337,6 @@ class GcCount:
 
     def summary(self) -> str:
         return (f"GC: {len(self.pauses)} collections, longest {max(self.pauses, default=0) * 1000:.1f} ms")
-
-
-def source_version() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "app"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "commit unknown"
-    return f"commit {head or 'unknown'}" + (" + uncommitted changes in app/" if dirty else "")
 
 
 if __name__ == "__main__":

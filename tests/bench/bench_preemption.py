@@ -295,11 +295,6 @@ def run_preempt(extender, dry_run: dict[str, str], calls: int, warmup: int,
     return {"lat": lat, "cpu": cpu, "bad": bad, "nodes": nodes, "victims": victims}
 
 
-def stats(lat: list[float]) -> dict:
-    return {"p50": be.percentile(lat, 50) * 1000, "p99": be.percentile(lat, 99) * 1000,
-            "max": max(lat) * 1000, "mean": sum(lat) / len(lat) * 1000, "n": len(lat)}
-
-
 def profiled(label: str, run, calls: int, top: int = 22) -> str:
     """cProfile around the timed calls only; each function's own (tottime) and cumulative time as a
     share of the profiled calls' total."""
@@ -363,14 +358,6 @@ def serve(snapshot: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def start_server(snapshot: str, workdir: str) -> tuple[subprocess.Popen, int, str]:
-    port = be.free_port()
-    log_path = os.path.join(workdir, "server.log")
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", snapshot, "--port", str(port)],
-                            stdout=open(log_path, "wb"), stderr=subprocess.STDOUT, cwd=str(ROOT))
-    return proc, port, log_path
-
-
 def run_http(client, path: str, make, check, calls: int, warmup: int) -> dict:
     lat, bad = [], []
     before = client.get("/bench/_fingerprint").json()["fingerprint"]
@@ -416,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()[0]
     print(f"Quotient preemption benchmark ({'quick' if quick else 'full'}): {params.nodes} nodes, "
           f"{params.queues} ClusterQueues in {params.cohorts} cohorts, {pods} running pods; "
-          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {source_version()}", flush=True)
+          f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {be.source_version()}", flush=True)
 
     workdir_obj = tempfile.TemporaryDirectory(prefix="quotient-bench-preempt-")
     workdir = workdir_obj.name
@@ -438,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
 
     proc = None
     if not a.no_http:
-        proc, port, log_path = start_server(snapshot, workdir)
+        proc, port, log_path = be.start_server(snapshot, workdir, __file__)
     try:
         t0 = time.perf_counter()
         extender = build_from_snapshot(snapshot)
@@ -457,23 +444,23 @@ def main(argv: list[str] | None = None) -> int:
 
         with GcWatch() as gc_a:
             ra = run_reclaim(extender, offered_json, calls, warmup, watch=gc_a)
-        sa = stats(ra["lat"])
+        sa = be.stats(ra["lat"])
         v = ra["victims"]
         print(f"a. reclaim decision (Extender.filter, {len(info['offered'])} NodeNames), in-process: "
               f"p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, mean {sa['mean']:.2f} ms "
               f"({sa['n']} calls after {warmup} warm-up; victims per hold {min(v)}..{max(v)}; "
               f"{len(ra['bad'])} bad answers)", flush=True)
-        ca = stats(ra["cpu"])
+        ca = be.stats(ra["cpu"])
         print(f"   the call's own CPU time (thread_time): p50 {ca['p50']:.2f} ms, p99 {ca['p99']:.2f} ms; "
               f"{gc_a.summary()} ({gc_a.share(ra['lat'])})", flush=True)
         with GcWatch() as gc_b:
             rb = run_preempt(extender, dry_run, calls, warmup, watch=gc_b)
-        sb = stats(rb["lat"])
+        sb = be.stats(rb["lat"])
         print(f"b. preempt verb (Extender.preempt, {len(dry_run)} candidate nodes), in-process: "
               f"p50 {sb['p50']:.2f} ms, p99 {sb['p99']:.2f} ms, max {sb['max']:.2f} ms, mean {sb['mean']:.2f} ms "
               f"({sb['n']} calls after {warmup} warm-up; nodes answered {min(rb['nodes'])}..{max(rb['nodes'])}, "
               f"victims in all {min(rb['victims'])}..{max(rb['victims'])}; {len(rb['bad'])} bad answers)", flush=True)
-        cb = stats(rb["cpu"])
+        cb = be.stats(rb["cpu"])
         print(f"   the call's own CPU time (thread_time): p50 {cb['p50']:.2f} ms, p99 {cb['p99']:.2f} ms; "
               f"{gc_b.summary()} ({gc_b.share(rb['lat'])})", flush=True)
         for line in (ra["bad"] + rb["bad"])[:5]:
@@ -491,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
                               lambda raw: check_reclaim_http(raw), calls, warmup)
                 hb = run_http(client, "/preempt", lambda i: preempt_body(100_000 + i, dry_run),
                               lambda raw: check_preempt(raw)[0], calls, warmup)
-            http = {"a": (stats(ha["lat"]), ha["bad"]), "b": (stats(hb["lat"]), hb["bad"])}
+            http = {"a": (be.stats(ha["lat"]), ha["bad"]), "b": (be.stats(hb["lat"]), hb["bad"])}
             for key, what in (("a", "reclaim decision, POST /filter"), ("b", "preempt verb, POST /preempt")):
                 s, bad = http[key]
                 print(f"{key}. {what} over HTTP (one keep-alive connection, round trip): p50 {s['p50']:.2f} ms, "
@@ -547,18 +534,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'all targets met' if not failed else 'FAILED: ' + '; '.join(failed)}")
     workdir_obj.cleanup()
     return 1 if failed else 0
-
-
-def source_version() -> str:
-    """The commit measured, and whether app/ had uncommitted changes (figures move with the code)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "app"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "commit unknown"
-    return f"commit {head or 'unknown'}" + (" + uncommitted changes in app/" if dirty else "")
 
 
 def check_reclaim_http(raw: bytes) -> str:
