@@ -101,6 +101,47 @@ async def test_cluster_queue_status_tells_kubectl_the_usage(fake, load_extender)
     assert status["admittedWorkloads"] == 7 and status["fairSharing"]["weightedShare"] > 0
 
 
+async def test_cluster_queue_status_counts_every_pending_pod_and_reserving_includes_admitted(fake, load_extender):
+    """pendingWorkloads is the whole queue, not the maxQueueScan window decisions walk; reservingWorkloads
+    counts every pod holding quota (Kueue: admitted workloads reserve quota too)."""
+    api, client = fake
+    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
+                         / "reclaim.yaml").read_text())
+    for name in ext.state.cluster_queues:
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
+                   "spec": {}})
+    queued = {name: len(items) for name, items in ext.state.pending.items()}
+    name = max(queued, key=queued.get)
+    assert queued[name] >= 2
+    ext.state.config.max_queue_scan = 1
+    await KubeWriter(client, ext.state).publish_status()
+    status = api.get("ClusterQueue", None, name)["status"]
+    assert status["pendingWorkloads"] == queued[name]
+    reserved = sum(r.charge.cluster_queue == name for r in ext.state.reservations.values())
+    assert status["admittedWorkloads"] == len(ext.state.admitted.by_queue.get(name, ()))
+    assert status["reservingWorkloads"] == reserved + status["admittedWorkloads"]
+
+
+async def test_cluster_queue_status_failure_is_counted_once(fake, load_extender):
+    api, client = fake
+    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
+                         / "reclaim.yaml").read_text())
+    api.fault("error", resource="clusterqueues", verb="write", times=100)
+    writer = KubeWriter(client, ext.state)
+    assert await writer.publish_status() == 0
+    assert writer.failures["status"] == len(ext.state.cluster_queues)
+
+
+@pytest.mark.parametrize("reason, action", [("LowerPriorityOnNode", "Preempt"), ("InClusterQueue", "Preempt"),
+                                            ("PodsReadyTimeout", "Evict")])
+async def test_eviction_event_action_says_preempt_for_every_preemption_reason(fake, reason, action):
+    api, client = fake
+    api.apply(pod_obj("victim", node="node-1"))
+    await KubeWriter(client, state=None).evict(decode_pod(pod_obj("victim", node="node-1")), reason, "m")
+    events = [e for e in api.objects("Event", "events.k8s.io/v1") if e.get("reason") == reason]
+    assert [e["action"] for e in events] == [action]
+
+
 async def test_one_replica_leads_and_a_stopped_leader_hands_over(fake):
     api, client = fake
     a = LeaderElector(client, "quotient-system", "quotient", "replica-a", lease_seconds=1, renew_seconds=0.8,

@@ -19,7 +19,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..core.fairsharing import dominant_resource_share
 from ..objects.pod import PodInfo
-from .writer import WriteError
+from ..observe.views import workload_counts
+from .writer import PREEMPTION_REASONS, WriteError
 
 log = logging.getLogger("quotient.act")
 KUEUE = ("kueue.x-k8s.io", "v1beta1")
@@ -80,8 +81,11 @@ class KubeWriter:
                 pod.name, pod.namespace, body, _preload_content=False))
         except ApiException as e:
             if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
-                current = await self.core.read_namespaced_pod(pod.name, pod.namespace)
-                if current.spec.node_name == node:
+                try:
+                    current = await self.core.read_namespaced_pod(pod.name, pod.namespace)
+                except (ApiException, asyncio.TimeoutError, OSError):
+                    current = None
+                if current is not None and current.spec.node_name == node:
                     return
             self.failures["binding"] += 1
             raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
@@ -104,7 +108,7 @@ class KubeWriter:
     async def _best_effort(self, write) -> None:
         try:
             await _checked(await write)
-        except (ApiException, asyncio.TimeoutError, OSError, WriteError) as e:
+        except (ApiException, asyncio.TimeoutError, OSError) as e:
             self.failures["annotation"] += 1
             log.debug("best-effort write failed: %s", e)
 
@@ -118,7 +122,7 @@ class KubeWriter:
         event = client.EventsV1Event(
             metadata=client.V1ObjectMeta(generate_name=f"{pod.name}.", namespace=pod.namespace),
             event_time=_now(), reporting_controller=f"{self.component}.dev/extender",
-            reporting_instance=self.component, action="Preempt" if reason.startswith("In") else "Evict",
+            reporting_instance=self.component, action="Preempt" if reason in PREEMPTION_REASONS else "Evict",
             reason=reason, note=message[:1024], type="Normal",
             regarding=client.V1ObjectReference(api_version="v1", kind="Pod", name=pod.name,
                                                namespace=pod.namespace, uid=pod.uid))
@@ -127,6 +131,7 @@ class KubeWriter:
     async def publish_status(self) -> int:
         """Keep `kubectl get clusterqueues` truthful: flavorsUsage, pending and admitted counts, share."""
         state, written = self.state, 0
+        counts = workload_counts(state)
         for name, cq in state.cluster_queues.items():
             node = state.quota_node(name)
             if node is None:
@@ -136,18 +141,19 @@ class KubeWriter:
                 borrowed = max(0, amount - node.subtree.get((flavor, resource), 0))
                 fmt = (lambda v: f"{v}m") if resource == "cpu" else str
                 usage.setdefault(flavor, []).append({"name": resource, "total": fmt(amount), "borrowed": fmt(borrowed)})
-            admitted = len(state.admitted.by_queue.get(name, ()))
-            pending = sum(1 for _ in state.pending_pods(name))
+            pending, reserving, admitted = counts[name]
             share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
             status = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
                                  "admittedWorkloads": admitted, "pendingWorkloads": pending,
-                                 "reservingWorkloads": admitted, "fairSharing": {"weightedShare": share}}}
+                                 "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
             try:
                 await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
                     *KUEUE, "clusterqueues", name, status, _preload_content=False,
                     _content_type="application/merge-patch+json"))
                 written += 1
-            except (ApiException, WriteError) as e:
-                self.failures["status"] += 1
+            except ApiException as e:
+                self.failures["status"] += 1          # _retry counted its own give-up (WriteError) already
+                log.debug("ClusterQueue %s status not written: %s", name, e)
+            except WriteError as e:
                 log.debug("ClusterQueue %s status not written: %s", name, e)
         return written
