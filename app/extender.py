@@ -374,10 +374,10 @@ class Extender:
                          candidates=sorted(args.victims))
             return wire.encode_preemption({}, {})
         a = verdict.assignment
+        spent = preemption.spent_budgets(state)
         found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
-                                      state.rooms(pod.uid), every=True, local=True)
+                                      state.rooms(pod.uid), every=True, local=True, spent=spent)
         answer = {p.node: [m.uid for t in p.targets for m in t.candidate.pods()] for p in found if p.targets}
-        spent = preemption.spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
         violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
         if answer and not verdict.admit:      # the quota the victims free is kept for this pod
             state.reserve(pod.uid, Charge(cq.name, a.flavors, a.usage), state.config.preemption_hold_timeout)

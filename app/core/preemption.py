@@ -26,7 +26,7 @@ from ..objects.kueue import ClusterQueue
 from ..objects.pod import PodInfo
 from .fairsharing import dominant_resource_share
 from .flavors import Assignment
-from .gangs import group_of
+from .gangs import COSCHEDULING_GROUP, KUEUE_GROUP, group_of
 from .placement import shortfall, static_misfit
 from .quota import FR, QuotaNode, add_usage, available, borrowing, remove_usage
 
@@ -39,7 +39,7 @@ LOWER_PRIORITY_ON_NODE = "LowerPriorityOnNode"     # a pod in no queue, taken on
 FENCE = "quotient.dev/preemption-fence"
 DELAY = "quotient.dev/preemption-delay"
 ALLOW = ("yunikorn.apache.org/allow-preemption", "quotient.dev/allow-preemption")
-GANG_LABELS = ("kueue.x-k8s.io/pod-group-name", "scheduling.x-k8s.io/pod-group")
+GANG_LABELS = (KUEUE_GROUP, COSCHEDULING_GROUP)
 
 
 @dataclass(slots=True, eq=False)
@@ -91,6 +91,12 @@ class Preemptor:
     node: QuotaNode                 # the ClusterQueue's quota node
     usage: dict[FR, int]            # what the pod charges, from its flavor assignment
     flavors: set[str]
+    needs: set[FR] = field(init=False)      # what does not fit the quota now: victims must free it
+    relevant: set[FR] = field(init=False)   # needs, or everything the pod charges when it all fits
+
+    def __post_init__(self):
+        self.needs = {fr for fr, v in self.usage.items() if v > available(self.node, fr)}
+        self.relevant = self.needs or set(self.usage)
 
 
 # ---- who may be preempted ------------------------------------------------------------
@@ -142,8 +148,6 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     policy = cq.preemption
     found: list[Candidate] = []
     pods, admitted, classes = state.pods, state.admitted, state.priority_classes
-    own_owner = pod.owner.uid if pod.owner else ""
-    own_gangs = [(k, pod.labels[k]) for k in GANG_LABELS if pod.labels.get(k)]
 
     groups_seen: set[str] = set()
     own_group = group_of(pod)
@@ -163,10 +167,8 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
             if found_group is not None:
                 found.append(found_group)
             return
-        if other.namespace == pod.namespace and (
-                (own_owner and other.owner is not None and other.owner.uid == own_owner)
-                or any(other.labels.get(k) == v for k, v in own_gangs)):
-            return      # YuniKorn's law 3: never one's own gang or owner
+        if _same_group(pod, other):
+            return      # YuniKorn's law 3: never one's own owner (own gang: key == own_group above)
         last_resort = uid in spent_pdb or (bool(other.priority_class) and other.priority_class in classes
                                            and opted_out(state, other))
         found.append(Candidate(other, charge.cluster_queue, charge.usage, charge.admitted_at, last_resort))
@@ -433,7 +435,7 @@ def _strategy(name: str, preemptor_new: int, target_old: int, target_new: int) -
 
 def quota_targets(state, pre: Preemptor, candidates: list[Candidate]) -> list[Target] | None:
     """The pods whose removal lets the preemptor's quota fit ([] when it fits already; None: never)."""
-    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
+    needs = pre.needs
     if not needs:
         return []
     policy = pre.cq.preemption
@@ -474,10 +476,12 @@ def _unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()
 
 
 def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[Target],
-               nodes: list[str], room, every: bool = False) -> tuple[list[Plan], dict[str, str]]:
+               nodes: list[str], room, every: bool = False,
+               spent: set[str] | None = None) -> tuple[list[Plan], dict[str, str]]:
     """Each node's victim group: the quota targets plus the fewest candidates on the node that make
     the pod fit there. room(node) is the node's free resources as Quotient counts them. Unless
-    every, the first node where the quota targets alone leave room is the only plan needed."""
+    every, the first node where the quota targets alone leave room is the only plan needed.
+    spent is spent_budgets(state), when the caller has it already."""
     req = pre.pod.requests
     freed: dict[str, dict[str, int]] = {}
     for t in quota:
@@ -514,8 +518,8 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
             for node_name in dict.fromkeys(m.node_name for m in c.pods()):
                 on_node.setdefault(node_name, []).append(c)
     rank = len(candidates)
-    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
-    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)} or set(pre.usage)
+    if spent is None:
+        spent = spent_budgets(state)
     for name in nodes:
         if name in done or cannot_run(name):
             continue
@@ -532,7 +536,7 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
             for c in local:
                 if not shortfall(req, free):
                     break
-                if not _still_a_candidate(state, pre, c, needs):
+                if not _still_a_candidate(state, pre, c, pre.relevant):
                     continue
                 extras.append(c)
                 rm.remove(c)
@@ -665,29 +669,28 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
 
 
 def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
-          every: bool = False, local: bool = False) -> tuple[list[Plan], str]:
+          every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
     """See _plans; the collector is held off meanwhile: a decision over 50,000 pods builds thousands
     of short-lived objects that reference counting frees, and a full collection in the middle of it
     would cost more than the decision."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _plans(state, pod, cq, assignment, nodes, room, every, local)
+        return _plans(state, pod, cq, assignment, nodes, room, every, local,
+                      spent_budgets(state) if spent is None else spent)
     finally:
         if enabled:
             gc.enable()
 
 
 def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
-           every: bool, local: bool) -> tuple[list[Plan], str]:
+           every: bool, local: bool, spent: set[str]) -> tuple[list[Plan], str]:
     """Victim groups that let pod run, best first (one unless every); ([], why) when there is none.
 
     With local, every victim of a node's group runs on that node, quota targets included, as
     kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
     pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
-    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
-    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
-    everyone = find_candidates(state, pre, needs or set(pre.usage), spent)
+    everyone = find_candidates(state, pre, pre.relevant, spent)
     nodes = [n for n in nodes if n in state.nodes]
     why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
     any_last_resort = any(c.last_resort for c in everyone)
@@ -699,14 +702,14 @@ def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes:
         if not last_resort and not candidates and everyone:
             continue
         if local:
-            found, lost = _local_plans(state, pre, candidates, nodes, room)
+            found, lost = _local_plans(state, pre, candidates, nodes, room, spent)
         else:
             quota = quota_targets(state, pre, candidates)
             if quota is None:
                 if candidates:
                     why = f"no set of the {len(candidates)} candidate(s) frees enough quota in ClusterQueue {cq.name}"
                 continue
-            found, lost = node_plans(state, pre, candidates, quota, nodes, room, every)
+            found, lost = node_plans(state, pre, candidates, quota, nodes, room, every, spent)
         if found:
             found.sort(key=Plan.key)
             found[0].others = {p.node: f"{len(p.targets)} victim(s), a worse choice" for p in found[1:]}
@@ -720,7 +723,7 @@ def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes:
 
 
 def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list[str],
-                 room) -> tuple[list[Plan], dict[str, str]]:
+                 room, spent: set[str]) -> tuple[list[Plan], dict[str, str]]:
     """Per node, victims from that node only: its own candidates for quota, then for room."""
     by_node: dict[str, list[Candidate]] = {}
     for c in candidates:
@@ -734,7 +737,7 @@ def _local_plans(state, pre: Preemptor, candidates: list[Candidate], nodes: list
         if quota is None:
             lost[name] = f"its {len(here)} pod(s) that may be preempted do not free enough quota"
             continue
-        plans_here, lost_here = node_plans(state, pre, here, quota, [name], room, every=True)
+        plans_here, lost_here = node_plans(state, pre, here, quota, [name], room, every=True, spent=spent)
         found += plans_here
         lost.update(lost_here)
     return found, lost
@@ -750,9 +753,7 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
     from .gangs import place
 
     pre = Preemptor(unit, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
-    needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
-    spent = spent_budgets(state) if state.extra.get("PodDisruptionBudget") else set()
-    everyone = find_candidates(state, pre, needs or set(pre.usage), spent)
+    everyone = find_candidates(state, pre, pre.relevant, spent_budgets(state))
     why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
 
     def placement(taken: list[Target]) -> dict[str, str] | None:
@@ -784,7 +785,7 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
             for c in candidates[:MAX_GANG_EXTRAS]:
                 if placed is not None:
                     break
-                if id(c) in in_quota or not _still_a_candidate(state, pre, c, needs or set(pre.usage)):
+                if id(c) in in_quota or not _still_a_candidate(state, pre, c, pre.relevant):
                     continue
                 taken.append(Target(c, _reason(pre, c)))
                 rm.remove(c)
