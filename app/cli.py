@@ -49,20 +49,6 @@ def make_writer(api_client, state):
     return KubeWriter(api_client, state)
 
 
-def _with_liveness(app, alive):
-    """GET /livez answers from the watch loop's liveness (503 when it stopped or stalled); the rest goes to `app`."""
-    async def wrapped(scope, receive, send):
-        if scope["type"] == "http" and scope.get("path") == "/livez":
-            ok = bool(alive())
-            body = b'{"live":true}' if ok else b'{"live":false,"reason":"watch loop not running"}'
-            await send({"type": "http.response.start", "status": 200 if ok else 503,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await app(scope, receive, send)
-    return wrapped
-
-
 async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
     """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state."""
     import uvicorn
@@ -86,8 +72,8 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
         app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
-                         leading=(lambda: elector.leading) if elector else None)
-        server = uvicorn.Server(uvicorn.Config(_with_liveness(app, lambda: source.alive), host=args.host,
+                         leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive)
+        server = uvicorn.Server(uvicorn.Config(app, host=args.host,
                                                port=args.port, log_level=args.log_level, access_log=False,
                                                log_config=None, **(tls or {})))
         logging.getLogger("quotient").info(
@@ -137,8 +123,6 @@ def serve(args: argparse.Namespace) -> int:
         if args.snapshot:
             print("quotient: --kubeconfig and --snapshot exclude each other", file=sys.stderr)
             return 2
-        import asyncio
-
         try:
             return asyncio.run(serve_live(args, tls))
         except (LiveModeError, ConfigError) as e:

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.act.writer import WriteError
 from app.observe import attach
-from app.observe.logs import DecisionLog, JsonFormatter, setup_logging
+from app.observe.logs import JsonFormatter, setup_logging
 from helpers import FakeClock
 from test_debug import NODES, SCENARIO, T0, bind_for, filter_for
 
@@ -220,13 +220,6 @@ async def test_reservations_are_logged_at_debug(ext, api, captured):
     assert text.getvalue().splitlines() == [
         "DEBUG quotient.decisions: filter team-a/wait-1 Admitted quota reserved in team-a-cq "
         "flavors cpu=on-demand,memory=on-demand borrowing 2 of 3 offered nodes"]
-
-
-def test_the_extenders_own_line_for_a_decision_is_not_logged_twice(ext):
-    DecisionLog()
-    record = logging.LogRecord("quotient.extender", logging.INFO, __file__, 1, "bound %s to %s%s",
-                               ("team-a/x", "od-1", ""), None)
-    assert not logging.getLogger("quotient.extender").filter(record)
 
 
 def test_setup_logging_json_lines():

@@ -632,3 +632,24 @@ async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(kit
         r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
         assert r.status_code == 200 and r.json()["NodeNames"] == ALL_NODES
         assert (await client.get("/readyz")).status_code == 200
+
+
+async def test_livez_answers_from_the_sources_liveness(load_extender):
+    """`serve --kubeconfig` passes the watch loop's liveness: a stopped loop is a 503 naming it, so the
+    kubelet restarts the pod; the snapshot server (no alive hook) is always live."""
+    import httpx
+
+    from app.api.app import create_app
+
+    ext = load_extender(RACE)
+    loop_running = [True]
+    for app, expect_dead in ((create_app(ext, alive=lambda: loop_running[0]), True), (create_app(ext), False)):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+            assert (await client.get("/livez")).json() == {"live": True}
+            loop_running[0] = False
+            r = await client.get("/livez")
+            loop_running[0] = True
+        if expect_dead:
+            assert r.status_code == 503 and r.json() == {"live": False, "reason": "watch loop not running"}
+        else:
+            assert r.status_code == 200

@@ -107,9 +107,10 @@ async def _reconcile_forever(extender: Extender, interval: float, leading=None) 
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
-               reconcile_interval: float | None = None, leading=None) -> FastAPI:
+               reconcile_interval: float | None = None, leading=None, alive=lambda: True) -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
-    with leading (leader election), only the leader answers the verbs and reports ready."""
+    with leading (leader election), only the leader answers the verbs and reports ready; alive says
+    whether the state's source still runs (the live watch loop), for /livez."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -136,7 +137,9 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
 
     @app.get("/livez")
     async def livez() -> Response:
-        return Response(b'{"live":true}', media_type=JSON)
+        if alive():
+            return Response(b'{"live":true}', media_type=JSON)
+        return Response(b'{"live":false,"reason":"watch loop not running"}', status_code=503, media_type=JSON)
 
     @app.get("/readyz")
     async def readyz() -> Response:

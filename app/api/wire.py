@@ -81,11 +81,6 @@ def encode_filter(nodes: dict[str, dict] | None, passing: list[str], failed: dic
     return orjson.dumps(result)
 
 
-def encode_priorities(names: list[str], scores: list[int]) -> bytes:
-    """HostPriorityList: [{"Host": name, "Score": 0..10}, ...]."""
-    return orjson.dumps([{"Host": host, "Score": score} for host, score in zip(names, scores)])
-
-
 @dataclass(slots=True)
 class PreemptionArgs:
     """preempt: the preemptor and kube-scheduler's candidate victims per node (UIDs)."""

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from datetime import datetime, timezone
 
 import orjson
+
+from .views import rfc3339
 
 LEVELS = {"Bound": logging.INFO, "Evicted": logging.INFO, "Preempting": logging.INFO, "Preempted": logging.INFO,
           "Refused": logging.WARNING, "WriteFailed": logging.WARNING}
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-# The extender's own info lines for the same decisions; the decision log says them with their fields.
-_SUPERSEDED = frozenset({"bound %s to %s%s", "evicted %s: %s", "preempting for %s on %s: %s"})
 
 
 def summary(entry: dict) -> str:
@@ -56,9 +55,6 @@ class DecisionLog:
     def __init__(self, journal=None, logger: logging.Logger | None = None):
         self.journal = journal
         self.log = logger or logging.getLogger("quotient.decisions")
-        extender_log = logging.getLogger("quotient.extender")
-        if not any(isinstance(f, _Superseded) for f in extender_log.filters):
-            extender_log.addFilter(_Superseded())
 
     def __call__(self, entry: dict) -> None:
         verb, outcome = entry["verb"], entry["outcome"]
@@ -82,17 +78,11 @@ class DecisionLog:
         return entry
 
 
-class _Superseded(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg not in _SUPERSEDED
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, and a decision's fields when it is one."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
-                       .replace("+00:00", "Z"),
+        out = {"time": rfc3339(record.created),
                "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
         decision = getattr(record, "decision", None)
         if decision:

@@ -16,7 +16,7 @@ from prometheus_client.process_collector import ProcessCollector
 from ..act.writer import PREEMPTION_REASONS
 from ..core.fairsharing import dominant_resource_share
 from ..core.quantity import MILLI_RESOURCES
-from .views import reserved_usage, workload_counts
+from .views import queue_status, reserved_usage, workload_counts
 
 disable_created_metrics()      # no *_created series: one sample per counter, as Kueue exports them
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -33,7 +33,7 @@ def amount(value: int, resource: str) -> float:
 
 
 class Metrics:
-    def __init__(self, state, journal=None):
+    def __init__(self, state):
         self.state = state
         self.registry = registry = CollectorRegistry()
         self.request_duration = Histogram(
@@ -92,18 +92,8 @@ class Metrics:
     def _count_preemption(self, entry: dict) -> None:
         """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue."""
         queue = self._preemptor_queue(entry.get("preemptor"))
-        reasons = entry.get("reasons")
-        if isinstance(reasons, dict):          # victim -> reason
-            labels = list(reasons.values())
-        elif isinstance(reasons, list):        # one reason per victim
-            labels = reasons
-        else:
-            victims = entry.get("victims")
-            count = sum(len(v) for v in victims.values()) if isinstance(victims, dict) else \
-                len(victims) if isinstance(victims, list) else 1
-            labels = [entry.get("reason", "")] * max(1, count)
         counts = self.preemption_counts
-        for reason in labels:
+        for reason in entry.get("reasons") or ():         # one reason per victim
             key = (queue, _preemption_reason(reason))
             counts[key] = counts.get(key, 0) + 1
 
@@ -228,7 +218,7 @@ class StateCollector:
             reserving.add_metric([name], r)
             admitted.add_metric([name], a)
             node = state.tree.queues.get(name)
-            kind = "inactive" if name in state.tree.inactive else "stopped" if cq.stop_policy != "None" else "active"
+            kind = queue_status(state, name)[0]
             for s in ("active", "inactive", "stopped"):
                 status.add_metric([name, s], 1 if s == kind else 0)
             if node is None:

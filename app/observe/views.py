@@ -55,12 +55,9 @@ def share_value(share: int) -> int | str:
 
 
 # ---- counts read from the state -------------------------------------------------------------
-def admitted_uids(state, cq_name: str) -> set[str] | list[str]:
-    """Uids of the pods charged to a ClusterQueue, from the state's index when it keeps one."""
-    by_queue = getattr(state.admitted, "by_queue", None)
-    if by_queue is not None:
-        return by_queue.get(cq_name, set())
-    return [uid for uid, c in state.admitted.items() if c.cluster_queue == cq_name]
+def admitted_uids(state, cq_name: str) -> set[str]:
+    """Uids of the pods charged to a ClusterQueue, from the state's index."""
+    return state.admitted.by_queue.get(cq_name, set())
 
 
 def workload_counts(state) -> dict[str, tuple[int, int, int]]:
@@ -68,13 +65,7 @@ def workload_counts(state) -> dict[str, tuple[int, int, int]]:
     reserving: dict[str, int] = {}
     for r in state.reservations.values():
         reserving[r.charge.cluster_queue] = reserving.get(r.charge.cluster_queue, 0) + 1
-    by_queue = getattr(state.admitted, "by_queue", None)
-    admitted: dict[str, int] = {}
-    if by_queue is not None:
-        admitted = {name: len(uids) for name, uids in by_queue.items()}
-    else:
-        for charge in state.admitted.values():
-            admitted[charge.cluster_queue] = admitted.get(charge.cluster_queue, 0) + 1
+    admitted = {name: len(uids) for name, uids in state.admitted.by_queue.items()}
     reservations = state.reservations
     out = {}
     for name in state.cluster_queues:
@@ -120,7 +111,8 @@ def resource_rows(node: QuotaNode, reserved: dict[FR, int] | None = None) -> lis
     return rows
 
 
-def _status(state, name: str) -> tuple[str, str]:
+def queue_status(state, name: str) -> tuple[str, str]:
+    """active, inactive or stopped, and why."""
     if name in state.tree.inactive:
         return "inactive", state.tree.inactive[name]
     cq = state.cluster_queues[name]
@@ -134,7 +126,7 @@ def cluster_queue_view(state, name: str, counts: dict | None = None, reserved: d
     node = state.tree.queues.get(name)
     counts = counts if counts is not None else workload_counts(state)
     reserved = reserved if reserved is not None else reserved_usage(state)
-    status, why = _status(state, name)
+    status, why = queue_status(state, name)
     share, dominant = dominant_resource_share(node, cq.fair_weight) if node else (0, "")
     pending, reserving, admitted = counts.get(name, (0, 0, 0))
     return {

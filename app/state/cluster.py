@@ -21,7 +21,7 @@ from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
 from ..core.gangs import expected_size, group_of
 from ..core.readiness import Readiness, Requeue, requeue_key, unit_of
-from ..core.quota import FR, QuotaNode, add_usage, remove_usage
+from ..core.quota import QuotaNode, add_usage, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
