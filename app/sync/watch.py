@@ -195,7 +195,7 @@ class WatchSource:
         beat = asyncio.create_task(self._heartbeat())
         try:
             lists = await asyncio.gather(*(self._first_list(r) for r in self.resources))
-            self._apply_lists(list(zip(self.resources, lists)), initial=True)
+            self._apply_lists(list(zip(self.resources, lists)))
             self._ready = True
             log.info("initial lists applied: %s", ", ".join(
                 f"{len(items) if items is not None else 'absent'} {r.plural}" for r, items in
@@ -321,8 +321,8 @@ class WatchSource:
                 log.warning("%s (%s) is not served by the API server: none assumed; looked for again every %gs",
                             res.plural, res.api_version, self.absent_retry)
                 return None, ""
-            except (WatchError, Gone) as e:
-                self._error(res, getattr(e, "cause", "list expired"), str(e))
+            except WatchError as e:        # _list turns a 410 into a WatchError after its retries
+                self._error(res, e.cause, str(e))
             except asyncio.CancelledError:
                 raise
             except Exception as e:     # a bug must not stop the source: counted, logged, tried again
@@ -331,19 +331,19 @@ class WatchSource:
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
 
-    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]], initial: bool) -> None:
+    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]]) -> None:
         """Reconcile each resource with its list in one bulk pass (no await inside: requests never
         see half of it)."""
         self.state.begin_bulk()
         try:
             for res, (items, rv) in lists:
-                self._reconcile(res, items or [], initial)
+                self._reconcile(res, items or [])
                 if items is not None:
                     self.rv[res.kind] = rv
         finally:
             self.state.end_bulk()
 
-    def _reconcile(self, res: Resource, items: list, initial: bool) -> None:
+    def _reconcile(self, res: Resource, items: list) -> None:
         known = self.known[res.kind]
         listed: set[str] = set()
         for obj in items:
@@ -434,7 +434,7 @@ class WatchSource:
                 if absent:
                     await asyncio.sleep(self.absent_retry)
                     items, rv = await self._list(res)
-                    self._apply_lists([(res, (items, rv))], initial=False)
+                    self._apply_lists([(res, (items, rv))])
                     absent = False
                     log.info("%s now served: %d listed", res.plural, len(items))
                 progressed = await self._watch_once(res)
@@ -455,15 +455,15 @@ class WatchSource:
                     items, rv = await self._list(res)
                 except Absent:
                     absent = True
-                    self._apply_lists([(res, ([], ""))], initial=False)
+                    self._apply_lists([(res, ([], ""))])
                     continue
-                except (WatchError, Gone) as e2:
-                    self._error(res, getattr(e2, "cause", "list expired"), str(e2))
+                except WatchError as e2:
+                    self._error(res, e2.cause, str(e2))
                     self.rv[res.kind] = ""          # still stale: list again after the backoff
                     await asyncio.sleep(self._backoff(attempt))
                     attempt += 1
                     continue
-                self._apply_lists([(res, (items, rv))], initial=False)
+                self._apply_lists([(res, (items, rv))])
                 self._relisted(res)
                 attempt = 0
                 continue
