@@ -7,6 +7,7 @@ write fails, so two pods can never both hold the last unit of quota.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 
 import orjson
@@ -83,6 +84,11 @@ class Extender:
             return b'{"Nodes":null,"NodeNames":' + encoded + FILTER_TAIL
         return wire.encode_filter(nodes, passing, failed or {}, unresolvable or {})
 
+    @classmethod
+    def _refuse_all(cls, nodes: dict | None, offered: OfferedNodes, reason: str) -> bytes:
+        """No node passes, for one reason preemption on kube-scheduler's side cannot help with."""
+        return cls._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
+
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
         obj, offered, nodes = self._offer(raw)
@@ -91,17 +97,18 @@ class Extender:
         pod = self._pod(obj)
         state.forget_stale_learned()
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
-            gate, final = self._ready_gate(pod)
+            gate = self._ready_gate(pod)
             if gate:
                 self._record("filter", pod, "PodsReadyGate", gate, resolvable=False)
-                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, gate))
+                return self._refuse_all(nodes, offered, gate)
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
-        if held is not None and held.left(state.pods):
-            reason = (f"preempting for this pod: waiting for {len(held.left(state.pods))} preempted pod(s) to "
+        left = held.left(state.pods) if held is not None else None
+        if left:
+            reason = (f"preempting for this pod: waiting for {len(left)} preempted pod(s) to "
                       f"leave; node {held.node} and the quota are held for it")
-            return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
+            return self._refuse_all(nodes, offered, reason)
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
@@ -119,7 +126,7 @@ class Extender:
             if started:
                 self._record("filter", pod, "Preempting", started, queue=verdict.cluster_queue, resolvable=False,
                              offered=len(offered.names), tried=list(verdict.assignment.reasons))
-                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, started))
+                return self._refuse_all(nodes, offered, started)
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
             self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
@@ -135,15 +142,14 @@ class Extender:
                       f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
-            return self._filter_answer(nodes, [], b"[]",
-                                       unresolvable=dict.fromkeys(offered.names, reason))
+            return self._refuse_all(nodes, offered, reason)
         if held is not None and held.node in passing and len(passing) > 1:
             passing, encoded = [held.node], orjson.dumps([held.node])     # the room kept for it
         elif state.holds:
             passing, encoded = self._outside_holds(pod, passing, encoded)
             if not passing:
                 reason = "the room on the offered nodes is held for other pods (preemptors, pod group members)"
-                return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
+                return self._refuse_all(nodes, offered, reason)
         if charge is None:
             a = verdict.assignment
             state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
@@ -156,31 +162,29 @@ class Extender:
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
 
-    def _ready_gate(self, pod: PodInfo) -> tuple[str, bool]:
+    def _ready_gate(self, pod: PodInfo) -> str:
         """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
-        blockAdmission (no admission while an admitted workload is not yet all Ready)."""
+        blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
         state, cfg = self.state, self.state.config.wait_for_pods_ready
         if cfg is None:
-            return "", False
+            return ""
         key = readiness.requeue_key(pod)
         record = state.requeues.get(key)
         if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
             del state.requeues[key]          # a new controller that reuses the name starts afresh
             record = None
-        why, final = readiness.refusal(record, cfg, state.clock(), key)
+        why = readiness.refusal(record, cfg, state.clock(), key)[0]
         if why or not cfg.block_admission:
-            return why, final
+            return why
         mine = readiness.unit_of(pod)
-        for unit, r in state.readiness.items():
-            if (r.ready_at is None or r.unready_at is not None) and unit != mine:
-                return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(unit)} is admitted and "
-                        "not all Ready; nothing else is admitted meanwhile"), False
-        for uid in state.reservations:        # admitted at filter, not bound yet
-            other = state.pods.get(uid)
-            if other is not None and other.queue_name and readiness.unit_of(other) != mine:
-                return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(readiness.unit_of(other))} "
-                        "is admitted and not all Ready; nothing else is admitted meanwhile"), False
-        return "", False
+        unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
+        reserved = (readiness.unit_of(other) for other in map(state.pods.get, state.reservations)
+                    if other is not None and other.queue_name)         # admitted at filter, not bound yet
+        blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
+        if blocker is None:
+            return ""
+        return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(blocker)} is admitted and "
+                "not all Ready; nothing else is admitted meanwhile")
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
         """A pod group member: the group is admitted whole, every member with a node of its own reserved
@@ -189,7 +193,7 @@ class Extender:
 
         def refuse(rule: str, reason: str, **extra) -> bytes:
             self._record("filter", pod, rule, reason, queue=extra.pop("queue", ""), group=key, **extra)
-            return self._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
+            return self._refuse_all(nodes, offered, reason)
 
         members = state.members(key)
         queues = sorted({m.queue_name for m in members})
@@ -214,8 +218,8 @@ class Extender:
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
             return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
                           "and was not offered; waiting for it")
-        rule, reason, queue, mine = self._admit_group(
-            pod, key, [m for m in members if not m.node_name and m.uid not in state.holds], set(offered.names))
+        rule, reason, queue, mine = self._admit_group(pod, key, gangs.pending_members(state, members),
+                                                      set(offered.names))
         if mine and not reason:
             return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
         return refuse(rule, reason, queue=queue)
@@ -475,16 +479,15 @@ class Extender:
         wait for ever. Returns how many preemptions were started."""
         state, started = self.state, 0
         for cq_name in list(state.pending):
-            head = next(state.pending_pods(cq_name), None)
+            # waitForPodsReady: a workload backing off or deactivated is not a head (as in Kueue, it is
+            # out of the queue meanwhile), and under blockAdmission no head is while one is not Ready.
+            head = next((p for p in state.pending_pods(cq_name) if not self._ready_gate(p)), None)
             if head is None or head.uid in state.holds:
                 continue
             key = group_of(head)
             if key:
-                members = state.members(key)
-                size = gangs.expected_size(state, head)
-                pending = [m for m in members if not m.node_name and m.uid not in state.holds]
-                if size is not None and len(members) >= size and pending \
-                        and len({m.queue_name for m in members}) == 1 and not self._ready_gate(head)[0]:
+                pending = gangs.waiting_members(state, key, head)
+                if pending:
                     rule, _, _, _ = self._admit_group(head, key, pending, set())
                     started += rule == "GroupPreempting"
                 continue

@@ -797,3 +797,31 @@ async def test_a_new_job_with_the_same_name_starts_afresh(kit, build_extender, a
         clock.advance(60)
         answer = await filter_(client, kit, fresh)
     assert answer["NodeNames"] == ALL, answer
+
+
+def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(kit, build_extender):
+    """Seed 003 重新排队策略: a requeued workload waits out its backoff. Kueue keeps it out of the queue
+    meanwhile, so it cannot start a reclaim either: self-driven reclaim (reconcile's queue heads)
+    evicts nothing for it, and it passes the turn to the pod behind it; after the backoff it reclaims."""
+    low = kit.pod("low", cpu="8", priority=0, created=created(0))
+    low["spec"]["nodeName"] = "n1"
+    low["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    x = kit.pod("x", cpu="8", priority=100, created=created(1))
+    text = with_pods(one_queue_yaml(8, preemption="{withinClusterQueue: LowerPriority}"), [low, x])
+    clock = kit.Clock(START)
+    ext = build_extender(text, config=wfpr(), clock=clock, writer=lambda s: Recorder(s))
+    state = ext.state
+    state.requeues[readiness.requeue_key(state.pods[uid(x)])] = Requeue(count=1, at=START + 60)
+    assert ext.reclaim_for_heads() == 0
+    assert not state.holds and uid(low) in state.admitted
+
+    y = kit.pod("y", cpu="8", priority=100, created=created(2))     # behind x: the head while x backs off
+    apply_object(state, {"apiVersion": "v1", "kind": "Pod", **y})
+    assert ext.reclaim_for_heads() == 1
+    assert set(state.holds) == {uid(y)}
+
+    state.release_hold(uid(y))
+    state.remove_pod(uid(y))
+    clock.advance(61)                                                 # the backoff is over: x is the head again
+    assert ext.reclaim_for_heads() == 1
+    assert set(state.holds) == {uid(x)}

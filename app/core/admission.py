@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
-from .gangs import as_workload, expected_size, group_of
+from .gangs import as_workload, group_of, waiting_members
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .quota import FR, QuotaNode, add_usage, remove_usage
@@ -119,10 +119,8 @@ def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
         if key == own or key in seen:
             continue
         seen.add(key)
-        members = state.members(key)
-        size = expected_size(state, other)
-        waiting = [m for m in members if not m.node_name and m.uid not in state.holds]
-        if size is not None and len(members) >= size and waiting and len({m.queue_name for m in members}) == 1:
+        waiting = waiting_members(state, key, other)
+        if waiting:
             yield as_workload(key, waiting)     # held members are already counted in the quota
 
 

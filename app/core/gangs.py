@@ -38,6 +38,21 @@ def group_of(pod: PodInfo) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
+def pending_members(state, members: list[PodInfo]) -> list[PodInfo]:
+    """The members still to be placed: not on a node, no node held for them."""
+    return [m for m in members if not m.node_name and m.uid not in state.holds]
+
+
+def waiting_members(state, key: str, pod: PodInfo) -> list[PodInfo]:
+    """The members of pod's group to admit now, or [] when the group cannot be admitted: its size is
+    unknown, not all its members exist, nothing is left to place, or its members name several queues."""
+    members = state.members(key)
+    size = expected_size(state, pod)
+    if size is None or len(members) < size or len({m.queue_name for m in members}) != 1:
+        return []
+    return pending_members(state, members)
+
+
 def expected_size(state, pod: PodInfo) -> int | None:
     """How many members the group needs: the total-count annotation, or the PodGroup's minMember."""
     raw = pod.annotations.get(KUEUE_TOTAL)
