@@ -8,6 +8,7 @@ import yaml
 from .objects.meta import parse_duration
 
 API_VERSION = "quotient.dev/v1alpha1"
+STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")     # Kueue's preemptionStrategies
 
 
 class ConfigError(ValueError):
@@ -55,7 +56,7 @@ class Configuration:
     preemption_hold_timeout: float = 60.0
     # Kueue's fairSharing.enable and preemptionStrategies.
     fair_sharing: bool = False
-    preemption_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    preemption_strategies: tuple[str, ...] = STRATEGIES
     # Kueue's waitForPodsReady: None when off.
     wait_for_pods_ready: "WaitForPodsReady | None" = None
     raw: dict = field(default_factory=dict)
@@ -68,7 +69,6 @@ _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueu
           "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing",
           "waitForPodsReady"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
-STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
 def decode_configuration(doc: dict | None) -> Configuration:
@@ -86,19 +86,10 @@ def decode_configuration(doc: dict | None) -> Configuration:
     if not isinstance(prefix, str) or (prefix and not prefix.startswith("/")):
         raise ConfigError("pathPrefix must be empty or start with '/'")
     cfg.path_prefix = prefix.rstrip("/")
-    manage = doc.get("manageJobsWithoutQueueName", False)
-    if not isinstance(manage, bool):
-        raise ConfigError("manageJobsWithoutQueueName must be true or false")
-    cfg.manage_jobs_without_queue_name = manage
-    try:
-        cfg.reservation_timeout = parse_duration(doc.get("reservationTimeout", "30s"), "reservationTimeout")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    try:
-        cfg.reconcile_interval = parse_duration(doc.get("reconcileInterval", "5s"), "reconcileInterval")
-        cfg.learned_pod_timeout = parse_duration(doc.get("learnedPodTimeout", "10m"), "learnedPodTimeout")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    cfg.manage_jobs_without_queue_name = _flag(doc, "manageJobsWithoutQueueName", "manageJobsWithoutQueueName")
+    cfg.reservation_timeout = _duration(doc, "reservationTimeout", "reservationTimeout", cfg.reservation_timeout)
+    cfg.reconcile_interval = _duration(doc, "reconcileInterval", "reconcileInterval", cfg.reconcile_interval)
+    cfg.learned_pod_timeout = _duration(doc, "learnedPodTimeout", "learnedPodTimeout", cfg.learned_pod_timeout)
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
         raise ConfigError("resources may only hold excludeResourcePrefixes")
@@ -109,11 +100,29 @@ def decode_configuration(doc: dict | None) -> Configuration:
     _preemption(cfg, doc.get("preemption") or {})
     cfg.wait_for_pods_ready = _wait_for_pods_ready(doc.get("waitForPodsReady") or {})
     _fair_sharing(cfg, doc.get("fairSharing") or {})
-    scan = doc.get("maxQueueScan", 200)
+    scan = doc.get("maxQueueScan", cfg.max_queue_scan)
     if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
         raise ConfigError("maxQueueScan must be a positive integer")
     cfg.max_queue_scan = scan
     return cfg
+
+
+def _flag(raw: dict, key: str, where: str) -> bool:
+    """An optional boolean field (false when absent)."""
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
+
+
+def _duration(raw: dict, key: str, where: str, default: float) -> float:
+    """An optional duration field ("30s", "5m", or seconds); present but null or malformed is an error."""
+    if key not in raw:
+        return default
+    try:
+        return parse_duration(raw[key], where)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _preemption(cfg: Configuration, raw: object) -> None:
@@ -123,34 +132,21 @@ def _preemption(cfg: Configuration, raw: object) -> None:
     if mode not in PREEMPTION_MODES:
         raise ConfigError(f"preemption.mode {mode!r} is not one of {', '.join(PREEMPTION_MODES)}")
     cfg.preemption_mode = mode
-    guarantee = raw.get("guaranteeProtection", False)
-    if not isinstance(guarantee, bool):
-        raise ConfigError("preemption.guaranteeProtection must be true or false")
-    cfg.guarantee_protection = guarantee
-    try:
-        cfg.preemption_hold_timeout = parse_duration(raw.get("holdTimeout", "60s"), "preemption.holdTimeout")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    cfg.guarantee_protection = _flag(raw, "guaranteeProtection", "preemption.guaranteeProtection")
+    cfg.preemption_hold_timeout = _duration(raw, "holdTimeout", "preemption.holdTimeout", cfg.preemption_hold_timeout)
 
 
 def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
     known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
     if not isinstance(raw, dict) or set(raw) - known:
         raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}")
-    if not isinstance(raw.get("enable", False), bool):
-        raise ConfigError("waitForPodsReady.enable must be true or false")
-    if not raw.get("enable", False):
+    if not _flag(raw, "enable", "waitForPodsReady.enable"):
         return None
     w = WaitForPodsReady()
-    try:
-        w.timeout = parse_duration(raw.get("timeout", "5m"), "waitForPodsReady.timeout")
-        if raw.get("recoveryTimeout") is not None:
-            w.recovery_timeout = parse_duration(raw["recoveryTimeout"], "waitForPodsReady.recoveryTimeout")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if not isinstance(raw.get("blockAdmission", False), bool):
-        raise ConfigError("waitForPodsReady.blockAdmission must be true or false")
-    w.block_admission = raw.get("blockAdmission", False)
+    w.timeout = _duration(raw, "timeout", "waitForPodsReady.timeout", w.timeout)
+    if raw.get("recoveryTimeout") is not None:        # no default (seed 003): unset or null is off
+        w.recovery_timeout = _duration(raw, "recoveryTimeout", "waitForPodsReady.recoveryTimeout", 0.0)
+    w.block_admission = _flag(raw, "blockAdmission", "waitForPodsReady.blockAdmission")
     rq = raw.get("requeuingStrategy")
     rq = {} if rq is None else rq
     rq_known = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
@@ -173,10 +169,7 @@ def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
 def _fair_sharing(cfg: Configuration, raw: object) -> None:
     if not isinstance(raw, dict) or set(raw) - {"enable", "preemptionStrategies"}:
         raise ConfigError("fairSharing may hold enable and preemptionStrategies")
-    enable = raw.get("enable", False)
-    if not isinstance(enable, bool):
-        raise ConfigError("fairSharing.enable must be true or false")
-    cfg.fair_sharing = enable
+    cfg.fair_sharing = _flag(raw, "enable", "fairSharing.enable")
     strategies = raw.get("preemptionStrategies", list(STRATEGIES))
     if not isinstance(strategies, list) or not strategies or any(s not in STRATEGIES for s in strategies):
         raise ConfigError(f"fairSharing.preemptionStrategies must list some of {', '.join(STRATEGIES)}")
