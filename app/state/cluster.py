@@ -313,15 +313,20 @@ class ClusterState:
         reservations, self.reservations = self.reservations, {}
         self.pending, self._pending_of = {}, {}
         going = self.victims()
+        tracked = self.config.wait_for_pods_ready is not None
+        one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal and uid not in going:
                 self._charge_running(pod, admitted.get(uid))
-                self.track_readiness(pod)
+                if tracked and pod.queue_name:
+                    one_per_unit.setdefault(unit_of(pod), pod)
             elif uid in reservations and not (pod.terminal or pod.deleting):
                 r = reservations[uid]
                 if self._charge_valid(r.charge):
                     self._hold(uid, r)
             self._index_pending(pod)
+        for pod in one_per_unit.values():
+            self.track_readiness(pod)
 
     # ---- pods ---------------------------------------------------------------
     def track_readiness(self, pod: PodInfo) -> None:
