@@ -15,7 +15,7 @@ from ..core.admission import decide
 from ..objects.errors import InvalidObject
 from ..objects.pod import decode_pod
 from .podview import pod_status
-from .views import requests_view, verdict_view
+from .views import pending_ahead, requests_view, verdict_view
 
 NODES_SHOWN = 20
 
@@ -70,17 +70,17 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
     has_nodes = (lambda flavor: offered.has_nodes(state, flavor)) if offered is not None else None
     verdict = decide(state, pod, has_nodes)
     lq, cq = state.queue_of(pod)
+    known_status = pod_status(state, known)[0] if known is not None else None
     view = {
         "pod": pod.key, "priority": pod.priority, "preemptionPolicy": pod.preemption_policy,
         "requests": requests_view(pod.requests),
         "localQueue": lq.key if lq else (f"{pod.namespace}/{pod.queue_name}" if pod.queue_name else None),
         "clusterQueue": cq.name if cq else None,
-        "known": pod_status(state, known)[0] if known is not None else None,
+        "known": known_status,
         "decision": verdict_view(verdict),
     }
     if verdict.cluster_queue:
-        view["pendingAhead"] = sum(1 for p in state.pending_pods(verdict.cluster_queue, before=state.order_key(pod))
-                                   if p.uid != pod.uid)
+        view["pendingAhead"] = pending_ahead(state, pod, verdict.cluster_queue)
     if verdict.admit and verdict.managed:
         flavors = sorted(set(verdict.assignment.flavors.values())) if verdict.assignment else []
         candidates = names if names is not None else sorted(state.nodes)
@@ -91,6 +91,6 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
             view["decision"]["note"] = (f"no {'offered ' if names is not None else ''}node is in flavor(s) "
                                         f"{', '.join(flavors)}: filter would answer NoFlavorNodes")
     if known is not None and (known.uid in state.admitted or known.uid in state.reservations):
-        view["note"] = (f"pod {pod.key} already holds quota ({pod_status(state, known)[0]}); this decision counts "
+        view["note"] = (f"pod {pod.key} already holds quota ({known_status}); this decision counts "
                         "that quota as used")
     return view

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..core.admission import decide
 from ..objects.pod import PodInfo
-from .views import NotFound, entry_view, requests_view, rfc3339, usage_view, verdict_view
+from .views import NotFound, entry_view, pending_ahead, requests_view, rfc3339, usage_view, verdict_view
 
 PREEMPT_VERBS = ("preempt", "reclaim")
 STANDARD_KEYS = frozenset({"time", "verb", "pod", "outcome", "reason", "queue"})
@@ -145,9 +145,7 @@ def pod_view(state, journal, namespace: str, name: str) -> dict:
         verdict = decide(state, pod)
         now = verdict_view(verdict)
         if verdict.cluster_queue:
-            now["pendingAhead"] = sum(1 for p in state.pending_pods(verdict.cluster_queue,
-                                                                     before=state.order_key(pod))
-                                      if p.uid != pod.uid)
+            now["pendingAhead"] = pending_ahead(state, pod, verdict.cluster_queue)
         view["now"] = now
     else:
         view["now"] = None

@@ -60,6 +60,11 @@ def admitted_uids(state, cq_name: str) -> set[str]:
     return state.admitted.by_queue.get(cq_name, set())
 
 
+def pending_ahead(state, pod, cq_name: str) -> int:
+    """Pending pods ahead of pod in its ClusterQueue's order (within maxQueueScan), itself excluded."""
+    return sum(1 for p in state.pending_pods(cq_name, before=state.order_key(pod)) if p.uid != pod.uid)
+
+
 def workload_counts(state) -> dict[str, tuple[int, int, int]]:
     """ClusterQueue -> (pending without a reservation, reserving, admitted) pods."""
     reserving: dict[str, int] = {}
