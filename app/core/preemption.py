@@ -397,12 +397,15 @@ def fair_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[
                     heapq.heappush(heap, (-_share(state, pre.node), name))
                 continue
             mine, theirs = sides(name)
+            # Both stay as they are while this queue's candidates are tried: mine and theirs are
+            # separate branches, a share's denominator (lendable) ignores usage, and a rejected
+            # candidate is restored exactly.
+            my_share, old_share = preemptor_share(mine), _share(state, theirs)
             for i, c in enumerate(queue):
                 if state.config.guarantee_protection and _would_break_guarantee(state, c):
                     continue            # YuniKorn's law 2, as in the classic path
-                old_share = _share(state, theirs)
                 rm.remove(c)
-                if _strategy(strategies[0], preemptor_share(mine), old_share, _share(state, theirs)):
+                if _strategy(strategies[0], my_share, old_share, _share(state, theirs)):
                     targets.append(Target(c, IN_COHORT_FAIR_SHARING))
                     del queue[: i + 1]
                     fits = quota_fits(pre, True)
