@@ -467,3 +467,29 @@ def test_serve_kubeconfig_unreadable_exits_2(tmp_path):
     out = subprocess.run([str(QUOTIENT_BIN), "serve", "--kubeconfig", str(tmp_path / "missing")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "cannot load kubeconfig" in out.stderr
+
+
+def test_a_deletion_known_by_key_alone_takes_out_every_kind():
+    """A DELETED event (or a relist without it) leaves only kind, key and uid: remove_object takes the
+    object out without decoding anything, for each kind the watch reads."""
+    from app.sync.dispatch import apply_object, remove_object
+
+    objects = [namespace("team-a"), flavor("default-flavor"), cq("cq"), lq("team-a", "lq", "cq"), node("n1"),
+               pod("p", node="n1"),
+               {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                "value": 1000},
+               {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", "namespace": "team-a"}, "spec": {"minAvailable": 1}}]
+    state = ClusterState()
+    for obj in objects:
+        apply_object(state, obj)
+    assert state.pods and state.admitted and state.local_queues and state.priority_classes \
+        and state.extra["PodDisruptionBudget"]
+    for obj in reversed(objects):
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        remove_object(state, obj["kind"], key, meta.get("uid", ""))
+    empty = ClusterState()
+    for table in ("pods", "nodes", "namespaces", "priority_classes", "cluster_queues", "local_queues", "flavors"):
+        assert getattr(state, table) == getattr(empty, table), table
+    assert not state.extra.get("PodDisruptionBudget") and not state.admitted

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..objects import kueue
 from ..objects.errors import InvalidObject
-from ..objects.meta import mapping, metadata, string_map
+from ..objects.meta import mapping, metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
 from ..state.cluster import ClusterState, PriorityClassInfo
@@ -46,6 +46,24 @@ def object_key(obj: dict) -> str:
     meta = mapping(obj.get("metadata"), "?", "?", "metadata")
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> None:
+    """Take out an object known only by kind and key (a name, or namespace/name), as a watch's
+    DELETED event or a relist that no longer lists it leaves it: nothing to decode."""
+    if kind == "Pod":
+        namespace, _, name = key.rpartition("/")
+        state.remove_pod(uid or stable_uid("Pod", namespace, name))
+    elif kind == "Node":
+        state.remove_node(key)
+    elif kind == "Namespace":
+        state.remove_namespace(key)
+    elif kind == "PriorityClass":
+        state.remove_priority_class(key)
+    elif kind in KUEUE_KINDS:
+        state.remove_kueue(kind, key)
+    elif kind in EXTRA_KINDS:
+        state.remove_extra(kind, key)
 
 
 def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:

@@ -45,7 +45,7 @@ import orjson
 
 from ..objects.errors import InvalidObject
 from ..state.cluster import ClusterState
-from .dispatch import apply_object
+from .dispatch import apply_object, remove_object
 
 log = logging.getLogger("quotient.sync.watch")
 
@@ -113,20 +113,6 @@ async def make_api_client(kubeconfig: str | None = None, context: str | None = N
     else:
         config.load_incluster_config(client_configuration=cfg)
     return client.ApiClient(cfg)
-
-
-def _stub(res: Resource, key: str, uid: str) -> dict:
-    """The least object apply_object accepts to delete `key` (a name, or namespace/name)."""
-    ns, _, name = key.rpartition("/")
-    meta = {"name": name, "uid": uid} if uid else {"name": name}
-    if ns:
-        meta["namespace"] = ns
-    obj = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta}
-    if res.kind == "PriorityClass":
-        obj["value"] = 0
-    elif res.kind == "LocalQueue":
-        obj["spec"] = {"clusterQueue": "-"}
-    return obj
 
 
 def _key_of(obj: dict) -> tuple[str, str, str]:
@@ -387,10 +373,7 @@ class WatchSource:
         seen = self.known[res.kind].pop(key, None)
         if seen is None:
             return          # never applied (it was invalid all along): nothing to take out
-        try:
-            apply_object(self.state, _stub(res, key, seen[0]), deleted=True)
-        except InvalidObject as e:     # cannot happen for a stub; counted if it does
-            self._skip(res, f"{e.name}: {e.reason}")
+        remove_object(self.state, res.kind, key, seen[0])
 
     def _handle(self, res: Resource, event: object) -> None:
         """Apply one watch event; raises Gone on a 410 ERROR, WatchError on anything unusable as an event."""
