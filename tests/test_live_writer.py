@@ -84,6 +84,10 @@ async def test_eviction_refused_by_a_pod_disruption_budget_is_not_forced(fake):
         await writer.evict(decode_pod(pod_obj("guarded", node="node-1", labels={"app": "db"})), "InClusterQueue", "m")
     assert api.get("Pod", "team-a", "guarded") is not None
     assert writer.failures["eviction"] == 1
+    with pytest.raises(WriteError, match="PodDisruptionBudget"):     # the next reconcile tries again
+        await writer.evict(decode_pod(pod_obj("guarded", node="node-1", labels={"app": "db"})), "InClusterQueue", "m")
+    events = [e for e in api.objects("Event", "events.k8s.io/v1") if e.get("reason") == "InClusterQueue"]
+    assert len(events) == 1                                             # said once, not once per try
 
 
 async def test_cluster_queue_status_tells_kubectl_the_usage(fake, load_extender):

@@ -57,6 +57,7 @@ class KubeWriter:
         self.state = state
         self.component = component
         self.failures: Counter = Counter()
+        self._announced: set[tuple[str, str]] = set()    # (pod uid, reason): condition and Event written
 
     async def _retry(self, what: str, call):
         """call() with retries on what may pass; ApiException for the rest, WriteError after the last try."""
@@ -91,15 +92,22 @@ class KubeWriter:
             raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
-        """Say why (a DisruptionTarget condition and an Event, best effort), then evict through policy/v1."""
-        await self._best_effort(self._condition(pod, reason, message))
-        await self._best_effort(self._event(pod, reason, message))
+        """Say why (a DisruptionTarget condition and an Event, best effort, once: an eviction a
+        PodDisruptionBudget refuses is tried again every reconcile), then evict through policy/v1."""
+        if (pod.uid, reason) not in self._announced:
+            if len(self._announced) > 10_000:     # victims deleted by others: at worst said again
+                self._announced.clear()
+            self._announced.add((pod.uid, reason))
+            await self._best_effort(self._condition(pod, reason, message))
+            await self._best_effort(self._event(pod, reason, message))
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
         try:
             await self._retry(f"eviction {pod.key}", lambda: self.core.create_namespaced_pod_eviction(
                 pod.name, pod.namespace, body, _preload_content=False))
+            self._announced.discard((pod.uid, reason))
         except ApiException as e:
             if e.status == 404:          # already gone: the eviction happened
+                self._announced.discard((pod.uid, reason))
                 return
             self.failures["eviction"] += 1
             why = "a PodDisruptionBudget allows no disruption now" if _is_pdb_refusal(e) else f"HTTP {e.status}"
