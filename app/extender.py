@@ -318,11 +318,12 @@ class Extender:
             self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
             return ""
         best = found[0]
-        victims = {m.uid: (t.reason, self._message(t.reason, pod)) for t in best.targets for m in t.candidate.pods()}
+        chosen = [(t.reason, m) for t in best.targets for m in t.candidate.pods()]     # a group counts whole
+        victims = {m.uid: (reason, self._message(reason, pod)) for reason, m in chosen}
         state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
-        shown = ", ".join(f"{m.key} ({t.reason})" for t in best.targets for m in t.candidate.pods())
+        shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
         self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
-                     victims={best.node: [m.key for t in best.targets for m in t.candidate.pods()]},
+                     victims={best.node: [m.key for _, m in chosen]},
                      reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
