@@ -104,11 +104,9 @@ class Extender:
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
-        left = held.left(state.pods) if held is not None else None
-        if left:
-            reason = (f"preempting for this pod: waiting for {len(left)} preempted pod(s) to "
-                      f"leave; node {held.node} and the quota are held for it")
-            return self._refuse_all(nodes, offered, reason)
+        waiting = self._victims_left(held)
+        if waiting:
+            return self._refuse_all(nodes, offered, waiting)
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
@@ -152,7 +150,14 @@ class Extender:
                 return self._refuse_all(nodes, offered, reason)
         if charge is None:
             a = verdict.assignment
-            state.reserve(pod.uid, Charge(verdict.cluster_queue, a.flavors, a.usage))
+            charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
+            over = state.over_quota(charge)
+            if over:       # the plan counts victims as gone, the quota still holds them
+                reason = (f"{over}; pods preempted for others still run there, and their quota is free only "
+                          "once they are gone")
+                self._record("filter", pod, "VictimsStillRunning", reason, queue=verdict.cluster_queue)
+                return self._refuse_all(nodes, offered, reason)
+            state.reserve(pod.uid, charge)
         self._record("filter", pod, verdict.rule, "", queue=verdict.cluster_queue, flavors=dict(flavors),
                      offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
                      borrowing=bool(verdict.assignment and verdict.assignment.borrowing),
@@ -213,6 +218,9 @@ class Extender:
                           "the group waits for the rest and holds nothing")
         held = state.holds.get(pod.uid)
         if held is not None:
+            waiting = self._victims_left(held, key)
+            if waiting:
+                return refuse("GroupPreempting", waiting)
             if held.node in offered.names:
                 self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
@@ -260,9 +268,10 @@ class Extender:
             self._record("reclaim", pod, "Preempting", shown, queue=cq.name, group=key,
                          reasons=sorted({r for r, _ in victims.values()}),
                          victims={"(group)": sorted(state.pods[u].key for u in victims)})
-        for i, m in enumerate(pending):
+        evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
+        for m in pending:
             charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
-            state.hold(m.uid, placement[m.uid], m.requests, charge, victims if i == 0 else {})
+            state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
         self._record("filter", pod, "GroupAdmitted", "", queue=verdict.cluster_queue, group=key,
                      flavors=dict(a.flavors), placement={state.pods[u].key: n for u, n in placement.items()})
         mine = placement[pod.uid]
@@ -296,6 +305,16 @@ class Extender:
         room = state.rooms(pod.uid)
         kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
         return kept, orjson.dumps(kept)
+
+    def _victims_left(self, held, group: str = "") -> str:
+        """Why a preemptor (or a member of a preempting group) waits: victims chosen for it still run,
+        holding their quota and room until they are gone. "" when none is left."""
+        left = held.left(self.state.pods) if held is not None else None
+        if not left:
+            return ""
+        who = f"pod group {group}" if group else "this pod"
+        return (f"preempting for {who}: waiting for {len(left)} preempted pod(s) to leave (their quota is "
+                f"free only once they are gone); node {held.node} and the quota are held for it")
 
     @staticmethod
     def _may_reclaim(verdict: Verdict) -> bool:
@@ -437,7 +456,11 @@ class Extender:
         if refusal:
             self._record("bind", pod, "Refused", refusal)
             return wire.encode_binding(refusal)
-        state.commit_binding(pod.uid, args.node, charge)
+        refusal = state.commit_binding(pod.uid, args.node, charge)
+        if refusal:
+            refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
+            self._record("bind", pod, "QuotaInvariant", refusal)
+            return wire.encode_binding(refusal)
         try:
             await self.writer.bind(pod, args.node)
         except WriteError as e:
@@ -506,7 +529,7 @@ class Extender:
                 if uid in held.evicted or victim is None:
                     continue
                 held.evicted.add(uid)
-                charge = held.released.get(uid) or state.admitted.get(uid)
+                charge = state.admitted.get(uid)
                 queue = charge.cluster_queue if charge else ""
                 try:
                     await self.writer.evict(victim, reason, message)

@@ -971,7 +971,9 @@ async def test_filter_reclaims_holds_and_reconcile_evicts(api, kit):
     async with api(ext) as client:
         r = (await client.post("/filter", json=kit.filter(h, ["n1", "n2"]))).json()
         assert r["NodeNames"] == [] and "preempting team-a/l2 (InClusterQueue)" in r["FailedAndUnresolvableNodes"]["n2"]
-        assert s.holds[uid("h")].node == "n1" and uid("l2") not in s.admitted
+        # l2's quota goes to h in the plans, but stays charged until l2 is really gone (the quota invariant)
+        assert s.holds[uid("h")].node == "n1" and uid("l2") in s.admitted and uid("l2") in s.going
+        assert s.tree.queues["cq"].bound[("default-flavor", "cpu")] == 8000
         assert await ext.reconcile() == 1 and writer.evictions == 1 and uid("l2") not in s.pods
         r = (await client.post("/filter", json=kit.filter(h, ["n1", "n2"]))).json()
         assert r["NodeNames"] == ["n1"]

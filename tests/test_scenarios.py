@@ -15,7 +15,7 @@ OWN = REPO / "tests" / "scenarios"          # Quotient's own scenarios: every on
 QUOTIENT = REPO / ".venv" / "bin" / "quotient"
 
 PASSING = ["borrowing", "borrowing-limit", "lending-limit", "flavors", "strictfifo", "besteffortfifo",
-           "reclaim", "within-queue-priority", "gang-all-or-nothing"]
+           "reclaim", "within-queue-priority", "gang-all-or-nothing", "victim-terminating"]
 
 
 def test_every_example_is_classified():

@@ -154,8 +154,8 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
 
     def add(uid: str, other: PodInfo) -> None:
         charge = admitted.get(uid)
-        if charge is None or other.deleting or uid == pod.uid:
-            return
+        if charge is None or other.deleting or uid == pod.uid or uid in state.going:
+            return      # a victim already chosen for another preemptor frees its quota once, for that one
         if needs and not any(fr in charge.usage for fr in needs):
             return
         key = group_of(other)
@@ -201,7 +201,7 @@ def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: se
     """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
     members, their summed quota, the highest member priority against the preemptor's policies."""
     running = [m for m in state.members(key) if m.node_name and m.uid in state.admitted]
-    if not running:
+    if not running or any(m.uid in state.going for m in running):
         return None
     charges = [state.admitted[m.uid] for m in running]
     top = max(m.priority or 0 for m in running)

@@ -7,6 +7,12 @@ stores there the usage above it. `available` walks up the tree, capping what a
 node may take from its parent by its borrowingLimit. With team-a 9 and team-b 12
 CPUs in one cohort this gives 21, 10 with borrowingLimit 1 on team-a, and 10
 with lendingLimit 1 on team-b, the seed's worked numbers.
+
+Each node keeps two usages. `usage` is what decisions plan with: running pods and
+reservations (filter passed, bind pending; preemptors waiting), with the victims a
+preemption chose taken out as they are going. `bound` is the truth the quota
+invariant is checked on: pods really on a node (terminating victims included), no
+reservation. A bind may charge only what `bound` still has room for.
 """
 from __future__ import annotations
 
@@ -32,6 +38,10 @@ class QuotaNode:
     quotas: dict[FR, Limits] = field(default_factory=dict)
     subtree: dict[FR, int] = field(default_factory=dict)
     usage: dict[FR, int] = field(default_factory=dict)
+    bound: dict[FR, int] = field(default_factory=dict)
+
+    def used(self, bound: bool = False) -> dict[FR, int]:
+        return self.bound if bound else self.usage
 
     def guaranteed(self, fr: FR) -> int:
         """Quota this node keeps for itself: SubtreeQuota - lendingLimit (0 without a limit)."""
@@ -47,14 +57,15 @@ class QuotaNode:
         return node
 
 
-def available(node: QuotaNode, fr: FR) -> int:
-    """How much of fr this node may still use, counting what its ancestors can lend."""
+def available(node: QuotaNode, fr: FR, bound: bool = False) -> int:
+    """How much of fr this node may still use, counting what its ancestors can lend
+    (bound=True: against the pods really running, reservations not counted)."""
     if node.parent is None:
-        return max(0, node.subtree.get(fr, 0) - node.usage.get(fr, 0))
-    usage = node.usage.get(fr, 0)
+        return max(0, node.subtree.get(fr, 0) - node.used(bound).get(fr, 0))
+    usage = node.used(bound).get(fr, 0)
     guaranteed = node.guaranteed(fr)
     local = max(0, guaranteed - usage)
-    from_parent = available(node.parent, fr)
+    from_parent = available(node.parent, fr, bound)
     q = node.quotas.get(fr)
     if q is not None and q.borrowing_limit is not None:
         stored_in_parent = node.subtree.get(fr, 0) - guaranteed
@@ -76,20 +87,22 @@ def potential_available(node: QuotaNode, fr: FR) -> int:
     return total
 
 
-def add_usage(node: QuotaNode, fr: FR, value: int) -> None:
+def add_usage(node: QuotaNode, fr: FR, value: int, bound: bool = False) -> None:
     """Charge value to node; what exceeds its guaranteed quota is charged to the parent too."""
-    local = max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
-    node.usage[fr] = node.usage.get(fr, 0) + value
+    used = node.used(bound)
+    local = max(0, node.guaranteed(fr) - used.get(fr, 0))
+    used[fr] = used.get(fr, 0) + value
     if node.parent is not None and value > local:
-        add_usage(node.parent, fr, value - local)
+        add_usage(node.parent, fr, value - local, bound)
 
 
-def remove_usage(node: QuotaNode, fr: FR, value: int) -> None:
+def remove_usage(node: QuotaNode, fr: FR, value: int, bound: bool = False) -> None:
     """Release value from node, and from the parent what had been stored there."""
-    stored_in_parent = node.usage.get(fr, 0) - node.guaranteed(fr)
-    node.usage[fr] = node.usage.get(fr, 0) - value
+    used = node.used(bound)
+    stored_in_parent = used.get(fr, 0) - node.guaranteed(fr)
+    used[fr] = used.get(fr, 0) - value
     if node.parent is not None and stored_in_parent > 0:
-        remove_usage(node.parent, fr, min(value, stored_in_parent))
+        remove_usage(node.parent, fr, min(value, stored_in_parent), bound)
 
 
 def compute_subtree(node: QuotaNode) -> None:
@@ -109,3 +122,28 @@ def borrowing(node: QuotaNode, fr: FR, extra: int = 0) -> bool:
 def lendable(node: QuotaNode, fr: FR) -> int:
     """What node offers to its parent: SubtreeQuota - guaranteed."""
     return node.subtree.get(fr, 0) - node.guaranteed(fr)
+
+
+def limit(node: QuotaNode, fr: FR) -> int | None:
+    """The most node may use of fr on its own level: a root its SubtreeQuota, a child with a
+    borrowingLimit SubtreeQuota + borrowingLimit; None when only its ancestors bound it."""
+    q = node.quotas.get(fr)
+    if node.parent is None:
+        return node.subtree.get(fr, 0)
+    if q is not None and q.borrowing_limit is not None:
+        return node.subtree.get(fr, 0) + q.borrowing_limit
+    return None
+
+
+def over_quota(roots, bound: bool = True) -> list[tuple[QuotaNode, FR, int, int]]:
+    """Every (node, flavor/resource, used, limit) of the trees under roots where the usage is above
+    what Kueue lets that node use: the quota invariant, empty when it holds."""
+    out, stack = [], list(roots)
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        for fr, used in node.used(bound).items():
+            cap = limit(node, fr)
+            if cap is not None and used > cap:
+                out.append((node, fr, used, cap))
+    return out

@@ -47,6 +47,7 @@ class PodInfo:
     tolerations: list = field(default_factory=list)
     owner: Owner | None = None
     nominated_node: str = ""
+    resource_version: str = ""
 
     @property
     def key(self) -> str:
@@ -182,4 +183,5 @@ def decode_pod(obj: dict) -> PodInfo:
         tolerations=listing(spec.get("tolerations"), "Pod", key, "spec.tolerations"),
         owner=_owner(meta),
         nominated_node=text(status, "nominatedNodeName", "Pod", key, "status.nominatedNodeName"),
+        resource_version=text(meta, "resourceVersion", "Pod", key, "metadata.resourceVersion"),
     )

@@ -27,6 +27,7 @@ class SimPod:
     unready_after: float | None = None
     recreations: int = 0
     base_name: str = ""
+    terminate_after: float = 0.0
 
 
 @dataclass
@@ -50,8 +51,10 @@ class SimCluster:
         pod.info = self.state.pods.get(pod.info.uid, pod.info)
 
     def update_pod(self, pod: SimPod, *, node: str | None = None, ready: bool | None = None,
-                   phase: str | None = None, nominated: str | None = None) -> None:
+                   phase: str | None = None, nominated: str | None = None, deleting: float | None = None) -> None:
         obj = pod.obj
+        if deleting is not None:
+            obj["metadata"]["deletionTimestamp"] = format_time(deleting)
         spec, status = obj.setdefault("spec", {}), obj.setdefault("status", {})
         if node is not None:
             spec["nodeName"] = node
@@ -73,10 +76,16 @@ class SimCluster:
         return pod
 
     def evict(self, key: str, now: float, reason: str, preemption: bool) -> SimPod | None:
-        """Remove a pod as an eviction would; a controller-owned pod comes back as <name>-r<N>."""
-        pod = self.delete_pod(key)
-        if pod is None:
+        """Remove a pod as an eviction would: at once, or, with terminate-after, Terminating on its
+        node meanwhile (the caller removes it when that time is up). A controller-owned pod comes back
+        as <name>-r<N> at once, as a ReplicaSet or Job replaces a terminating pod."""
+        pod = self.pods.get(key)
+        if pod is None or pod.info.deleting:
             return None
+        if pod.terminate_after > 0 and pod.info.node_name:
+            self.update_pod(pod, deleting=now)
+        else:
+            self.delete_pod(key)
         self.evictions.append((now, key, reason))
         if preemption:
             self.preempted.add(key)
@@ -94,7 +103,9 @@ class SimCluster:
         meta["creationTimestamp"] = format_time(now)
         obj.setdefault("spec", {}).pop("nodeName", None)
         obj["status"] = {"phase": "Pending"}
-        fresh = SimPod(obj, decode_pod(obj), pod.ready_after, pod.finish_after, pod.unready_after, n, base)
+        obj["metadata"].pop("deletionTimestamp", None)
+        fresh = SimPod(obj, decode_pod(obj), pod.ready_after, pod.finish_after, pod.unready_after, n, base,
+                       pod.terminate_after)
         self.add_pod(fresh)
         return fresh
 
@@ -130,7 +141,7 @@ class SimCluster:
         if static_misfit(pod, node):
             return None
         lower = [p for p in self.pods.values() if p.info.node_name == name and not p.info.terminal
-                 and (p.info.priority or 0) < (pod.priority or 0)]
+                 and not p.info.deleting and (p.info.priority or 0) < (pod.priority or 0)]
         if not lower:
             return None
         removed = {p.info.key for p in lower}

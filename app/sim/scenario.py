@@ -16,6 +16,7 @@ SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
 FINISH_AFTER = "scenario.quotient.dev/finish-after"
 UNREADY_AFTER = "scenario.quotient.dev/unready-after"   # Quotient's extension: Ready, then not, this long after
+TERMINATE_AFTER = "scenario.quotient.dev/terminate-after"   # once evicted, Terminating this long
 READY_WITH_PEERS = "scenario.quotient.dev/ready-with-peers"   # extension: Ready only once all its owner's pods run
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
@@ -42,6 +43,7 @@ class PodPlan:
     ready_after: float | None = 0.0      # None: never Ready
     finish_after: float | None = None    # None: runs forever
     unready_after: float | None = None   # None: stays Ready
+    terminate_after: float = 0.0         # once evicted, Terminating on its node this long
 
     @property
     def key(self) -> str:
@@ -136,7 +138,8 @@ def load_scenario(path: str) -> Scenario:
         if annotations.get(READY_AFTER) is None:
             ready = 0.0
         pods.append(PodPlan(doc.obj, submit, ready, _duration(doc, annotations, FINISH_AFTER),
-                            _duration(doc, annotations, UNREADY_AFTER)))
+                            _duration(doc, annotations, UNREADY_AFTER),
+                            _duration(doc, annotations, TERMINATE_AFTER) or 0.0))
     start = max([start] + [parse_time(p.obj["metadata"]["creationTimestamp"]) for p in pods if not p.submit_at])
     expectation = None
     if own.get("Expectation"):

@@ -21,6 +21,7 @@ from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod
+from .invariant import violations
 from .scenario import READY_WITH_PEERS, Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
@@ -66,6 +67,7 @@ class SimScheduler:
         self.timeline: list[str] = []
         self.last_reason: dict[str, str] = {}
         self.later: dict[str, SimPod] = {}     # pods submitted later, by uid
+        self.violations: list[str] = []        # instants the quota invariant did not hold
 
     # ---- output -------------------------------------------------------------
     def log(self, what: str, text: str) -> None:
@@ -92,10 +94,19 @@ class SimScheduler:
         where = f" (ClusterQueue {charge.cluster_queue}, flavor {', '.join(sorted(set(charge.flavors.values())))})" \
             if charge else ""
         self.log("bound", f"{key} -> {node}{where}")
+        self.check_quota()
         self.last_reason.pop(key, None)
         for ready in self._ready_now(pod):
             self.at(self.now + ready.ready_after, "ready", ready)
         self.changed = True
+
+    def check_quota(self) -> None:
+        """The quota invariant after a step that charges quota (a bind): bound pods plus evicted pods
+        still terminating never take a ClusterQueue or Cohort above what Kueue's rules allow."""
+        for v in violations(self.state, (p.info for p in self.cluster.pods.values())):
+            at = f"at {self.now - self.scenario.start:.1f}s: {v}"
+            self.violations.append(at)
+            self.log("OVERQUOTA", at)
 
     def _ready_now(self, pod: SimPod) -> list[SimPod]:
         """Pods whose Ready countdown starts with this binding: the pod itself, or, with
@@ -112,9 +123,15 @@ class SimScheduler:
         return [p for p in peers if p.ready_after is not None and not p.info.ready]
 
     def on_evicted(self, key: str, reason: str, by_quotient: bool = False, preemption: bool = True) -> None:
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.info.deleting:
+            return          # already gone, or terminating: a second eviction changes nothing
         fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)
         self.log("preempted" if preemption else "evicted",
                  f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
+        if pod.info.deleting:
+            self.log("terminating", f"{key}: Terminating on {pod.info.node_name} for {pod.terminate_after:g}s")
+            self.at(self.now + pod.terminate_after, "gone", pod)
         self.active.discard(key)
         self.unschedulable.discard(key)
         if fresh is not None:
@@ -138,6 +155,9 @@ class SimScheduler:
         elif what == "unready":
             self.cluster.update_pod(pod, ready=False)
             self.log("unready", key)
+        elif what == "gone":
+            self.cluster.delete_pod(key)
+            self.log("gone", key)
         elif what == "finish":
             self.cluster.update_pod(pod, phase="Succeeded")
             self.cluster.delete_pod(key)
@@ -154,7 +174,8 @@ class SimScheduler:
                 if (plan.obj.get("spec") or {}).get("nodeName"):
                     plan.obj.setdefault("status", {}).update(
                         {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
-                    pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after)
+                    pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after,
+                             terminate_after=plan.terminate_after)
                     self.cluster.add_pod(pod)
                     if plan.finish_after is not None:
                         self.at(self.now + plan.finish_after, "finish", pod)
@@ -164,7 +185,8 @@ class SimScheduler:
             if (plan.obj.get("spec") or {}).get("nodeName"):
                 continue
             plan.obj.setdefault("status", {"phase": "Pending"})
-            pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after)
+            pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after,
+                             terminate_after=plan.terminate_after)
             if plan.submit_at:
                 heapq.heappush(self.events, (self.now + plan.submit_at, next(self.seq), "submit_pod",
                                              pod.info.key, pod.info.uid))

@@ -20,8 +20,9 @@ from typing import Callable, Iterator
 from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
 from ..core.gangs import expected_size, group_of
+from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, Requeue, requeue_key, unit_of
-from ..core.quota import QuotaNode, add_usage, remove_usage
+from ..core.quota import QuotaNode, add_usage, available, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
@@ -29,6 +30,7 @@ from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree
 
 log = logging.getLogger("quotient.state")
+ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
 
 
 @dataclass(slots=True)
@@ -54,13 +56,12 @@ class Hold:
     node: str
     requests: dict[str, int]
     expires: float
-    victims: dict[str, tuple[str, str]]          # victim uid -> (reason, message)
-    evicted: set[str] = field(default_factory=set)       # victims whose eviction was written
-    released: dict[str, Charge] = field(default_factory=dict)   # victims' quota, handed to the preemptor
+    victims: dict[str, tuple[str, str]]          # victim uid -> (reason, message); shared by a group's holds
+    evicted: set[str] = field(default_factory=set)       # victims whose eviction was written; shared too
 
     def left(self, pods: dict) -> list[str]:
-        """Victims still in the cluster (not yet evicted, or terminating)."""
-        return [uid for uid in self.victims if uid in pods]
+        """Victims still in the cluster (not yet evicted, or terminating): their quota is still used."""
+        return [uid for uid in self.victims if uid in pods and not pods[uid].terminal]
 
 
 class Admissions(dict):
@@ -119,6 +120,9 @@ class ClusterState:
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
         self._pending_of: dict[str, tuple[str, tuple]] = {}
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
+        self.going: set[str] = set()                      # victims of holds, out of the planning usage
+        self.assumed: dict[str, float] = {}               # uid -> when Quotient bound it, until the API shows it
+        self.quota_refusals: Counter = Counter()          # ClusterQueue -> charges refused by the invariant
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
@@ -199,12 +203,12 @@ class ClusterState:
                 held = change.setdefault(hold.node, {})
                 for r, v in hold.requests.items():
                     held[r] = held.get(r, 0) - v
-            for victim in hold.victims:
-                pod = self.pods.get(victim)
-                if pod is not None and pod.node_name and not pod.terminal:
-                    back = change.setdefault(pod.node_name, {})
-                    for r, v in pod.requests.items():
-                        back[r] = back.get(r, 0) + v
+        for victim in self.victims():       # once each, though a group's holds share them
+            pod = self.pods.get(victim)
+            if pod is not None and pod.node_name and not pod.terminal:
+                back = change.setdefault(pod.node_name, {})
+                for r, v in pod.requests.items():
+                    back[r] = back.get(r, 0) + v
 
         def room(node: str) -> dict[str, int]:
             free = self.node_free(node)
@@ -241,7 +245,7 @@ class ClusterState:
             charge = self.admitted.get(uid)
             if charge is not None and charge.inferred:
                 del self.admitted[uid]
-                self._release(charge)
+                self._release(charge, planned=uid not in self.going)
                 self._charge_running(self.pods[uid], None)
 
     def remove_node(self, name: str) -> None:
@@ -312,11 +316,11 @@ class ClusterState:
         admitted, self.admitted = self.admitted, Admissions()
         reservations, self.reservations = self.reservations, {}
         self.pending, self._pending_of = {}, {}
-        going = self.victims()
+        self.going = self.victims()
         tracked = self.config.wait_for_pods_ready is not None
         one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
-            if pod.node_name and not pod.terminal and uid not in going:
+            if pod.node_name and not pod.terminal:
                 self._charge_running(pod, admitted.get(uid))
                 if tracked and pod.queue_name:
                     one_per_unit.setdefault(unit_of(pod), pod)
@@ -400,10 +404,37 @@ class ClusterState:
             self.skips["learned pod forgotten"] += 1
         return len(stale)
 
-    def upsert_pod(self, pod: PodInfo) -> None:
+    def _stale(self, old: PodInfo, pod: PodInfo) -> str:
+        """Why an event for a known pod must not be applied ("" when it may): it would move the pod
+        backwards, unbinding a pod Quotient bound before the API has shown that binding (an event
+        written before the bind, delivered after it, as kube-scheduler's assume cache guards against),
+        or it is older (resourceVersion) than what is known and unbinds a bound pod."""
+        if not old.node_name or pod.node_name == old.node_name or pod.terminal or pod.deleting:
+            return ""
+        since = self.assumed.get(pod.uid)
+        if since is not None:
+            if self.clock() - since < ASSUMED_TTL:
+                return "pod event older than Quotient's own binding ignored"
+            del self.assumed[pod.uid]
+            self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
+            return ""
+        if old.resource_version.isdigit() and pod.resource_version.isdigit() \
+                and int(pod.resource_version) < int(old.resource_version):
+            return "pod event older (resourceVersion) than the known state ignored"
+        return ""
+
+    def upsert_pod(self, pod: PodInfo, force: bool = False) -> None:
+        """Add or replace a pod; force: Quotient's own change (a binding undone), never stale."""
+        old = self.pods.get(pod.uid)
+        if old is not None and not force:
+            stale = self._stale(old, pod)
+            if stale:
+                self.skip(stale)
+                return
+        if pod.node_name and pod.node_name == (old.node_name if old else ""):
+            self.assumed.pop(pod.uid, None)        # the API shows the binding: confirmed
         self.resolve_priority(pod)
         self.learned.pop(pod.uid, None)     # a source, or a binding, now speaks for it
-        old = self.pods.get(pod.uid)
         if old is not None:
             self._unlink(old)
         self.pods[pod.uid] = pod
@@ -419,25 +450,29 @@ class ClusterState:
             return      # the tree is built, and every pod charged and indexed, when the bulk load ends
         charge = self.admitted.pop(pod.uid, None)
         if charge is not None:
-            self._release(charge)
+            self._release(charge, planned=pod.uid not in self.going)
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
-                self._release(reservation.charge)
+                self._release(reservation.charge, running=False)
                 charge = charge or reservation.charge
-            self._charge_running(pod, charge)
+            self._charge_running(pod, charge, observed=charge is None)
         elif pod.terminal or pod.deleting:
             self.drop_reservation(pod.uid)
+        if pod.terminal:
+            self.going.discard(pod.uid)
         self._index_pending(pod)
         self.track_readiness(pod)
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
+        self.assumed.pop(uid, None)
         self.release_hold(uid)
         pod = self.pods.pop(uid, None)
         charge = self.admitted.pop(uid, None)
         if charge is not None:
-            self._release(charge)
+            self._release(charge, planned=uid not in self.going)
+        self.going.discard(uid)
         self.drop_reservation(uid)
         if pod is not None:
             self._unlink(pod)
@@ -480,8 +515,9 @@ class ClusterState:
             return pod.requests
         return {r: v for r, v in pod.requests.items() if not self.config.excluded(r)}
 
-    def _charge_running(self, pod: PodInfo, previous: Charge | None) -> None:
-        """Charge a bound pod to its ClusterQueue, keeping its flavors when still valid."""
+    def _charge_running(self, pod: PodInfo, previous: Charge | None, observed: bool = False) -> None:
+        """Charge a bound pod to its ClusterQueue, keeping its flavors when still valid; observed: a pod
+        seen running that Quotient did not bind, which runs whatever the quota says (counted if over)."""
         _, cq = self.queue_of(pod)
         if cq is None or cq.name not in self.tree.queues:
             return
@@ -489,17 +525,22 @@ class ClusterState:
                 and self._charge_valid(previous):
             charge = previous
         else:
-            flavors = self._infer_flavors(pod, cq)
+            flavors = self.infer_flavors(pod, cq)
             charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True,
                             admitted_at=pod.created or 0.0)
+        if observed:
+            over = self.over_quota(charge)
+            if over:
+                self.skip(f"a running pod Quotient did not bind puts ClusterQueue {cq.name} above its quota")
+                log.warning("pod %s runs above quota: %s", pod.key, over)
         self.admitted[pod.uid] = charge
-        self._apply(charge)
+        self._apply(charge, planned=pod.uid not in self.going)
 
     def _charge_valid(self, charge: Charge) -> bool:
         node = self.tree.queues.get(charge.cluster_queue)
         return node is not None and all(fr in node.quotas for fr in charge.usage)
 
-    def _infer_flavors(self, pod: PodInfo, cq: ClusterQueue) -> dict[str, str]:
+    def infer_flavors(self, pod: PodInfo, cq: ClusterQueue) -> dict[str, str]:
         """Flavors of a pod found running: the first flavor of each group whose nodeLabels its node has."""
         node = pod.node_name if pod.node_name in self.nodes else None
         chosen: dict[str, str] = {}
@@ -518,17 +559,40 @@ class ClusterState:
                     chosen[r] = pick
         return chosen
 
-    def _apply(self, charge: Charge) -> None:
+    def _apply(self, charge: Charge, planned: bool = True, running: bool = True) -> None:
+        """Charge the planning usage (planned) and the running truth (running) of the tree."""
         node = self.tree.queues.get(charge.cluster_queue)
         if node is not None:
             for fr, v in charge.usage.items():
-                add_usage(node, fr, v)
+                if planned:
+                    add_usage(node, fr, v)
+                if running:
+                    add_usage(node, fr, v, bound=True)
 
-    def _release(self, charge: Charge) -> None:
+    def _release(self, charge: Charge, planned: bool = True, running: bool = True) -> None:
         node = self.tree.queues.get(charge.cluster_queue)
         if node is not None:
             for fr, v in charge.usage.items():
-                remove_usage(node, fr, v)
+                if planned:
+                    remove_usage(node, fr, v)
+                if running:
+                    remove_usage(node, fr, v, bound=True)
+
+    def over_quota(self, charge: Charge) -> str:
+        """The quota invariant for one charge about to run: why it would take its ClusterQueue or a
+        Cohort above what Kueue's rules allow, counting only pods really on a node (terminating
+        victims included, reservations not), or "" when it fits."""
+        node = self.tree.queues.get(charge.cluster_queue)
+        if node is None:
+            return ""
+        for (flavor, resource), v in charge.usage.items():
+            room = available(node, (flavor, resource), bound=True)
+            if v > room:
+                used = node.bound.get((flavor, resource), 0)
+                return (f"ClusterQueue {charge.cluster_queue} flavor {flavor}: {resource} "
+                        f"{format_quantity(v, resource)} > {format_quantity(room, resource)} free now "
+                        f"({format_quantity(used, resource)} used by pods on nodes, terminating ones included)")
+        return ""
 
     # ---- pending index ------------------------------------------------------
     @staticmethod
@@ -567,15 +631,15 @@ class ClusterState:
 
     # ---- reservations and bindings -------------------------------------------
     def hold(self, uid: str, node: str, requests: dict[str, int], charge: Charge | None,
-             victims: dict[str, tuple[str, str]]) -> Hold:
+             victims: dict[str, tuple[str, str]], evicted: set[str] | None = None) -> Hold:
         """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
         timeout = self.config.preemption_hold_timeout
-        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims)
-        for victim in victims:      # their quota goes to the preemptor now, as they are going
-            released = self.admitted.pop(victim, None)
-            if released is not None:
-                self._release(released)
-                held.released[victim] = released
+        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, evicted or set())
+        for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
+            running = self.admitted.get(victim)
+            if running is not None and victim not in self.going:
+                self.going.add(victim)
+                self._release(running, running=False)
         if charge is not None:
             self.reserve(uid, charge, timeout)
         self.generation += 1
@@ -586,11 +650,13 @@ class ClusterState:
         their quota back."""
         held = self.holds.pop(uid, None)
         if held is not None:
-            for victim, charge in held.released.items():
-                pod = self.pods.get(victim)
-                if pod is not None and pod.node_name and not pod.terminal and victim not in self.admitted:
-                    self.admitted[victim] = charge
-                    self._apply(charge)
+            still = self.victims() if held.victims else ()
+            for victim in held.victims:
+                if victim in self.going and victim not in still:
+                    self.going.discard(victim)
+                    charge = self.admitted.get(victim)
+                    if charge is not None:
+                        self._apply(charge, running=False)
             self.generation += 1
         return held
 
@@ -623,27 +689,39 @@ class ClusterState:
 
     def _hold(self, uid: str, r: Reservation) -> None:
         self.reservations[uid] = r
-        self._apply(r.charge)
+        self._apply(r.charge, running=False)
         heapq.heappush(self._expiry, (r.expires, uid))
 
     def drop_reservation(self, uid: str) -> Reservation | None:
         r = self.reservations.pop(uid, None)
         if r is not None:
-            self._release(r.charge)
+            self._release(r.charge, running=False)
             self.generation += 1
         return r
 
-    def commit_binding(self, uid: str, node: str, charge: Charge | None) -> None:
-        """Record a binding Quotient made: the pod runs on node and its quota is charged."""
+    def commit_binding(self, uid: str, node: str, charge: Charge | None) -> str:
+        """Record a binding Quotient made: the pod runs on node and its quota is charged. Every charge
+        Quotient makes passes here, so here the quota invariant is enforced: a charge that would take
+        a ClusterQueue or Cohort above its quota is refused (its reason returned, counted), and nothing
+        changes."""
+        if charge is not None:
+            over = self.over_quota(charge)
+            if over:
+                self.quota_refusals[charge.cluster_queue] += 1
+                log.warning("binding refused by the quota invariant: %s", over)
+                return over
         self.drop_reservation(uid)
         self.release_hold(uid)
         if charge is not None:
             charge.admitted_at = self.clock()
             self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
             self._apply(charge)
-        self.upsert_pod(replace(self.pods[uid], node_name=node))
+        self.assumed[uid] = self.clock()
+        self.upsert_pod(replace(self.pods[uid], node_name=node), force=True)
+        return ""
 
     def undo_binding(self, uid: str) -> None:
         """Take back a binding whose write failed: the pod is pending again, its quota free."""
+        self.assumed.pop(uid, None)
         if uid in self.pods:
-            self.upsert_pod(replace(self.pods[uid], node_name=""))
+            self.upsert_pod(replace(self.pods[uid], node_name=""), force=True)
