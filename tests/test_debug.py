@@ -185,7 +185,7 @@ async def test_queues_show_limits_usage_borrowed_lendable_available_and_counts(e
     a = rows_of(view, "team-a-cq")
     assert a[("on-demand", "cpu")] == {
         "flavor": "on-demand", "resource": "cpu", "nominal": "6", "borrowingLimit": "2", "lendingLimit": None,
-        "subtreeQuota": "6", "usage": "5", "reserved": "0", "borrowed": "0", "lendable": "6", "available": "3"}
+        "subtreeQuota": "6", "usage": "5", "running": "5", "reserved": "0", "borrowed": "0", "lendable": "6", "available": "3"}
     assert (a[("on-demand", "memory")]["nominal"], a[("on-demand", "memory")]["usage"],
             a[("on-demand", "memory")]["available"]) == ("36Gi", "4Gi", "32Gi")
     assert a[("spot", "cpu")]["available"] == "4"

@@ -232,9 +232,9 @@ class StateCollector:
                     borrowing.add_metric(labels, amount(limits.borrowing_limit, fr[1]))
                 if limits.lending_limit is not None:
                     lending.add_metric(labels, amount(limits.lending_limit, fr[1]))
-                used = node.usage.get(fr, 0)
-                reservation.add_metric(labels, amount(used, fr[1]))
-                usage.add_metric(labels, amount(used - held.get(fr, 0), fr[1]))
+                used = node.bound.get(fr, 0)        # pods on nodes, victims still terminating included
+                reservation.add_metric(labels, amount(used + held.get(fr, 0), fr[1]))
+                usage.add_metric(labels, amount(used, fr[1]))
         for name in sorted(state.tree.cohorts):
             spec = state.cohorts.get(name)
             cohort_share.add_metric([name], dominant_resource_share(state.tree.cohorts[name],
@@ -246,5 +246,11 @@ class StateCollector:
                                         "Pods known only from kube-scheduler's requests, forgotten after "
                                         "learnedPodTimeout without one.")
         forgotten.add_metric([], state.skips.get("learned pod forgotten", 0))
+        refused = CounterMetricFamily("quotient_quota_invariant_refusals",
+                                      "Bindings refused because their charge would have taken the ClusterQueue or a "
+                                      "Cohort above its quota (victims still running, or a race); each one a pod "
+                                      "that waits instead of an over-admission.", labels=q)
+        for name, n in sorted(state.quota_refusals.items()):
+            refused.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
-                    reservation, usage, expired, forgotten)
+                    reservation, usage, expired, forgotten, refused)

@@ -93,7 +93,8 @@ def reserved_usage(state) -> dict[str, dict[FR, int]]:
 # ---- the quota tree ----------------------------------------------------------------------------
 def resource_rows(node: QuotaNode, reserved: dict[FR, int] | None = None) -> list[dict]:
     """One row per (flavor, resource): limits, usage, borrowed, lendable and available; reserved
-    (held by reservations) for a ClusterQueue, None for a Cohort."""
+    (held by reservations) for a ClusterQueue, None for a Cohort. usage is what decisions plan with
+    (reservations in, chosen victims out); running is what pods on nodes really use."""
     keys = list(node.quotas) + [fr for fr in node.subtree if fr not in node.quotas]
     rows = []
     for fr in keys:
@@ -108,6 +109,7 @@ def resource_rows(node: QuotaNode, reserved: dict[FR, int] | None = None) -> lis
             "lendingLimit": qty(limits.lending_limit if limits else None, resource),
             "subtreeQuota": qty(subtree, resource),
             "usage": qty(used, resource),
+            "running": qty(node.bound.get(fr, 0), resource),   # the quota invariant's side: pods on nodes
             "reserved": qty(reserved.get(fr, 0), resource) if reserved is not None else None,
             "borrowed": qty(max(0, used - subtree), resource),
             "lendable": qty(lendable(node, fr), resource),

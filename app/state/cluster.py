@@ -634,7 +634,7 @@ class ClusterState:
              victims: dict[str, tuple[str, str]], evicted: set[str] | None = None) -> Hold:
         """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
         timeout = self.config.preemption_hold_timeout
-        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, evicted or set())
+        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, set() if evicted is None else evicted)
         for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
             running = self.admitted.get(victim)
             if running is not None and victim not in self.going:

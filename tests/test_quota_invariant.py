@@ -1,0 +1,257 @@
+"""The quota invariant (issue "Quota is never exceeded", point 1; hardening issue points 1-2): no bind ever
+leaves a ClusterQueue or Cohort above what Kueue's rules allow, and quota freed by a preemption counts only
+once the victims are really gone. Each test drives the real verbs and checks the running truth (pods on
+nodes, terminating victims included) with app.sim.invariant, which recomputes it from the pods alone."""
+from __future__ import annotations
+
+import orjson
+
+from app.act.writer import WriteError
+from app.config import Configuration
+from app.extender import Extender
+from app.sim.invariant import violations
+from app.sim.run import run_file
+from app.state.cluster import ASSUMED_TTL
+from helpers import FakeClock, apply, cq, flavor, lq, make_state, namespace, node, pod
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LOWER = {"withinClusterQueue": "LowerPriority"}
+
+
+def member(name: str, group: str, size: int, **kw) -> dict:
+    obj = pod(name, **kw)
+    obj["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = group
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(size)}
+    return obj
+
+
+def api_copy(obj: dict, **changes) -> dict:
+    """The pod as a watch event would carry it: a copy with metadata/spec changes."""
+    out = orjson.loads(orjson.dumps(obj))
+    for key, value in changes.items():
+        where, _, field = key.partition("__")
+        if value is None:
+            out[where].pop(field, None)
+        else:
+            out[where][field] = value
+    return out
+
+
+class TerminatingWriter:
+    """Evictions are accepted and leave the pod Terminating (deletionTimestamp set, still on its node), as a
+    real API server does during the grace period; refuse=True answers every eviction as a
+    PodDisruptionBudget does (429)."""
+
+    def __init__(self, state, refuse: bool = False):
+        self.state, self.refuse, self.evicted = state, refuse, []
+
+    async def bind(self, pod, node):
+        pass
+
+    async def evict(self, pod, reason, message):
+        if self.refuse:
+            raise WriteError(f"evicting {pod.key}: 429 Cannot evict pod as it would violate the pod's disruption budget")
+        self.evicted.append(pod.key)
+        obj = api_copy(pod_obj_of(self.state, pod.uid))
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        apply(self.state, obj)
+
+
+OBJECTS: dict[str, dict] = {}      # uid -> the API object a test applied, to build later events from
+
+
+def pod_obj_of(state, uid: str) -> dict:
+    obj = api_copy(OBJECTS[uid])
+    p = state.pods[uid]
+    if p.node_name:
+        obj["spec"]["nodeName"] = p.node_name
+    return obj
+
+
+def setup(*pods: dict, quota: int = 4, clock=None, refuse: bool = False, node_cpu: str = "16"):
+    objs = [namespace("team-a"), flavor("default-flavor"), node("n1", node_cpu),
+            cq("cq", flavors=[("default-flavor", {"cpu": str(quota)})], preemption=LOWER),
+            lq("team-a", "lq", "cq"), *pods]
+    for o in pods:
+        OBJECTS[o["metadata"]["uid"]] = o
+    state = make_state(*objs, config=Configuration(), clock=clock or FakeClock())
+    writer = TerminatingWriter(state, refuse)
+    return state, Extender(state, writer), writer
+
+
+def filter_(ext: Extender, obj: dict, nodes=("n1",)) -> dict:
+    body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
+    return orjson.loads(ext.filter(orjson.dumps(body)))
+
+
+async def bind(ext: Extender, obj: dict, node_name: str = "n1") -> str:
+    m = obj["metadata"]
+    body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
+    return orjson.loads(await ext.bind(orjson.dumps(body)))["Error"]
+
+
+def refusal(answer: dict) -> str:
+    reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    assert answer["NodeNames"] == [] and reasons, answer
+    return next(iter(reasons.values()))
+
+
+def running_cpu(state) -> int:
+    return state.tree.queues["cq"].bound.get(("default-flavor", "cpu"), 0)
+
+
+def holds(state) -> None:
+    assert violations(state, state.pods.values()) == []
+
+
+async def test_gang_that_preempts_for_quota_only_binds_no_member_before_the_victim_is_gone():
+    """Issue point 1 (the reported over-admission): quota 4 full with one 4-CPU low-priority pod, a group of two
+    2-CPU members (one high priority: ACK seed 004, the gang preempts at its highest member's priority), a node with
+    room. Before: both members were bound and the victim never evicted (8 CPU on a quota of 4)."""
+    g0 = member("g-0", "g", 2, queue="lq", cpu="2", priority=1000, created=10)
+    g1 = member("g-1", "g", 2, queue="lq", cpu="2", priority=10, created=11)
+    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    state, ext, writer = setup(old, g0, g1)
+    apply(state, g0, g1)
+    assert "preempting 1 pod(s) so that all 2 members fit at once" in refusal(filter_(ext, g0))
+    assert "waiting for 1 preempted pod(s) to leave" in refusal(filter_(ext, g1))
+    assert "quota invariant" in await bind(ext, g1)          # kube-scheduler binding anyway is refused too
+    assert state.quota_refusals["cq"] == 1 and running_cpu(state) == 4000
+    await ext.reconcile()
+    assert writer.evicted == ["team-a/old"] and state.pods[old["metadata"]["uid"]].deleting
+    assert "waiting for 1 preempted pod(s)" in refusal(filter_(ext, g0))     # terminating: still charged
+    holds(state)
+    apply_deleted(state, old)
+    for m in (g0, g1):
+        assert filter_(ext, m)["NodeNames"] == ["n1"]
+        assert await bind(ext, m) == ""
+        holds(state)
+    assert running_cpu(state) == 4000
+
+
+def apply_deleted(state, obj: dict) -> None:
+    from app.sync.dispatch import apply_object
+    apply_object(state, obj, deleted=True)
+
+
+async def test_surplus_of_a_larger_victim_is_not_handed_out_while_it_runs():
+    """Hardening point 2: a 4-CPU victim for a 2-CPU preemptor. Another 2-CPU pod must not take the surplus while
+    the victim runs, however long a PodDisruptionBudget refuses its eviction (429); once it is gone both fit."""
+    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    urgent = pod("urgent", queue="lq", cpu="2", priority=1000, created=10)
+    other = pod("other", queue="lq", cpu="2", priority=1000, created=11)
+    state, ext, writer = setup(old, urgent, other, refuse=True)
+    apply(state, urgent, other)
+    assert "preempting team-a/old" in refusal(filter_(ext, urgent))
+    why = refusal(filter_(ext, other))
+    assert "preempted for others still run" in why and "4 used by pods on nodes" in why, why
+    assert "quota invariant" in await bind(ext, other)
+    for _ in range(3):                                   # the budget keeps refusing: nothing changes
+        await ext.reconcile()
+        assert "team-a/old" not in writer.evicted and running_cpu(state) == 4000
+        holds(state)
+    apply_deleted(state, old)                            # its budget finally lets it go
+    for p in (urgent, other):
+        assert filter_(ext, p)["NodeNames"] == ["n1"] and await bind(ext, p) == ""
+    assert running_cpu(state) == 4000
+    holds(state)
+
+
+async def test_a_late_watch_event_does_not_undo_a_binding():
+    """Hardening point 1: the MODIFIED event of kube-scheduler's own PodScheduled=False write (no nodeName), made
+    before Quotient's bind and delivered after it, must not release the charge: the next pod would be bound into
+    the same quota. As kube-scheduler's assume cache: kept until confirmed, deleted, or ASSUMED_TTL passes."""
+    clock = FakeClock()
+    a, b, c = (pod(n, queue="lq", cpu="2", priority=0, created=i) for i, n in enumerate("abc"))
+    for p, rv in ((a, "100"), (b, "101"), (c, "102")):
+        p["metadata"]["resourceVersion"] = rv
+    state, ext, _ = setup(a, b, c, clock=clock)
+    for p in (a, b):
+        assert filter_(ext, p)["NodeNames"] == ["n1"] and await bind(ext, p) == ""
+    apply(state, api_copy(a))                          # stale: written before the bind, no nodeName
+    assert state.pods[a["metadata"]["uid"]].node_name == "n1" and running_cpu(state) == 4000
+    assert "ClusterQueue cq flavor default-flavor: cpu request 2 > 0 available" in refusal(filter_(ext, c))
+    assert await bind(ext, c) != "" and running_cpu(state) == 4000
+    assert state.skips["pod event older than Quotient's own binding ignored"] == 1
+    holds(state)
+    bound_a = api_copy(a, spec__nodeName="n1", metadata__resourceVersion="110")
+    apply(state, bound_a)                              # the API shows the binding: confirmed
+    assert a["metadata"]["uid"] not in state.assumed
+    apply(state, api_copy(a, metadata__resourceVersion="105"))     # older than the known state: ignored
+    assert state.pods[a["metadata"]["uid"]].node_name == "n1" and running_cpu(state) == 4000
+    assert state.skips["pod event older (resourceVersion) than the known state ignored"] == 1
+    clock.advance(ASSUMED_TTL + 1)                     # b's binding never confirmed: the API's word is taken
+    apply(state, api_copy(b, metadata__resourceVersion="120"))
+    assert state.pods[b["metadata"]["uid"]].node_name == "" and running_cpu(state) == 2000
+    assert any("binding not confirmed by the API" in k for k in state.skips)
+
+
+async def test_an_invariant_refusal_is_counted_in_metrics(api):
+    """Every charge the invariant refuses is counted per ClusterQueue (quotient_quota_invariant_refusals_total)."""
+    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    urgent = pod("urgent", queue="lq", cpu="2", priority=1000, created=10)
+    state, ext, _ = setup(old, urgent)
+    apply(state, urgent)
+    refusal(filter_(ext, urgent))
+    assert "quota invariant" in await bind(ext, urgent)
+    async with api(ext) as client:
+        text = (await client.get("/metrics")).text
+    assert 'quotient_quota_invariant_refusals_total{cluster_queue="cq"} 1.0' in text
+
+
+SCENARIO_OVER_QUOTA = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: small-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: cpu, nominalQuota: 2}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: lq, namespace: team-a}
+spec: {clusterQueue: small-cq}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status: {allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: big, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: lq}}
+spec: {nodeName: node-1, containers: [{name: c, image: x, resources: {requests: {cpu: '3'}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: team-a}
+spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}
+---
+apiVersion: quotient.dev/v1alpha1
+kind: Expectation
+spec:
+  admitted: [team-a/plain]
+"""
+
+
+def test_the_simulator_fails_a_run_that_is_ever_above_quota(tmp_path, capsys):
+    """FORMAT.md: whatever the Expectation says, a run in which a ClusterQueue uses more than it may at any
+    instant fails with exit 1, naming the instant and the queue (here a pod already running above quota)."""
+    path = tmp_path / "over.yaml"
+    path.write_text(SCENARIO_OVER_QUOTA)
+    assert run_file(str(path), verbose=False) == 1
+    out = capsys.readouterr().out
+    assert "the quota invariant does not hold at 0.0s: ClusterQueue small-cq flavor default-flavor: cpu 3 used > 2 " \
+           "allowed" in out, out
