@@ -2,8 +2,9 @@
 
 The checks run in the order an admin would debug them: queue label, LocalQueue,
 ClusterQueue (exists, active, not stopped, selects the namespace), flavor
-assignment against the quota tree, then queue order (StrictFIFO, and a
-ClusterQueue with pending pods within its nominal quota before a borrower).
+assignment against the quota tree, then queue order (StrictFIFO; across the
+cohort tree, pending pods with a lower borrowing level before a borrower, and
+the quota blocked StrictFIFO heads keep).
 Every refusal names the rule and the numbers, and says whether preemption
 could ever help (kube-scheduler's FailedNodes) or not (FailedAndUnresolvable).
 """
@@ -20,6 +21,8 @@ from .gangs import as_workload, group_of, waiting_members
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .quota import FR, QuotaNode, add_usage, remove_usage
+from .quantity import format_quantity
+from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 
 
 @dataclass(slots=True)
@@ -101,19 +104,20 @@ def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
     return cq, None
 
 
-def _ahead(state, pod: PodInfo, cq: ClusterQueue) -> Iterator[PodInfo]:
-    """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order.
-    A group that cannot be admitted (members missing, or naming different queues) holds nothing
-    and is passed over."""
-    own, seen = group_of(pod), set()
+def _ahead(state, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:
+    """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order
+    (all of them when pod is None). A group that cannot be admitted (members missing, or naming
+    different queues) holds nothing and is passed over."""
+    own, seen = (group_of(pod) if pod is not None else ""), set()
     cfg = state.config.wait_for_pods_ready
-    for other in state.pending_pods(cq.name, before=state.queue_key(pod)):
+    before = state.queue_key(pod) if pod is not None else None
+    for other in state.pending_pods(cq.name, before=before):
         if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
                                                           state.clock(), "")[0]:
             continue        # backing off or deactivated: it is not admitted first, so it holds nothing
         key = group_of(other)
         if not key:
-            if other.uid != pod.uid:
+            if pod is None or other.uid != pod.uid:
                 yield other
             continue
         if key == own or key in seen:
@@ -144,16 +148,9 @@ def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     return ""
 
 
-def served_first(state, cq: ClusterQueue, usage: dict, charges: list) -> tuple[list[str], bool]:
-    """Pending pods of other ClusterQueues in the cohort that Kueue admits before this borrowing pod:
-    those that fit within their own nominal quota and, with fair sharing, those whose ClusterQueue's
-    share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
-    They are charged virtually; returns (their names, whether fair sharing put any of them first)."""
-    node = state.quota_node(cq.name)
-    fair = state.config.fair_sharing
-    mine = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
-    holders, by_share = [], False
-    stack = [node.root()]
+def _cohort_queues(state, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
+    """The other ClusterQueues of cq's cohort tree that admit anything, with their quota nodes."""
+    stack = [state.quota_node(cq.name).root()]
     while stack:
         current = stack.pop()
         stack.extend(current.children)
@@ -162,18 +159,63 @@ def served_first(state, cq: ClusterQueue, usage: dict, charges: list) -> tuple[l
         other_cq = state.cluster_queues.get(current.name)
         if other_cq is None or other_cq.stop_policy != "None" or current.name in state.tree.inactive:
             continue
+        yield other_cq, current
+
+
+def served_first(state, cq: ClusterQueue, usage: dict, charges: list,
+                 mine: BorrowingLevel | None = None) -> tuple[list[tuple[str, BorrowingLevel]], bool]:
+    """Pending pods of other ClusterQueues in the cohort tree that Kueue admits before this borrowing pod.
+
+    Kueue orders by borrowing level before priority and age: those within their own nominal quota
+    and, in hierarchical cohorts, those that borrow only from a nearer Cohort than this pod (mine, its
+    level) come first. With fair sharing, those within nominal quota and those whose ClusterQueue's
+    share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
+    They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first)."""
+    node = state.quota_node(cq.name)
+    fair = state.config.fair_sharing
+    share = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
+    height = mine.height if mine is not None else 1
+    holders, by_share = [], False
+    for other_cq, current in _cohort_queues(state, cq):
         for other in state.pending_pods(current.name):
             if resolve(state, other)[1] is not None:
                 continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
             with virtual_charges(state.quota_node, charges):
                 a = assign(state, other, other_cq)
-                lower = fair and a.mode == FIT and a.borrowing and \
-                    dominant_resource_share(current, other_cq.fair_weight, a.usage)[0] < mine
-            if a.mode == FIT and (not a.borrowing or lower):
+                if a.mode != FIT:
+                    continue
+                level = borrowing_level(current, a.usage)
+                lower = fair and a.borrowing and \
+                    dominant_resource_share(current, other_cq.fair_weight, a.usage)[0] < share
+            if (not a.borrowing if fair else level.height < height) or lower:
                 charges.append((other_cq.name, a.usage, other.key))
-                holders.append(other.key)
+                holders.append((other.key, level))
                 by_share = by_share or lower
     return holders, by_share
+
+
+def reserved_for_heads(state, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
+    """Quota that blocked StrictFIFO heads of the other ClusterQueues in the cohort tree keep.
+
+    A head that needs preemption, in a ClusterQueue that cannot always reclaim (reclaimWithinCohort
+    not Any), keeps what it will need (Kueue reserveCapacityForUnreclaimablePreempt), so that a
+    borrower does not take the room now only to be evicted once the head's own quota frees. A
+    ClusterQueue that can always reclaim keeps nothing: it takes its quota back when it needs it.
+    Charged virtually; returns (ClusterQueue, head, quota kept) for each."""
+    kept = []
+    for other_cq, current in _cohort_queues(state, cq):
+        if other_cq.queueing_strategy != "StrictFIFO" or other_cq.preemption.reclaim_within_cohort == "Any":
+            continue
+        head = next((p for p in _ahead(state, None, other_cq) if resolve(state, p)[1] is None), None)
+        if head is None:
+            continue
+        with virtual_charges(state.quota_node, charges):
+            a = assign(state, head, other_cq)
+            keep = resources_to_reserve(current, a.usage, a.borrowing) if a.mode == PREEMPT else {}
+        if keep:
+            charges.append((other_cq.name, keep, head.key))
+            kept.append((other_cq.name, head.key, keep))
+    return kept
 
 
 def _ahead_note(charges: list) -> str:
@@ -182,6 +224,53 @@ def _ahead_note(charges: list) -> str:
     names = [key for _, _, key in charges]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return f", counting {len(names)} pending pod(s) ahead of it in queue order ({shown})"
+
+
+def _shown(names: list[str], limit: int = 5) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _first_in_cohort(state, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
+                     charges: list, has_nodes) -> Verdict | None:
+    """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
+    quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
+    def fits_after() -> Assignment | None:
+        with virtual_charges(state.quota_node, charges):
+            again = assign(state, pod, cq, has_nodes)
+        return None if again.mode == FIT else again
+
+    holders, by_share = served_first(state, cq, a.usage, charges, level)
+    again = fits_after() if holders else None
+    if again is not None:
+        names = [key for key, _ in holders]
+        if by_share:
+            return _refuse("FairSharingOrder", f"ClusterQueue {cq.name} would borrow, but pending pods of "
+                           f"ClusterQueues with a lower share come first in cohort {cq.cohort}: {_shown(names)}",
+                           cq.name, False, again)
+        if any(other.height for _, other in holders):
+            shown = _shown([f"{key} (borrows only from {other.where()})" if other.height else
+                            f"{key} (within its own nominal quota)" for key, other in holders], 3)
+            return _refuse("BorrowingLevelOrder", f"ClusterQueue {cq.name} would borrow from {level.where()} "
+                           f"(borrowing level {level.height}), but pending pods that borrow from nearer in the "
+                           f"cohort tree go first, whatever their priority and age: {shown}", cq.name, False, again)
+        return _refuse("NominalQuotaFirst", f"ClusterQueue {cq.name} would borrow, but pending pods "
+                       f"within their own nominal quota come first in cohort {cq.cohort}: {_shown(names)}",
+                       cq.name, False, again)
+    kept = reserved_for_heads(state, cq, charges)
+    again = fits_after() if kept else None
+    if again is not None:
+        shown = "; ".join(f"StrictFIFO ClusterQueue {q} keeps {_amounts(keep)} for its head {head}, which needs "
+                          f"preemption and cannot be sure to reclaim (reclaimWithinCohort "
+                          f"{state.cluster_queues[q].preemption.reclaim_within_cohort}, not Any)"
+                          for q, head, keep in kept[:3])
+        return _refuse("StrictFIFOReservation", f"ClusterQueue {cq.name} would borrow, but the cohort's free quota "
+                       f"is kept: {shown}; a borrower admitted now would be evicted once the head's quota frees",
+                       cq.name, False, again)
+    return None
+
+
+def _amounts(usage: dict) -> str:
+    return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
 def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
@@ -195,6 +284,7 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
         return _refuse("StrictFIFO", blocked, cq.name)
     with virtual_charges(state.quota_node, charges):
         a = assign(state, pod, cq, has_nodes)
+        level = borrowing_level(state.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
         return _refuse("NoFlavorNodes" if a.no_nodes else "QuotaExceeded",
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
@@ -204,19 +294,9 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
         return _refuse("QuotaExceeded", "; ".join(a.reasons) + ahead, cq.name,
                        preemption_could_help(state, pod, cq), a)
     if a.borrowing and cq.cohort:
-        holders, by_share = served_first(state, cq, a.usage, charges)
-        if holders:
-            with virtual_charges(state.quota_node, charges):
-                again = assign(state, pod, cq, has_nodes)
-            if again.mode != FIT:
-                shown = ", ".join(holders[:5]) + (f" and {len(holders) - 5} more" if len(holders) > 5 else "")
-                if by_share:
-                    return _refuse("FairSharingOrder", f"ClusterQueue {cq.name} would borrow, but pending pods of "
-                                   f"ClusterQueues with a lower share come first in cohort {cq.cohort}: {shown}",
-                                   cq.name, False, again)
-                return _refuse("NominalQuotaFirst", f"ClusterQueue {cq.name} would borrow, but pending pods "
-                               f"within their own nominal quota come first in cohort {cq.cohort}: {shown}",
-                               cq.name, False, again)
+        refusal = _first_in_cohort(state, pod, cq, a, level, charges, has_nodes)
+        if refusal is not None:
+            return refusal
     return Verdict("Admitted", True, "", False, True, cq.name, a)
 
 
