@@ -504,15 +504,18 @@ def test_own_gang_is_never_a_victim():
 
 
 def fenced_state(fence_on: str):
-    """Cohort org holds t2 (4, borrowing 8 with t2-1..t2-6, 2 CPUs each), sys (4) and cohort tenant-1, which
-    holds t1 (4) and t1b (0, borrowing 2 with t1b-1). fence_on names the Cohort or ClusterQueue fenced."""
+    """Cohort org (4 CPUs of its own) holds t2 (4, using 8 with t2-1..t2-4, 2 CPUs each), sys (2) and cohort
+    tenant-1, which holds t1 (0) and t1b (0, using 2 with t1b-1): tenant-1 as a whole borrows 2 from org, so
+    its borrowing queue is in reach from outside (Kueue enters no subtree within its own quota). The tree
+    is full. fence_on names the Cohort or ClusterQueue fenced."""
     any_ = {"reclaimWithinCohort": "Any"}
-    t1 = queue("t1", 4, "tenant-1", preemption=any_)
+    t1 = queue("t1", 0, "tenant-1", preemption=any_)
     tenant = cohort("tenant-1", "org")
     for obj in (t1, tenant):
         if obj["metadata"]["name"] == fence_on:
             annotated(obj, **{P.FENCE: "true"})
-    return state_of(node("n1", "64"), cohort("org"), tenant, t1, queue("t1b", 0, "tenant-1"),
+    return state_of(node("n1", "64"), cohort("org", flavors=[("default-flavor", {"cpu": "4"})]), tenant, t1,
+                    queue("t1b", 0, "tenant-1"),
                     queue("t2", 4, "org"), queue("sys", 2, "org", preemption=any_),
                     lq("tenant-1", "lq", "t1"), lq("tenant-1", "lqb", "t1b"), lq("team-2", "lq", "t2"),
                     lq("system", "lq", "sys"),

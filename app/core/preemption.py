@@ -4,7 +4,10 @@ Quota first, as Kueue does (seed 000 经典抢占 / 公平共享): the candidate
 preemptor's ClusterQueue policies allow, in Kueue's order (other, borrowing
 queues first, then lowest priority, then most recently admitted); the classic
 heuristics or fair sharing's loop take targets until the quota fits, and the
-list is minimised by walking it backwards. YuniKorn's laws (seed 002) narrow the
+list is minimised by walking it backwards. Over hierarchical cohorts, classic
+preemption reaches other queues by walking up the Cohort tree (core.hierarchy):
+where a subtree can hold the request, the preemptor may reclaim what others
+borrowed from it even while its own ClusterQueue borrows. YuniKorn's laws (seed 002) narrow the
 candidates: never the preemptor's own gang or owner, never outside a preemption
 fence, pods that opted out (or whose PodDisruptionBudget is spent) only when no
 other victim set exists, and, when guaranteeProtection is on, never a victim
@@ -27,6 +30,8 @@ from ..objects.pod import PodInfo
 from .fairsharing import dominant_resource_share
 from .flavors import Assignment
 from .gangs import COSCHEDULING_GROUP, KUEUE_GROUP, group_of
+from .hierarchy import (HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING, Scope,
+                        borrows_up_to, may_reclaim_in_hierarchy, reclaim_scopes)
 from .placement import shortfall, static_misfit
 from .quota import FR, QuotaNode, add_usage, available, borrowing, remove_usage
 
@@ -51,6 +56,8 @@ class Candidate:
     last_resort: bool = False       # opted out of preemption, or its PodDisruptionBudget is spent
     rank: int = 0                   # place in candidate order
     members: tuple = ()             # a running pod group is one candidate: all of it or none of it
+    variant: str = ""               # another queue's: how it may be reclaimed (core.hierarchy)
+    lca: QuotaNode | None = None    # the Cohort it was reached at: its queue must borrow up to there
 
     def pods(self) -> tuple:
         return self.members or (self.pod,)
@@ -152,7 +159,7 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     groups_seen: set[str] = set()
     own_group = group_of(pod)
 
-    def add(uid: str, other: PodInfo) -> None:
+    def add(uid: str, other: PodInfo, scope=None) -> None:
         charge = admitted.get(uid)
         if charge is None or other.deleting or uid == pod.uid or uid in state.going:
             return      # a victim already chosen for another preemptor frees its quota once, for that one
@@ -165,13 +172,14 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
             groups_seen.add(key)
             found_group = _group_candidate(state, key, prio, policy, cq.name, spent_pdb)
             if found_group is not None:
-                found.append(found_group)
+                found.append(_classified(pre, found_group, scope))
             return
         if _same_group(pod, other):
             return      # YuniKorn's law 3: never one's own owner (own gang: key == own_group above)
         last_resort = uid in spent_pdb or (bool(other.priority_class) and other.priority_class in classes
                                            and opted_out(state, other))
-        found.append(Candidate(other, charge.cluster_queue, charge.usage, charge.admitted_at, last_resort))
+        found.append(_classified(pre, Candidate(other, charge.cluster_queue, charge.usage, charge.admitted_at,
+                                                last_resort), scope))
 
     if policy.within_cluster_queue != "Never":
         same_prio = policy.within_cluster_queue == "LowerOrNewerEqualPriority"
@@ -185,16 +193,42 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     if pre.node.parent is not None and policy.reclaim_within_cohort != "Never":
         fence = fence_root(state, cq)
         lower_only = policy.reclaim_within_cohort == "LowerPriority"
-        for name, node in state.tree.queues.items():
-            if name == cq.name or node.root() is not pre.node.root() or not _is_borrowing(node, needs):
-                continue
-            if fence is not None and not _inside(node, fence):
-                continue
-            for uid in admitted.by_queue.get(name, ()):
+        for scope in _reclaim_scopes(state, pre, needs):
+            if fence is not None and not _inside(scope.queue, fence):
+                continue            # YuniKorn's law 7: never out of the fence (a reclaim into it is fine)
+            for uid in admitted.by_queue.get(scope.queue.name, ()):
                 other = pods.get(uid)
                 if other is not None and not (lower_only and (other.priority or 0) >= prio):
-                    add(uid, other)
+                    add(uid, other, scope)
     return order(found, cq.name)
+
+
+def _reclaim_scopes(state, pre: Preemptor, needs: set[FR]) -> list:
+    """The other queues to reclaim from. Classic preemption walks the Cohort tree up from the preemptor
+    (core.hierarchy); fair sharing, as Kueue's findCandidates, takes every borrowing queue of the tree
+    and lets shares decide."""
+    if not state.config.fair_sharing:
+        return reclaim_scopes(pre.node, pre.usage, needs)
+    root = pre.node.root()
+    return [Scope(node, None, False) for name, node in state.tree.queues.items()
+            if name != pre.cq.name and node.root() is root and _is_borrowing(node, needs)]
+
+
+def _classified(pre: Preemptor, c: Candidate, scope) -> Candidate:
+    """Kueue's classifyPreemptionVariant for another queue's candidate: the hierarchical advantage lets it
+    go whatever the preemptor borrows; otherwise borrowWithinCohort's threshold decides."""
+    if scope is None or scope.lca is None or c.cluster_queue == pre.cq.name:
+        return c            # the own queue's, or fair sharing's (shares decide, not variants)
+    c.lca = scope.lca
+    policy, prio, mine = pre.cq.preemption, c.pod.priority or 0, pre.pod.priority or 0
+    if scope.advantage:
+        c.variant = HIERARCHICAL_RECLAIM
+    elif policy.borrow_within_cohort == "Never" or prio >= mine or (
+            policy.max_priority_threshold is not None and prio > policy.max_priority_threshold):
+        c.variant = RECLAIM_WITHOUT_BORROWING
+    else:
+        c.variant = RECLAIM_WHILE_BORROWING
+    return c
 
 
 def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set[str]) -> Candidate | None:
@@ -220,10 +254,12 @@ def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: se
 
 
 def order(candidates: list[Candidate], cq_name: str) -> list[Candidate]:
-    """Kueue's candidate order: other (borrowing) queues first, lowest priority, then (a running pod group
-    costing all its pods) fewer pods, then most recently admitted."""
-    candidates.sort(key=lambda c: (c.cluster_queue == cq_name, c.pod.priority or 0, len(c.pods()),
-                                   -c.admitted_at, c.pod.uid))
+    """Kueue's candidate order: other (borrowing) queues first, those the preemptor has the hierarchical
+    advantage over before the rest (Kueue's candidate iterator), then lowest priority, then (a running pod
+    group costing all its pods) fewer pods, then most recently admitted."""
+    def tier(c: Candidate) -> int:
+        return 2 if c.cluster_queue == cq_name else 0 if c.variant == HIERARCHICAL_RECLAIM else 1
+    candidates.sort(key=lambda c: (tier(c), c.pod.priority or 0, len(c.pods()), -c.admitted_at, c.pod.uid))
     for i, c in enumerate(candidates):
         c.rank = i
     return candidates
@@ -271,36 +307,40 @@ def _would_break_guarantee(state, c: Candidate) -> bool:
                                     for fr, v in c.usage.items())
 
 
-def _minimal(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR], allow_borrowing: bool,
-             threshold: int | None = None) -> list[Target] | None:
-    """Kueue's minimalPreemptions: take candidates in order until the quota fits, then give back
-    (walking backwards) every one it still fits without."""
+def _minimal(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR],
+             allow_borrowing: bool) -> list[Target] | None:
+    """Kueue's classicalPreemptions run: take the candidates still valid in order until the quota fits,
+    then give back (walking backwards) every one it still fits without."""
     rm = _Removals(state)
     targets: list[Target] = []
     try:
         fits = False
         for c in candidates:
-            reason = IN_CLUSTER_QUEUE
-            if c.cluster_queue != pre.cq.name:
-                node = state.quota_node(c.cluster_queue)
-                if node is None or not _is_borrowing(node, needs):
-                    continue            # no longer borrowing once earlier targets are gone
-                if state.config.guarantee_protection and _would_break_guarantee(state, c):
-                    continue
-                reason = IN_COHORT_RECLAMATION
-                if threshold is not None:
-                    if (c.pod.priority or 0) >= threshold:
-                        allow_borrowing = False
-                    else:
-                        reason = IN_COHORT_RECLAIM_WHILE_BORROWING
+            if not _valid(state, pre, c, needs, allow_borrowing):
+                continue            # e.g. its queue no longer borrows once earlier targets are gone
             rm.remove(c)
-            targets.append(Target(c, reason))
+            targets.append(Target(c, _reason(pre, c)))
             if quota_fits(pre, allow_borrowing):
                 fits = True
                 break
         return _given_back(rm, pre, targets, allow_borrowing) if fits else None
     finally:
         rm.undo()
+
+
+def _valid(state, pre: Preemptor, c: Candidate, needs: set[FR], borrow: bool) -> bool:
+    """Kueue's candidateIsValid, checked as targets are taken: another queue's candidate only while its
+    queue (and every Cohort over it below the level it was reached at) still uses more than its quota; one
+    reclaimable only without borrowing not in a run that lets the preemptor borrow; and, with
+    guaranteeProtection, never one that would take its queue below its nominal quota (YuniKorn's law 2)."""
+    if not c.cluster_queue or c.cluster_queue == pre.cq.name:
+        return True
+    if borrow and c.variant == RECLAIM_WITHOUT_BORROWING:
+        return False
+    node = state.quota_node(c.cluster_queue)
+    if node is None or not borrows_up_to(node, c.lca, needs):
+        return False
+    return not (state.config.guarantee_protection and _would_break_guarantee(state, c))
 
 
 def _given_back(rm: _Removals, pre: Preemptor, targets: list[Target], allow_borrowing: bool) -> list[Target]:
@@ -320,24 +360,25 @@ def _under_nominal(pre: Preemptor, needs: set[FR]) -> bool:
 
 
 def classic_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
-    """Kueue's classic GetTargets: the four heuristics, in order (seed 000 目标)."""
-    same = [c for c in candidates if c.cluster_queue == pre.cq.name]
-    if len(same) == len(candidates):
-        return _minimal(state, pre, candidates, needs, True)
-    policy = pre.cq.preemption
-    if policy.borrow_within_cohort != "Never":
-        threshold = pre.pod.priority or 0
-        if policy.max_priority_threshold is not None and policy.max_priority_threshold < threshold:
-            threshold = policy.max_priority_threshold + 1
-        if not _under_nominal(pre, needs):
-            candidates = [c for c in candidates
-                          if c.cluster_queue == pre.cq.name or (c.pod.priority or 0) < threshold]
-        return _minimal(state, pre, candidates, needs, True, threshold)
-    if _under_nominal(pre, needs):
-        targets = _minimal(state, pre, candidates, needs, False)
+    """Kueue's classicalPreemptions (seed 000 目标 1-4, over hierarchical cohorts): one or two runs over the
+    candidates, with and without letting the preemptor borrow. Only the own queue's candidates, or classic
+    reclaim while the queue is at its nominal quota already: a run with borrowing, where other queues'
+    pods go only under the hierarchical advantage. No such advantage over any of them: first without
+    borrowing (taking from every borrowing queue), then with. Otherwise (borrowWithinCohort, or the
+    advantage) first with borrowing, then without."""
+    others = [c for c in candidates if c.cluster_queue != pre.cq.name]
+    forbidden = pre.cq.preemption.borrow_within_cohort == "Never"
+    if not others or (forbidden and not _under_nominal(pre, needs)):
+        runs = (True,)
+    elif forbidden and not any(c.variant == HIERARCHICAL_RECLAIM for c in others):
+        runs = (False, True)
+    else:
+        runs = (True, False)
+    for borrow in runs:
+        targets = _minimal(state, pre, candidates, needs, borrow)
         if targets:
             return targets
-    return _minimal(state, pre, same, needs, True)
+    return None
 
 
 def _share(state, node: QuotaNode, extra=None) -> int:
@@ -443,8 +484,10 @@ def quota_targets(state, pre: Preemptor, candidates: list[Candidate]) -> list[Ta
         return []
     policy = pre.cq.preemption
     can_borrow = policy.borrow_within_cohort != "Never" or state.config.fair_sharing
-    if not can_borrow and any(pre.usage[fr] > pre.node.subtree.get(fr, 0) for fr in needs):
-        return None        # classic preemption needs the request within nominal quota (seed 000)
+    if not can_borrow and any(pre.usage[fr] > pre.node.subtree.get(fr, 0)
+                              and not may_reclaim_in_hierarchy(pre.node, fr, pre.usage[fr]) for fr in needs):
+        return None        # classic preemption needs the request within nominal quota (seed 000), or
+        #                    within a Cohort of its own below the root (Kueue's mayReclaimInHierarchy)
     usable = [c for c in candidates if any(fr in c.usage for fr in needs)] if len(needs) < len(pre.usage) \
         else candidates
     if state.config.fair_sharing:
@@ -460,9 +503,12 @@ def _add(into: dict[str, int], requests: dict[str, int], sign: int = 1) -> None:
 
 
 def _reason(pre: Preemptor, c: Candidate) -> str:
+    """Kueue's PreemptionReason of the candidate's variant."""
     if not c.cluster_queue:
         return LOWER_PRIORITY_ON_NODE
-    return IN_CLUSTER_QUEUE if c.cluster_queue == pre.cq.name else IN_COHORT_RECLAMATION
+    if c.cluster_queue == pre.cq.name:
+        return IN_CLUSTER_QUEUE
+    return IN_COHORT_RECLAIM_WHILE_BORROWING if c.variant == RECLAIM_WHILE_BORROWING else IN_COHORT_RECLAMATION
 
 
 def _unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
@@ -565,16 +611,15 @@ def node_plans(state, pre: Preemptor, candidates: list[Candidate], quota: list[T
 
 def _still_a_candidate(state, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
     """Whether c may still go once the victims virtually removed so far are gone: a pod of another queue
-    only while that queue borrows (seed 000 候选者, as _minimal checks for quota targets) and, with
-    guaranteeProtection, only if its queue then stays at or above its nominal quota (YuniKorn's law 2)."""
-    if not c.cluster_queue or c.cluster_queue == pre.cq.name:
-        return True
-    node = state.quota_node(c.cluster_queue)
-    if node is None or not _is_borrowing(node, needs):
-        return False
-    if _borrows_after(pre) and pre.cq.preemption.borrow_within_cohort == "Never" and not state.config.fair_sharing:
-        return False        # classic: reclaim from the cohort only if the preemptor stays within nominal
-    return not (state.config.guarantee_protection and _would_break_guarantee(state, c))
+    only while that queue borrows (seed 000 候选者) and, in classic preemption, only as Kueue's candidate
+    iterator lets it go given whether the preemptor would then borrow (_valid)."""
+    if state.config.fair_sharing:
+        if not c.cluster_queue or c.cluster_queue == pre.cq.name:
+            return True
+        node = state.quota_node(c.cluster_queue)
+        return node is not None and _is_borrowing(node, needs) and not (
+            state.config.guarantee_protection and _would_break_guarantee(state, c))
+    return _valid(state, pre, c, needs, _borrows_after(pre))
 
 
 def _borrows_after(pre: Preemptor) -> bool:
@@ -671,6 +716,16 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
     return ""
 
 
+def _no_candidate(state, cq: ClusterQueue) -> str:
+    """Why nothing may go, naming the preemption fence when one bounds the search."""
+    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+    fence = fence_root(state, cq)
+    if fence is not None:
+        kind = "Cohort" if fence.is_cohort else "ClusterQueue"
+        why += f" inside the preemption fence on {kind} {fence.name} ({FENCE})"
+    return why
+
+
 def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
           every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
     """See _plans; the collector is held off meanwhile: a decision over 50,000 pods builds thousands
@@ -695,7 +750,7 @@ def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes:
     pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = find_candidates(state, pre, pre.relevant, spent)
     nodes = [n for n in nodes if n in state.nodes]
-    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+    why = _no_candidate(state, cq)
     any_last_resort = any(c.last_resort for c in everyone)
     for last_resort in (False, True):
         if last_resort and not any_last_resort:
@@ -757,7 +812,7 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
 
     pre = Preemptor(unit, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = find_candidates(state, pre, pre.relevant, spent_budgets(state))
-    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+    why = _no_candidate(state, cq)
 
     def placement(taken: list[Target]) -> dict[str, str] | None:
         freed: dict[str, dict[str, int]] = {}
