@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .quota import FR, QuotaNode, borrowing
+from .quota import FR, QuotaNode, lowest_subtree_that_fits
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,24 +37,6 @@ def subtree_height(node: QuotaNode) -> int:
         if child.is_cohort:
             height = max(height, subtree_height(child) + 1)
     return height
-
-
-def _local_available(node: QuotaNode, fr: FR) -> int:
-    """Kueue's LocalAvailable: unused guaranteed quota, which the parent never sees."""
-    return max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
-
-
-def lowest_subtree_that_fits(node: QuotaNode, fr: FR, value: int) -> QuotaNode | None:
-    """The nearest Cohort whose subtree holds node's usage plus value; None when node need not borrow
-    (or has no Cohort), the root when no subtree holds it."""
-    if node.parent is None or not borrowing(node, fr, value):
-        return None
-    remaining = value - _local_available(node, fr)
-    tracking = node.parent
-    while tracking.parent is not None and borrowing(tracking, fr, remaining):
-        remaining -= _local_available(tracking, fr)
-        tracking = tracking.parent
-    return tracking
 
 
 def borrowing_level(node: QuotaNode, usage: dict[FR, int]) -> BorrowingLevel:

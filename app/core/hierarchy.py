@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .quota import FR, QuotaNode, borrowing
+from .quota import FR, QuotaNode, local_available, lowest_subtree_that_fits
 
 HIERARCHICAL_RECLAIM = "HierarchicalReclaim"            # the preemptor's subtree owns the quota the victim uses
 RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"   # only if the preemptor's queue then borrows nothing
@@ -26,11 +26,6 @@ class Scope:
     lca: QuotaNode | None           # the Cohort it was reached at: the queue must borrow on the way up to it
     #                                 (None: only the queue itself is checked, as fair sharing does)
     advantage: bool                 # the hierarchical advantage
-
-
-def local_available(node: QuotaNode, fr: FR) -> int:
-    """Guaranteed quota (kept from the parent by a lendingLimit) still unused: Kueue's LocalAvailable."""
-    return max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
 
 
 def within_nominal(node: QuotaNode, frs) -> bool:
@@ -89,13 +84,7 @@ def may_reclaim_in_hierarchy(cq: QuotaNode, fr: FR, value: int) -> bool:
     """Whether a Cohort below the root could hold value of fr for cq (Kueue's FindHeightOfLowestSubtreeThatFits,
     as the flavor assigner uses it): then cq may preempt although value exceeds its nominal quota, since
     what it needs belongs to its own part of the tree."""
-    if cq.parent is None or not borrowing(cq, fr, value):
-        return cq.parent is not None
-    remaining = value - local_available(cq, fr)
-    node = cq.parent
-    while node is not None:
-        if not borrowing(node, fr, remaining):
-            return node.parent is not None
-        remaining -= local_available(node, fr)
-        node = node.parent
-    return False
+    if cq.parent is None:
+        return False
+    subtree = lowest_subtree_that_fits(cq, fr, value)
+    return subtree is None or subtree.parent is not None      # the root: no Cohort below it holds it

@@ -119,6 +119,25 @@ def borrowing(node: QuotaNode, fr: FR, extra: int = 0) -> bool:
     return node.usage.get(fr, 0) + extra > node.subtree.get(fr, 0)
 
 
+def local_available(node: QuotaNode, fr: FR) -> int:
+    """Guaranteed quota (kept from the parent by a lendingLimit) still unused: Kueue's LocalAvailable."""
+    return max(0, node.guaranteed(fr) - node.usage.get(fr, 0))
+
+
+def lowest_subtree_that_fits(node: QuotaNode, fr: FR, value: int) -> QuotaNode | None:
+    """The nearest Cohort whose subtree holds node's usage plus value (Kueue's
+    FindHeightOfLowestSubtreeThatFits); None when node need not borrow (or has no Cohort), the root
+    when no subtree holds it."""
+    if node.parent is None or not borrowing(node, fr, value):
+        return None
+    remaining = value - local_available(node, fr)
+    tracking = node.parent
+    while tracking.parent is not None and borrowing(tracking, fr, remaining):
+        remaining -= local_available(tracking, fr)
+        tracking = tracking.parent
+    return tracking
+
+
 def lendable(node: QuotaNode, fr: FR) -> int:
     """What node offers to its parent: SubtreeQuota - guaranteed."""
     return node.subtree.get(fr, 0) - node.guaranteed(fr)
