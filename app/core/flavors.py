@@ -234,7 +234,10 @@ def _preferred(a: _Option, b: _Option, cq: ClusterQueue, oracle: Oracle | None) 
     by_borrowing = cq.fungibility_preference == PREEMPTION_OVER_BORROWING
     if not by_borrowing and a.mode != b.mode:
         return a.mode == FIT          # fitting beats preempting, with or without candidates
-    (ma, ba), (mb, bb) = a.granular(oracle), b.granular(oracle)
+    mb, bb = b.granular(oracle)
+    if a.mode == PREEMPT and (mb, bb) == (RECLAIM, False):
+        return False                  # nothing that needs preemption beats reclaiming without borrowing
+    ma, ba = a.granular(oracle)
     if (ma == NO_CANDIDATES) != (mb == NO_CANDIDATES):
         return mb == NO_CANDIDATES
     pa, pb = _PREEMPTION_RANK[ma], _PREEMPTION_RANK[mb]
