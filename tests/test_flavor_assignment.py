@@ -136,7 +136,7 @@ def fungibility_state(**fung):
 def test_when_can_borrow_borrow_default_stops_at_a_flavor_that_fits_by_borrowing():
     """seed 001 FlavorFungibility: whenCanBorrow "Borrow(默认):ClusterQueue 停止寻找更好的分配"."""
     s = fungibility_state()
-    assert s.cluster_queues["team-a-cq"].when_can_borrow == "Borrow"
+    assert s.cluster_queues["team-a-cq"].when_can_borrow == "MayStopSearch"   # Kueue's name for Borrow
     a = assign_pod(s, pod("p", cpu="4"))
     assert (a.mode, a.borrowing, a.flavors) == (FIT, True, {"cpu": "spot"})
     v = decide(s, pod_info(s, "team-a", "p"))
@@ -343,15 +343,18 @@ def test_offered_none_means_unrestricted(offered):
 
 def test_when_can_preempt_preempt_still_tries_next_flavor_when_it_would_also_borrow():
     """seed 001 FlavorFungibility, as Kueue's shouldTryNextFlavor: whenCanPreempt Preempt stops at a flavor only
-    when preempting there needs no borrowing or whenCanBorrow is Borrow; with TryNextFlavor it looks further."""
+    when preempting there needs no borrowing or whenCanBorrow is Borrow; with TryNextFlavor it looks further.
+    (Preempting "running" and borrowing 1 CPU of the cohort's free one is a real target set here, with
+    borrowWithinCohort; without any, the flavor is passed over: test_flavor_fungibility.py.)"""
     def state(**fung):
         return state_with(
             cq("cq", "co", [("spot", {"cpu": "4"}), ("on-demand", {"cpu": "8"})],
-               preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+               preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                           "borrowWithinCohort": {"policy": "LowerPriority"}},
                flavorFungibility=fung),
             cq("other", "co", [("spot", {"cpu": "2"})]),
             extra=[lq("team-a", "lq-other", "other"), pod("running", cpu="4", node="n-spot", priority=0),
-                   pod("other-user", ns="team-a", queue="lq-other", cpu="2", node="n-spot")])
+                   pod("other-user", ns="team-a", queue="lq-other", cpu="1", node="n-spot")])
     s = state(whenCanPreempt="Preempt", whenCanBorrow="TryNextFlavor")
     a = assign_pod(s, pod("p", cpu="5", priority=10))   # spot: 5 > 4 nominal (borrow) and nothing free → preempt
     assert (a.mode, a.flavors) == (FIT, {"cpu": "on-demand"})

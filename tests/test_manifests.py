@@ -389,6 +389,15 @@ def test_the_crd_schemas_refuse_what_kueue_refuses_and_keep_what_kueue_adds():
     assert broken(lambda s: s["resourceGroups"][0]["flavors"][0].pop("name"))
     assert broken(lambda s: s["resourceGroups"][0]["flavors"][0].update(name="On_Demand"))
     assert broken(lambda s: s["preemption"].update(withinClusterQueue="Always"))
+    # flavorFungibility: Kueue's current names and v1beta1's older ones (issue 9 point 5), nothing else.
+    for fung in ({"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"},
+                 {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+                 {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                  "preference": "PreemptionOverBorrowing"}):
+        assert not broken(lambda s: s.update(flavorFungibility=fung)), fung
+    assert broken(lambda s: s.update(flavorFungibility={"whenCanPreempt": "Borrow"}))
+    assert broken(lambda s: s.update(flavorFungibility={"whenCanBorrow": "Always"}))
+    assert broken(lambda s: s.update(flavorFungibility={"preference": "Cheapest"}))
     assert broken(lambda s: s.update(cohort=7))
     assert broken(lambda s: s["resourceGroups"][0]["flavors"].append(s["resourceGroups"][0]["flavors"][0]))
     lq = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",

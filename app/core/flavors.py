@@ -5,20 +5,32 @@ order; every resource of a group gets the same flavor. A flavor is skipped when
 the pod does not tolerate its nodeTaints, when the pod's nodeSelector contradicts
 its nodeLabels, or when no node of it is on offer. flavorFungibility decides
 whether to stop at a flavor that needs borrowing (whenCanBorrow) or preemption
-(whenCanPreempt), or to look further.
+(whenCanPreempt), or to look further, and (preference) which of the flavors
+tried wins when none was good enough to stop at. A flavor that needs preemption
+is stopped at only if a preemption oracle, passed in by the caller, says
+preemption there would find candidates: one without any is passed over, as
+Kueue's shouldTryNextFlavor does with NoCandidates.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..objects.kueue import ClusterQueue, ResourceFlavor
+from ..objects.kueue import PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, ClusterQueue, ResourceFlavor
 from .quantity import format_quantity
 from .quota import FR, QuotaNode, available, borrowing, potential_available
 from .selectors import untolerated_taint
 
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
 _RANK = {FIT: 0, PREEMPT: 1, NOFIT: 2}
+
+# What a preemption oracle answers for a flavor that needs preemption, called as oracle(flavor, usage in
+# it): Kueue's PreemptionPossibility (no target set frees the quota, some target is in the pod's own
+# ClusterQueue, or all are reclaimed from other ClusterQueues of the cohort), and whether the pod would
+# still borrow once the targets are gone.
+NO_CANDIDATES, RECLAIM = "NoCandidates", "Reclaim"
+Oracle = Callable[[str, dict], tuple[str, bool]]
+_PREEMPTION_RANK = {NO_CANDIDATES: 1, PREEMPT: 2, RECLAIM: 3, FIT: 4}     # Kueue's preemptionMode order
 
 
 @dataclass(slots=True)
@@ -96,8 +108,10 @@ def assign_flavors(
     tolerations: list,
     node_selector: dict[str, str],
     has_nodes: Callable[[str], bool] | None = None,
+    oracle: Oracle | None = None,
 ) -> Assignment:
-    """Choose a flavor per resource group for a pod's requests (already filtered to covered resources)."""
+    """Choose a flavor per resource group for a pod's requests (already filtered to covered resources).
+    Without an oracle, preemption is assumed to find candidates in every flavor that needs it."""
     result = Assignment()
     covered = cq.covered_resources()
     by_group: dict[int, dict[str, int]] = {}
@@ -112,7 +126,8 @@ def assign_flavors(
         by_group.setdefault(covered[resource], {})[resource] = amount
     for gi in sorted(by_group):
         needs = by_group[gi]
-        chosen = _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result)
+        chosen = _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result,
+                               oracle)
         if chosen is None:
             result.mode = NOFIT
             result.unresolvable = result.unresolvable or not _could_ever_fit(needs, cq, gi, node, flavors,
@@ -142,7 +157,30 @@ def _flavor_usable(flavor_name: str, flavors: dict[str, ResourceFlavor], tolerat
     return _selector_conflict(flavor, node_selector)
 
 
-def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result):
+@dataclass(slots=True)
+class _Option:
+    """A flavor a resource group could take: its mode, whether it borrows, and (for Preempt, asked of the
+    oracle only when a decision turns on it) what preemption there would find."""
+    flavor: str
+    mode: str
+    borrow: bool
+    usage: dict[FR, int]
+    asked: tuple[str, bool] | None = None
+
+    def granular(self, oracle: Oracle | None) -> tuple[str, bool]:
+        """Kueue's granularMode: (Fit, borrowing) or, needing preemption, the oracle's possibility and
+        whether the pod still borrows once the targets are gone (without an oracle: candidates assumed)."""
+        if self.mode == FIT:
+            return FIT, self.borrow
+        if self.asked is None:
+            self.asked = oracle(self.flavor, self.usage) if oracle is not None else (PREEMPT, self.borrow)
+        return self.asked
+
+    def no_candidates(self) -> bool:
+        return self.asked is not None and self.asked[0] == NO_CANDIDATES
+
+
+def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result, oracle):
     """Return (flavor, mode, borrowing) for one resource group, or None."""
     best, reasons = None, result.reasons
     for fq in cq.resource_groups[gi].flavors:
@@ -168,22 +206,46 @@ def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_
                            "(is percentageOfNodesToScore 100?)")
             result.no_nodes = True
             continue
-        if not _try_next_flavor(mode, borrow, cq):
+        option = _Option(fq.name, mode, borrow, {(fq.name, r): v for r, v in needs.items()})
+        if not _try_next_flavor(option, cq, oracle):
             return fq.name, mode, borrow
+        if best is None or _preferred(option, best, cq, oracle):
+            best = option
         if mode == FIT:
             reasons.append(f"flavor {fq.name}: fits only by borrowing; whenCanBorrow TryNextFlavor looks further")
-        if best is None or (_RANK[mode], borrow) < (_RANK[best[1]], best[2]):
-            best = (fq.name, mode, borrow)
-    return best
+        elif option.no_candidates():
+            reasons.append(f"flavor {fq.name}: preemption would find no candidates; the next flavor is tried")
+    return None if best is None else (best.flavor, best.mode, best.borrow)
 
 
-def _try_next_flavor(mode: str, borrow: bool, cq: ClusterQueue) -> bool:
-    """Kueue's shouldTryNextFlavor: stop at a flavor flavorFungibility says is good enough."""
-    if mode == PREEMPT and cq.when_can_preempt == "Preempt" and (not borrow or cq.when_can_borrow == "Borrow"):
-        return False
-    if mode == FIT:
-        return borrow and cq.when_can_borrow == "TryNextFlavor"
-    return True
+def _try_next_flavor(option: _Option, cq: ClusterQueue, oracle: Oracle | None) -> bool:
+    """Kueue's shouldTryNextFlavor: stop at a flavor flavorFungibility says is good enough; a flavor
+    that needs preemption is never good enough when preemption there would find no candidates."""
+    if option.mode == PREEMPT and cq.when_can_preempt == TRY_NEXT_FLAVOR:
+        return True
+    possibility, borrow = option.granular(oracle)
+    return possibility == NO_CANDIDATES or (borrow and cq.when_can_borrow == TRY_NEXT_FLAVOR)
+
+
+def _preferred(a: _Option, b: _Option, cq: ClusterQueue, oracle: Oracle | None) -> bool:
+    """Kueue's isPreferred: whether flavor a beats flavor b, both tried. A flavor with no preemption
+    candidates ranks below every viable one; then BorrowingOverPreemption (the default) compares the
+    preemption mode (fit, reclaim, preempt) before borrowing, PreemptionOverBorrowing the reverse."""
+    by_borrowing = cq.fungibility_preference == PREEMPTION_OVER_BORROWING
+    if not by_borrowing and a.mode != b.mode:
+        return a.mode == FIT          # fitting beats preempting, with or without candidates
+    mb, bb = b.granular(oracle)
+    if a.mode == PREEMPT and (mb, bb) == (RECLAIM, False):
+        return False                  # nothing that needs preemption beats reclaiming without borrowing
+    ma, ba = a.granular(oracle)
+    if (ma == NO_CANDIDATES) != (mb == NO_CANDIDATES):
+        return mb == NO_CANDIDATES
+    pa, pb = _PREEMPTION_RANK[ma], _PREEMPTION_RANK[mb]
+    if by_borrowing and ba != bb:
+        return not ba
+    if pa != pb:
+        return pa > pb
+    return not ba and bb
 
 
 def _could_ever_fit(needs, cq, gi, node, flavors, tolerations, node_selector) -> bool:

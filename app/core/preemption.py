@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import PodInfo
 from .fairsharing import dominant_resource_share
-from .flavors import Assignment
+from .flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Assignment
 from .gangs import COSCHEDULING_GROUP, KUEUE_GROUP, group_of
 from .hierarchy import (HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING, Scope,
                         borrows_up_to, may_reclaim_in_hierarchy, reclaim_scopes)
@@ -864,3 +864,31 @@ def gang_plan(state, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, as
 
 
 MAX_GANG_EXTRAS = 500     # victims tried for room before a gang is declared unplaceable
+
+
+# ---- the flavor assigner's oracle -------------------------------------------------------------
+
+def oracle(state, pod: PodInfo, cq: ClusterQueue):
+    """Kueue's PreemptionOracle.SimulatePreemption, for the flavor assigner: what the quota half of
+    preemption would find for pod in one flavor. The callable answers (possibility, borrowing):
+    NoCandidates (no target set frees the quota, or this pod may not preempt at all), Preempt (some
+    target is in the pod's own ClusterQueue) or Reclaim (all are taken back from the cohort), and
+    whether the pod would borrow once those targets are gone. It leaves the state as it found it."""
+    barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
+
+    def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
+        pre = Preemptor(pod, cq, state.quota_node(cq.name), usage, {flavor})
+        in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
+        candidates = [] if barred else find_candidates(state, pre, pre.relevant, set())
+        targets = quota_targets(state, pre, candidates) if candidates else None
+        if not targets:
+            return NO_CANDIDATES, in_cohort and _borrows_after(pre)
+        rm = _Removals(state)
+        try:
+            for t in targets:
+                rm.remove(t.candidate)
+            borrows = in_cohort and _borrows_after(pre)
+        finally:
+            rm.undo()
+        return (PREEMPT if any(t.candidate.cluster_queue == cq.name for t in targets) else RECLAIM), borrows
+    return simulate

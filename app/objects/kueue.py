@@ -20,8 +20,14 @@ STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
 WITHIN_CQ = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN = ("Never", "LowerPriority")
-WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor")
-WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor")
+MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
+# v1beta1's Borrow and Preempt are the deprecated names of MayStopSearch; Kueue's conversion to
+# v1beta2 renames them (apis/kueue/v1beta1/clusterqueue_conversion.go), and so does the decoder.
+WHEN_CAN_BORROW = (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR, "Borrow")
+WHEN_CAN_PREEMPT = (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR, "Preempt")
+BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING = "BorrowingOverPreemption", "PreemptionOverBorrowing"
+FUNGIBILITY_PREFERENCES = (BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING)
+_OLD_FUNGIBILITY_NAMES = {"Borrow": MAY_STOP_SEARCH, "Preempt": MAY_STOP_SEARCH}
 
 
 @dataclass(slots=True)
@@ -67,8 +73,9 @@ class ClusterQueue:
     resource_groups: list[ResourceGroup] = field(default_factory=list)
     queueing_strategy: str = "BestEffortFIFO"
     stop_policy: str = "None"
-    when_can_borrow: str = "Borrow"
-    when_can_preempt: str = "TryNextFlavor"
+    when_can_borrow: str = MAY_STOP_SEARCH
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+    fungibility_preference: str = ""    # "" (unset) behaves as BorrowingOverPreemption
     preemption: Preemption = field(default_factory=Preemption)
     fair_weight: float = 1.0
     annotations: dict[str, str] = field(default_factory=dict)
@@ -190,6 +197,24 @@ def decode_resource_flavor(obj: dict) -> ResourceFlavor:
     )
 
 
+def _flavor_fungibility(spec: dict, name: str) -> tuple[str, str, str]:
+    """(whenCanBorrow, whenCanPreempt, preference) with the old names mapped to MayStopSearch; a
+    preference only with both policies TryNextFlavor, as Kueue's ClusterQueue validation requires."""
+    kind, where = "ClusterQueue", "spec.flavorFungibility"
+    fung = mapping(spec.get("flavorFungibility"), kind, name, where)
+    borrow = _choice(fung.get("whenCanBorrow"), WHEN_CAN_BORROW, MAY_STOP_SEARCH, kind, name,
+                     f"{where}.whenCanBorrow")
+    preempt = _choice(fung.get("whenCanPreempt"), WHEN_CAN_PREEMPT, TRY_NEXT_FLAVOR, kind, name,
+                      f"{where}.whenCanPreempt")
+    borrow, preempt = _OLD_FUNGIBILITY_NAMES.get(borrow, borrow), _OLD_FUNGIBILITY_NAMES.get(preempt, preempt)
+    preference = _choice(fung.get("preference"), FUNGIBILITY_PREFERENCES, "", kind, name, f"{where}.preference")
+    if preference and (borrow, preempt) != (TRY_NEXT_FLAVOR, TRY_NEXT_FLAVOR):
+        raise InvalidObject(kind, name, f"{where}.preference: preference {preference!r} requires both "
+                            f"whenCanBorrow and whenCanPreempt to be TryNextFlavor (they are {borrow} and "
+                            f"{preempt}; unset, whenCanBorrow is MayStopSearch)")
+    return borrow, preempt, preference
+
+
 def decode_cluster_queue(obj: dict) -> ClusterQueue:
     kind = "ClusterQueue"
     meta, name = metadata(obj, kind)
@@ -219,7 +244,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
     )
     if preemption.borrow_within_cohort != "Never" and preemption.reclaim_within_cohort == "Never":
         raise InvalidObject(kind, name, "borrowWithinCohort needs reclaimWithinCohort other than Never")
-    fung = mapping(spec.get("flavorFungibility"), kind, name, "spec.flavorFungibility")
+    when_can_borrow, when_can_preempt, preference = _flavor_fungibility(spec, name)
     return ClusterQueue(
         name=name,
         cohort=cohort,
@@ -228,10 +253,9 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
         queueing_strategy=_choice(spec.get("queueingStrategy"), QUEUEING_STRATEGIES, "BestEffortFIFO",
                                   kind, name, "spec.queueingStrategy"),
         stop_policy=_choice(spec.get("stopPolicy"), STOP_POLICIES, "None", kind, name, "spec.stopPolicy"),
-        when_can_borrow=_choice(fung.get("whenCanBorrow"), WHEN_CAN_BORROW, "Borrow", kind, name,
-                                "spec.flavorFungibility.whenCanBorrow"),
-        when_can_preempt=_choice(fung.get("whenCanPreempt"), WHEN_CAN_PREEMPT, "TryNextFlavor", kind, name,
-                                 "spec.flavorFungibility.whenCanPreempt"),
+        when_can_borrow=when_can_borrow,
+        when_can_preempt=when_can_preempt,
+        fungibility_preference=preference,
         preemption=preemption,
         fair_weight=_weight(spec, kind, name),
         annotations=string_map(meta.get("annotations"), kind, name, "metadata.annotations"),
