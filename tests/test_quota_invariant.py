@@ -12,7 +12,7 @@ from app.extender import Extender
 from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
-from helpers import FakeClock, apply, cq, flavor, lq, make_state, namespace, node, pod
+from helpers import FakeClock, apply, cq, flavor, lq, make_state, namespace, node, one_queue_yaml, pod, with_pods
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOWER = {"withinClusterQueue": "LowerPriority"}
@@ -199,51 +199,12 @@ async def test_an_invariant_refusal_is_counted_in_metrics(api):
     assert 'quotient_quota_invariant_refusals_total{cluster_queue="cq"} 1.0' in text
 
 
-SCENARIO_OVER_QUOTA = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: small-cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 2}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: team-a}
-spec: {clusterQueue: small-cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
-status: {allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: big, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: lq}}
-spec: {nodeName: node-1, containers: [{name: c, image: x, resources: {requests: {cpu: '3'}}}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: plain, namespace: team-a}
-spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}
----
-apiVersion: quotient.dev/v1alpha1
-kind: Expectation
-spec:
-  admitted: [team-a/plain]
-"""
+SCENARIO_OVER_QUOTA = with_pods(one_queue_yaml(2, nodes=("node-1",), node_cpu=16), [
+    {"metadata": {"name": "big", "namespace": "team-a", "labels": {QUEUE_LABEL: "q"}},
+     "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]}},
+    {"metadata": {"name": "plain", "namespace": "team-a"},
+     "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}},
+]) + "\n---\napiVersion: quotient.dev/v1alpha1\nkind: Expectation\nspec: {admitted: [team-a/plain]}\n"
 
 
 def test_the_simulator_fails_a_run_that_is_ever_above_quota(tmp_path, capsys):
@@ -253,5 +214,5 @@ def test_the_simulator_fails_a_run_that_is_ever_above_quota(tmp_path, capsys):
     path.write_text(SCENARIO_OVER_QUOTA)
     assert run_file(str(path), verbose=False) == 1
     out = capsys.readouterr().out
-    assert "the quota invariant does not hold at 0.0s: ClusterQueue small-cq flavor default-flavor: cpu 3 used > 2 " \
+    assert "the quota invariant does not hold at 0.0s: ClusterQueue cq flavor default-flavor: cpu 3 used > 2 " \
            "allowed" in out, out
