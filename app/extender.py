@@ -221,6 +221,10 @@ class Extender:
             waiting = self._victims_left(held, key)
             if waiting:
                 return refuse("GroupPreempting", waiting)
+            over = self._group_over_quota(members)
+            if over:        # bound one by one, the group must still fit whole in what really runs
+                return refuse("VictimsStillRunning", f"pod group {key}: {over}; pods preempted for others still "
+                              "run there, and the group is bound only once all its members fit")
             if held.node in offered.names:
                 self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
@@ -269,6 +273,10 @@ class Extender:
                          reasons=sorted({r for r, _ in victims.values()}),
                          victims={"(group)": sorted(state.pods[u].key for u in victims)})
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
+        over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
+        if over:            # the plan counts others' victims as gone; the quota still holds them
+            return ("VictimsStillRunning", f"pod group {key}: {over}; pods preempted for others still run there, "
+                    "and their quota is free only once they are gone", verdict.cluster_queue, "")
         for m in pending:
             charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
             state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
@@ -305,6 +313,18 @@ class Extender:
         room = state.rooms(pod.uid)
         kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
         return kept, orjson.dumps(kept)
+
+    def _group_over_quota(self, members) -> str:
+        """The quota invariant for a group's members still to bind, taken together: why their charges
+        would not all fit what pods on nodes really use now, or ""."""
+        state, total, queue = self.state, {}, ""
+        for m in members:
+            r = state.reservations.get(m.uid) if not m.node_name else None
+            if r is not None:
+                queue = r.charge.cluster_queue
+                for fr, v in r.charge.usage.items():
+                    total[fr] = total.get(fr, 0) + v
+        return state.over_quota(Charge(queue, {}, total)) if total else ""
 
     def _victims_left(self, held, group: str = "") -> str:
         """Why a preemptor (or a member of a preempting group) waits: victims chosen for it still run,

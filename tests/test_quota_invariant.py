@@ -168,7 +168,7 @@ async def test_a_late_watch_event_does_not_undo_a_binding():
     state, ext, _ = setup(a, b, c, clock=clock)
     for p in (a, b):
         assert filter_(ext, p)["NodeNames"] == ["n1"] and await bind(ext, p) == ""
-    apply(state, api_copy(a))                          # stale: written before the bind, no nodeName
+    apply(state, api_copy(a, metadata__resourceVersion="105"))    # written before the bind, delivered after
     assert state.pods[a["metadata"]["uid"]].node_name == "n1" and running_cpu(state) == 4000
     assert "ClusterQueue cq flavor default-flavor: cpu request 2 > 0 available" in refusal(filter_(ext, c))
     assert await bind(ext, c) != "" and running_cpu(state) == 4000
@@ -180,8 +180,11 @@ async def test_a_late_watch_event_does_not_undo_a_binding():
     apply(state, api_copy(a, metadata__resourceVersion="105"))     # older than the known state: ignored
     assert state.pods[a["metadata"]["uid"]].node_name == "n1" and running_cpu(state) == 4000
     assert state.skips["pod event older (resourceVersion) than the known state ignored"] == 1
-    clock.advance(ASSUMED_TTL + 1)                     # b's binding never confirmed: the API's word is taken
-    apply(state, api_copy(b, metadata__resourceVersion="120"))
+    clock.advance(ASSUMED_TTL + 1)
+    apply(state, api_copy(b, metadata__resourceVersion="101"))     # no newer than known: never unbinds
+    assert state.pods[b["metadata"]["uid"]].node_name == "n1"
+    assert state.skips["pod event older (resourceVersion) than the known state ignored"] == 2
+    apply(state, api_copy(b, metadata__resourceVersion="120"))     # b's binding never confirmed: the API's word
     assert state.pods[b["metadata"]["uid"]].node_name == "" and running_cpu(state) == 2000
     assert any("binding not confirmed by the API" in k for k in state.skips)
 
@@ -216,3 +219,43 @@ def test_the_simulator_fails_a_run_that_is_ever_above_quota(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the quota invariant does not hold at 0.0s: ClusterQueue cq flavor default-flavor: cpu 3 used > 2 " \
            "allowed" in out, out
+
+
+async def test_a_group_that_fits_only_on_paper_takes_no_hold_and_binds_no_member():
+    """Point 1 for groups, found in review: a preemptor's victim (4 CPU) still runs (its budget refuses the
+    eviction); the plan counts it gone, so a group of 2 x 1 CPU fits on paper (quota 5: 3 for the preemptor + 2).
+    Bound one by one, one member would run and the other be refused for ever: the group is refused whole."""
+    v = pod("v", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    p = pod("p", queue="lq", cpu="3", priority=1000, created=10)
+    g0 = member("g-0", "g", 2, queue="lq", cpu="1", priority=10, created=11)
+    g1 = member("g-1", "g", 2, queue="lq", cpu="1", priority=10, created=12)
+    state, ext, _ = setup(v, p, g0, g1, quota=5, refuse=True)
+    apply(state, p, g0, g1)
+    assert "preempting team-a/v" in refusal(filter_(ext, p))
+    why = refusal(filter_(ext, g0))
+    assert "pod group team-a/g" in why and "preempted for others still run" in why, why
+    assert not {g0["metadata"]["uid"], g1["metadata"]["uid"]} & set(state.holds)
+    assert "preempted for others still run" in refusal(filter_(ext, g1))
+    holds(state)
+
+
+async def test_a_hold_waits_for_victims_still_terminating_instead_of_choosing_more():
+    """Point 2, found in review: holdTimeout passing while the evicted victim terminates must not end the hold,
+    or the preemptor's next reclaim would evict a second pod for the same room."""
+    clock = FakeClock()
+    v1 = pod("v1", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    v2 = pod("v2", queue="lq", cpu="4", node="n1", priority=10, created=2)
+    hi = pod("hi", queue="lq", cpu="4", priority=1000, created=10)
+    state, ext, writer = setup(v1, v2, hi, quota=8, clock=clock)
+    apply(state, hi)
+    assert "preempting team-a/v2" in refusal(filter_(ext, hi))
+    await ext.reconcile()
+    assert writer.evicted == ["team-a/v2"]
+    clock.advance(state.config.preemption_hold_timeout + 1)
+    await ext.reconcile()
+    assert "waiting for 1 preempted pod(s)" in refusal(filter_(ext, hi))
+    await ext.reconcile()
+    assert writer.evicted == ["team-a/v2"] and hi["metadata"]["uid"] in state.holds
+    apply_deleted(state, v2)
+    assert filter_(ext, hi)["NodeNames"] == ["n1"] and await bind(ext, hi) == ""
+    holds(state)

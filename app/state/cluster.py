@@ -408,19 +408,18 @@ class ClusterState:
         """Why an event for a known pod must not be applied ("" when it may): it would move the pod
         backwards, unbinding a pod Quotient bound before the API has shown that binding (an event
         written before the bind, delivered after it, as kube-scheduler's assume cache guards against),
-        or it is older (resourceVersion) than what is known and unbinds a bound pod."""
+        or it is no newer (resourceVersion) than what is known and unbinds a bound pod."""
         if not old.node_name or pod.node_name == old.node_name or pod.terminal or pod.deleting:
             return ""
+        if old.resource_version.isdigit() and pod.resource_version.isdigit() \
+                and int(pod.resource_version) <= int(old.resource_version):
+            return "pod event older (resourceVersion) than the known state ignored"
         since = self.assumed.get(pod.uid)
         if since is not None:
             if self.clock() - since < ASSUMED_TTL:
                 return "pod event older than Quotient's own binding ignored"
             del self.assumed[pod.uid]
             self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
-            return ""
-        if old.resource_version.isdigit() and pod.resource_version.isdigit() \
-                and int(pod.resource_version) < int(old.resource_version):
-            return "pod event older (resourceVersion) than the known state ignored"
         return ""
 
     def upsert_pod(self, pod: PodInfo, force: bool = False) -> None:
@@ -660,6 +659,11 @@ class ClusterState:
             self.generation += 1
         return held
 
+    def _leaving(self, held: Hold) -> bool:
+        """Victims whose eviction was written still terminate: the hold waits for them rather than
+        ending and letting the preemptor choose new victims while these are still going."""
+        return any(uid in held.evicted for uid in held.left(self.pods))
+
     def victims(self) -> set[str]:
         """Pods chosen as victims by a hold still in force."""
         return {uid for held in self.holds.values() for uid in held.victims}
@@ -667,7 +671,7 @@ class ClusterState:
     def expire_reservations(self) -> int:
         """Drop reservations whose bind never came, and holds past their time; returns how many."""
         now, dropped = self.clock(), 0
-        for uid in [u for u, h in self.holds.items() if h.expires <= now]:
+        for uid in [u for u, h in self.holds.items() if h.expires <= now and not self._leaving(h)]:
             self.release_hold(uid)
             self.skips["preemption hold expired"] += 1
         while self._expiry and self._expiry[0][0] <= now:
