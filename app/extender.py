@@ -200,6 +200,11 @@ class Extender:
             self._record("filter", pod, rule, reason, queue=extra.pop("queue", ""), group=key, **extra)
             return self._refuse_all(nodes, offered, reason)
 
+        if pod.node_name:          # already bound: its own node only, the group is not admitted again
+            if pod.node_name in offered.names:
+                return self._filter_answer(nodes, [pod.node_name], orjson.dumps([pod.node_name]))
+            return refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}")
+
         members = state.members(key)
         queues = sorted({m.queue_name for m in members})
         if len(queues) > 1:

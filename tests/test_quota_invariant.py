@@ -259,3 +259,16 @@ async def test_a_hold_waits_for_victims_still_terminating_instead_of_choosing_mo
     apply_deleted(state, v2)
     assert filter_(ext, hi)["NodeNames"] == ["n1"] and await bind(ext, hi) == ""
     holds(state)
+
+
+async def test_filter_for_a_bound_group_member_answers_its_own_node():
+    """Found in review: a filter for a group member Quotient already bound (kube-scheduler retrying, or a body
+    replayed) raised in the group admission; it answers the member's own node and admits nothing again."""
+    g0 = member("g-0", "g", 2, queue="lq", cpu="1", created=1)
+    g1 = member("g-1", "g", 2, queue="lq", cpu="1", created=2)
+    state, ext, _ = setup(g0, g1)
+    for m in (g0, g1):
+        assert filter_(ext, m)["NodeNames"] == ["n1"] and await bind(ext, m) == ""
+    assert filter_(ext, g0)["NodeNames"] == ["n1"]
+    assert running_cpu(state) == 2000 and not state.holds and not state.reservations
+    holds(state)
