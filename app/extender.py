@@ -153,8 +153,7 @@ class Extender:
             charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
             over = state.over_quota(charge)
             if over:       # the plan counts victims as gone, the quota still holds them
-                reason = (f"{over}; pods preempted for others still run there, and their quota is free only "
-                          "once they are gone")
+                reason = self._still_running(over)
                 self._record("filter", pod, "VictimsStillRunning", reason, queue=verdict.cluster_queue)
                 return self._refuse_all(nodes, offered, reason)
             state.reserve(pod.uid, charge)
@@ -228,8 +227,7 @@ class Extender:
                 return refuse("GroupPreempting", waiting)
             over = self._group_over_quota(members)
             if over:        # bound one by one, the group must still fit whole in what really runs
-                return refuse("VictimsStillRunning", f"pod group {key}: {over}; pods preempted for others still "
-                              "run there, and the group is bound only once all its members fit")
+                return refuse("VictimsStillRunning", self._still_running(over, key))
             if held.node in offered.names:
                 self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
@@ -280,8 +278,7 @@ class Extender:
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
         over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
         if over:            # the plan counts others' victims as gone; the quota still holds them
-            return ("VictimsStillRunning", f"pod group {key}: {over}; pods preempted for others still run there, "
-                    "and their quota is free only once they are gone", verdict.cluster_queue, "")
+            return "VictimsStillRunning", self._still_running(over, key), verdict.cluster_queue, ""
         for m in pending:
             charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
             state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
@@ -318,6 +315,12 @@ class Extender:
         room = state.rooms(pod.uid)
         kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
         return kept, orjson.dumps(kept)
+
+    @staticmethod
+    def _still_running(over: str, group: str = "") -> str:
+        """VictimsStillRunning: the plan counts others' victims as gone, the quota (over) still holds them."""
+        who = f"pod group {group}: " if group else ""
+        return f"{who}{over}; pods preempted for others still run there, and their quota is free only once they are gone"
 
     def _group_over_quota(self, members) -> str:
         """The quota invariant for a group's members still to bind, taken together: why their charges
