@@ -7,11 +7,13 @@ write fails, so two pods can never both hold the last unit of quota.
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 
 import orjson
 
+from .act.intents import Actions, Eviction
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
@@ -37,6 +39,8 @@ class Extender:
         self.writer = writer
         self.journal = journal or Journal()
         self.offered = OfferedNodeCache()
+        self.actions = Actions(lambda: self.writer, self._record, state.clock)
+        self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
@@ -458,6 +462,9 @@ class Extender:
             if not outside:
                 return held.charge, ""
         state.drop_reservation(pod.uid)
+        gate = self._ready_gate(pod) if pod.queue_name else ""
+        if gate:             # e.g. its workload timed out after filter passed it, and backs off now
+            return None, gate
         verdict = decide(state, pod, lambda flavor: state.node_in_flavor(node, flavor))
         if not verdict.managed:
             return None, ""
@@ -470,12 +477,21 @@ class Extender:
         return Charge(verdict.cluster_queue, a.flavors, a.usage), ""
 
     async def bind(self, raw: bytes) -> bytes:
+        """Decide (check, then commit the charge: the pod is assumed bound), write the Binding, and take
+        the decision back if the write fails. One bind per pod is in flight: a second call for the same
+        pod waits for the first and then decides on what it left."""
         args = wire.decode_binding_args(raw)
         state = self.state
-        pod = state.pod_by_key(f"{args.pod_namespace}/{args.pod_name}")
+        key = f"{args.pod_namespace}/{args.pod_name}"
+        while True:
+            pod = state.pod_by_key(key)
+            busy = self._binding.get(pod.uid) if pod is not None else None
+            if busy is None:
+                break
+            await busy.wait()
         if pod is None or (args.pod_uid and pod.uid != args.pod_uid):
-            return wire.encode_binding(f"pod {args.pod_namespace}/{args.pod_name} (uid {args.pod_uid}) is not "
-                                       "known to Quotient; it must pass filter first")
+            return wire.encode_binding(f"pod {key} (uid {args.pod_uid}) is not known to Quotient; it must "
+                                       "pass filter first")
         if pod.node_name:
             if pod.node_name == args.node:
                 return wire.encode_binding()
@@ -489,40 +505,40 @@ class Extender:
             refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
             self._record("bind", pod, "QuotaInvariant", refusal)
             return wire.encode_binding(refusal)
+        done = self._binding[pod.uid] = asyncio.Event()
         try:
             await self.writer.bind(pod, args.node)
         except WriteError as e:
-            state.undo_binding(pod.uid)
+            state.undo_binding(pod.uid, args.node)
             self._record("bind", pod, "WriteFailed", str(e))
             return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+        finally:
+            del self._binding[pod.uid]
+            done.set()
         self._record("bind", pod, "Bound", "", node=args.node,
                      queue=charge.cluster_queue if charge else "")
         return wire.encode_binding()
 
-
     # ---- decisions nobody asks for -------------------------------------------------
     async def reconcile(self) -> int:
         """Act on what the state calls for between requests: preemptions for pending pods filter never
-        sees, the evictions preemption decided, and those stopPolicy HoldAndDrain asks for. Returns how
-        many pods were evicted."""
-        self.state.expire_reservations()
-        self.reclaim_for_heads()
-        evicted = await self._evict_victims()
-        evicted += await self._pods_ready_timeouts()
+        sees, the evictions preemption decided, waitForPodsReady's and stopPolicy HoldAndDrain's. All of
+        it is decided first, without awaiting (plan); then act/ writes it. Returns how many pods were
+        evicted."""
+        evicted = await self.actions.evict(self.plan())
         publish = getattr(self.writer, "publish_status", None)
         if publish is not None and self.state.clock() - self._status_at >= STATUS_INTERVAL:
             self._status_at = self.state.clock()
             await publish()          # ClusterQueue .status, rate-limited
-        for pod, cq in drained(self.state):
-            message = f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted"
-            try:
-                await self.writer.evict(pod, CLUSTER_QUEUE_STOPPED, message)
-            except WriteError as e:
-                log.warning("evicting %s failed: %s", pod.key, e)
-                continue
-            self._record("drain", pod, "Evicted", message, queue=cq)
-            evicted += 1
         return evicted
+
+    def plan(self) -> list[Eviction]:
+        """Everything a reconcile decides, at once on one consistent state: the evictions to write."""
+        state = self.state
+        state.expire_reservations()
+        self.actions.prune(state.pods)
+        self.reclaim_for_heads()
+        return self._victims_to_evict() + self._pods_ready_timeouts() + self._drains()
 
     def reclaim_for_heads(self) -> int:
         """Self-driven reclaim for the head of each ClusterQueue's pending pods. When no node has room,
@@ -548,35 +564,32 @@ class Extender:
                 started += 1
         return started
 
-    async def _evict_victims(self) -> int:
-        """Evict the victims self-driven reclaim chose; each eviction is written once per hold."""
-        state, evicted = self.state, 0
-        for holder, held in list(state.holds.items()):
-            for uid, (reason, message) in list(held.victims.items()):
+    def _victims_to_evict(self) -> list[Eviction]:
+        """The victims self-driven reclaim chose, still running, whose eviction was not issued yet or
+        failed (act/ retries it once its backoff has passed)."""
+        state, out = self.state, []
+        for holder, held in state.holds.items():
+            for uid, (reason, message) in held.victims.items():
                 victim = state.pods.get(uid)
-                if uid in held.evicted or victim is None:
+                if victim is None or victim.deleting or victim.terminal:
                     continue
+                if uid in held.evicted and uid not in self.actions.failed:
+                    continue          # issued: in flight, or written and not yet seen by the watch
                 held.evicted.add(uid)
                 charge = state.admitted.get(uid)
-                queue = charge.cluster_queue if charge else ""
-                try:
-                    await self.writer.evict(victim, reason, message)
-                except WriteError as e:
-                    held.evicted.discard(uid)
-                    log.warning("evicting %s failed: %s", victim.key, e)
-                    continue
-                self._record("reclaim", victim, "Preempted", message, reasons=[reason], queue=queue,
-                             preemptor=holder)
-                evicted += 1
-        return evicted
+                out.append(Eviction(victim, reason, message, "reclaim", "Preempted",
+                                    {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
+        return out
 
-    async def _pods_ready_timeouts(self) -> int:
+    def _pods_ready_timeouts(self) -> list[Eviction]:
         """waitForPodsReady: evict, whole, every workload whose pods were not all Ready in time (or lost
-        readiness for recoveryTimeout), and requeue it with backoff (seed 003)."""
+        readiness for recoveryTimeout), and requeue it with backoff (seed 003). Its members' holds and
+        reservations end here, before anything is written: none of them can bind meanwhile (filter and
+        bind see the requeue's backoff)."""
         state, cfg = self.state, self.state.config.wait_for_pods_ready
         if cfg is None:
-            return 0
-        now, evicted = state.clock(), 0
+            return []
+        now, out = state.clock(), []
         for unit, record in list(state.readiness.items()):
             why = readiness.timed_out(record, cfg, now)
             if not why:
@@ -594,17 +607,17 @@ class Extender:
             for m in members:
                 state.release_hold(m.uid)
                 state.drop_reservation(m.uid)
-                if not m.node_name:
-                    continue
-                try:
-                    await self.writer.evict(m, readiness.PODS_READY_TIMEOUT, message)
-                except WriteError as e:
-                    log.warning("evicting %s failed: %s", m.key, e)
-                    continue
-                self._record("ready", m, "Evicted", message, reasons=[readiness.PODS_READY_TIMEOUT],
-                             workload=key, requeues=q.count, deactivated=q.deactivated)
-                evicted += 1
-        return evicted
+                if m.node_name:
+                    out.append(Eviction(m, readiness.PODS_READY_TIMEOUT, message, "ready",
+                                        record={"workload": key, "requeues": q.count, "deactivated": q.deactivated}))
+        return out
+
+    def _drains(self) -> list[Eviction]:
+        """stopPolicy HoldAndDrain: the admitted pods of a stopped ClusterQueue are evicted."""
+        return [Eviction(pod, CLUSTER_QUEUE_STOPPED,
+                         f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
+                         "drain", record={"queue": cq})
+                for pod, cq in drained(self.state)]
 
     def reactivate(self, key: str) -> bool:
         """Clear a workload's PodsReadyTimeout record (deactivation and backoff), as an admin asks."""

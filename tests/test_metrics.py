@@ -143,10 +143,13 @@ async def test_drain_evictions_and_their_failures(build_extender, api):
             self.state.remove_pod(pod.uid)
 
     stopped = SCENARIO.replace("  queueingStrategy: StrictFIFO\n", "  queueingStrategy: StrictFIFO\n  stopPolicy: HoldAndDrain\n")
-    ext = build_extender(stopped, clock=FakeClock(T0), writer=lambda state: Flaky(state))
+    clock = FakeClock(T0)
+    ext = build_extender(stopped, clock=clock, writer=lambda state: Flaky(state))
     async with api(ext) as c:
         assert await ext.reconcile() == 0
         ext.writer.fail = False            # set through the counting wrapper, on the real writer
+        assert await ext.reconcile() == 0  # the failed eviction backs off (1 s) before it is tried again
+        clock.advance(1.0)
         assert await ext.reconcile() == 1
         m = await scrape(c)
     assert value(m, "quotient_eviction_failures_total", cluster_queue="team-b-cq", reason="ClusterQueueStopped") == 1

@@ -57,7 +57,7 @@ class Hold:
     requests: dict[str, int]
     expires: float
     victims: dict[str, tuple[str, str]]          # victim uid -> (reason, message); shared by a group's holds
-    evicted: set[str] = field(default_factory=set)       # victims whose eviction was written; shared too
+    evicted: set[str] = field(default_factory=set)       # victims whose eviction was issued; shared too
 
     def left(self, pods: dict) -> list[str]:
         """Victims still in the cluster (not yet evicted, or terminating): their quota is still used."""
@@ -122,6 +122,7 @@ class ClusterState:
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.going: set[str] = set()                      # victims of holds, out of the planning usage
         self.assumed: dict[str, float] = {}               # uid -> when Quotient bound it, until the API shows it
+        self.held_back: dict[str, PodInfo] = {}           # uid -> the newest unbinding event ignored meanwhile
         self.quota_refusals: Counter = Counter()          # ClusterQueue -> charges refused by the invariant
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
@@ -415,12 +416,18 @@ class ClusterState:
                 and int(pod.resource_version) <= int(old.resource_version):
             return "pod event older (resourceVersion) than the known state ignored"
         since = self.assumed.get(pod.uid)
-        if since is not None:
+        if since is not None and not pod.node_name:
             if self.clock() - since < ASSUMED_TTL:
+                self.held_back[pod.uid] = pod      # the API's newest word, should the binding fail
                 return "pod event older than Quotient's own binding ignored"
-            del self.assumed[pod.uid]
+            self._confirmed(pod.uid)
             self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
         return ""
+
+    def _confirmed(self, uid: str) -> None:
+        """The API has spoken about a pod Quotient assumed bound: its word stands from now on."""
+        self.assumed.pop(uid, None)
+        self.held_back.pop(uid, None)
 
     def upsert_pod(self, pod: PodInfo, force: bool = False) -> None:
         """Add or replace a pod; force: Quotient's own change (a binding undone), never stale."""
@@ -430,8 +437,8 @@ class ClusterState:
             if stale:
                 self.skip(stale)
                 return
-        if pod.node_name and pod.node_name == (old.node_name if old else ""):
-            self.assumed.pop(pod.uid, None)        # the API shows the binding: confirmed
+        if pod.node_name and not force:
+            self._confirmed(pod.uid)       # the API shows a binding (ours, or another's that won)
         self.resolve_priority(pod)
         self.learned.pop(pod.uid, None)     # a source, or a binding, now speaks for it
         if old is not None:
@@ -465,7 +472,7 @@ class ClusterState:
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
-        self.assumed.pop(uid, None)
+        self._confirmed(uid)
         self.release_hold(uid)
         pod = self.pods.pop(uid, None)
         charge = self.admitted.pop(uid, None)
@@ -660,9 +667,9 @@ class ClusterState:
         return held
 
     def _leaving(self, held: Hold) -> bool:
-        """Victims whose eviction was written still terminate: the hold waits for them rather than
+        """Victims still terminate (the API shows their deletion): the hold waits for them rather than
         ending and letting the preemptor choose new victims while these are still going."""
-        return any(uid in held.evicted for uid in held.left(self.pods))
+        return any(self.pods[uid].deleting for uid in held.left(self.pods))
 
     def victims(self) -> set[str]:
         """Pods chosen as victims by a hold still in force."""
@@ -724,8 +731,13 @@ class ClusterState:
         self.upsert_pod(replace(self.pods[uid], node_name=node), force=True)
         return ""
 
-    def undo_binding(self, uid: str) -> None:
-        """Take back a binding whose write failed: the pod is pending again, its quota free."""
-        self.assumed.pop(uid, None)
-        if uid in self.pods:
-            self.upsert_pod(replace(self.pods[uid], node_name=""), force=True)
+    def undo_binding(self, uid: str, node: str) -> None:
+        """Take back a binding to node whose write failed: the pod is pending again, its quota free,
+        as the API last showed it. If the watch has spoken since (the pod bound after all, bound
+        elsewhere, or deleted), its word stands and nothing is undone."""
+        if self.assumed.pop(uid, None) is None:
+            return
+        latest = self.held_back.pop(uid, None)
+        pod = self.pods.get(uid)
+        if pod is not None and pod.node_name == node:
+            self.upsert_pod(latest or replace(pod, node_name=""), force=True)

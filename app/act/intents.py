@@ -1,0 +1,102 @@
+"""Intents: the evictions a decision calls for, written by act/ once the decision is complete.
+
+A decision (filter, preempt, reconcile) runs to its end without awaiting and returns what must be
+written; Actions writes it. So no decision is ever split by an await, and the state changes only
+from decisions and from the watch. Every eviction is idempotent (a pod already gone or terminating
+is a success), so an intent issued twice, or retried after a failure, is harmless. A failed
+eviction (a PodDisruptionBudget's 429, an API error) is retried by the decision that still wants
+it, no sooner than its backoff allows; /debug shows the failure and the next try.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..objects.pod import PodInfo
+from .writer import WriteError
+
+log = logging.getLogger("quotient.act")
+BACKOFF_BASE = 1.0       # seconds before the first retry of a failed eviction, doubling
+BACKOFF_MAX = 60.0
+DONE_TTL = 60.0          # an eviction written is not issued again meanwhile (the watch shows it by then)
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """Evict pod, for reason (a Kueue eviction or preemption reason), with message on the pod; once
+    written, the journal gets {verb, outcome, message, **record} about the pod."""
+    pod: PodInfo
+    reason: str
+    message: str
+    verb: str
+    outcome: str = "Evicted"
+    record: dict = field(default_factory=dict)
+
+
+@dataclass
+class Failure:
+    attempts: int
+    error: str
+    retry_at: float
+    reason: str
+
+
+class Actions:
+    """The single executor of evictions: at most one in flight per pod, failures backed off."""
+
+    def __init__(self, writer: Callable[[], object], record: Callable[..., None], clock: Callable[[], float]):
+        self._writer = writer
+        self._record = record
+        self.clock = clock
+        self.in_flight: set[str] = set()
+        self.failed: dict[str, Failure] = {}
+        self.done: dict[str, float] = {}
+
+    def wanted(self, uid: str) -> bool:
+        """May an eviction of this pod be issued now: none in flight, none just written, no backoff running."""
+        now = self.clock()
+        if uid in self.in_flight:
+            return False
+        written = self.done.get(uid)
+        if written is not None:
+            if now - written < DONE_TTL:
+                return False
+            del self.done[uid]
+        failure = self.failed.get(uid)
+        return failure is None or failure.retry_at <= now
+
+    async def evict(self, intents: list[Eviction]) -> int:
+        """Write every eviction, concurrently; returns how many were written."""
+        chosen: dict[str, Eviction] = {}
+        for i in intents:
+            if i.pod.uid not in chosen and self.wanted(i.pod.uid):
+                chosen[i.pod.uid] = i
+        self.in_flight.update(chosen)
+        results = await asyncio.gather(*(self._one(i) for i in chosen.values()))
+        return sum(results)
+
+    async def _one(self, intent: Eviction) -> bool:
+        pod = intent.pod
+        try:
+            await self._writer().evict(pod, intent.reason, intent.message)
+        except WriteError as e:
+            previous = self.failed.get(pod.uid)
+            attempts = previous.attempts + 1 if previous else 1
+            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
+            self.failed[pod.uid] = Failure(attempts, str(e), self.clock() + delay, intent.reason)
+            log.warning("evicting %s failed (attempt %d, next in %gs): %s", pod.key, attempts, delay, e)
+            return False
+        finally:
+            self.in_flight.discard(pod.uid)
+        self.failed.pop(pod.uid, None)
+        self.done[pod.uid] = self.clock()
+        self._record(intent.verb, pod, intent.outcome, intent.message, reasons=[intent.reason], **intent.record)
+        return True
+
+    def prune(self, pods: dict) -> None:
+        """Forget the pods that are gone: nothing about their evictions matters any more."""
+        for book in (self.failed, self.done):
+            for uid in [u for u in book if u not in pods]:
+                del book[uid]
