@@ -509,9 +509,10 @@ class Extender:
         try:
             await self.writer.bind(pod, args.node)
         except WriteError as e:
-            state.undo_binding(pod.uid, args.node)
-            self._record("bind", pod, "WriteFailed", str(e))
-            return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+            if state.undo_binding(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
+                self._record("bind", pod, "WriteFailed", str(e))
+                return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+            log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, args.node)
         finally:
             del self._binding[pod.uid]
             done.set()

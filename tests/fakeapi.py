@@ -216,6 +216,8 @@ class FakeApiServer:
         self._snapshot_limit = page_snapshots
         self._snapshot_ids = itertools.count(1)
         self._release = asyncio.Event()
+        self._resume = asyncio.Event()
+        self.paused: list[str] = []
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task] = set()
         self.port = 0
@@ -234,6 +236,7 @@ class FakeApiServer:
 
     async def stop(self) -> None:
         self._release.set()
+        self._resume.set()
         for w in list(self.watchers):
             w.queue.put_nowait(None)
         if self._runner is not None:
@@ -324,11 +327,33 @@ class FakeApiServer:
 
     def fault(self, action: str, resource: str | None = None, verb: str | None = None, times: int = 1,
               **params) -> None:
-        assert action in ("drop", "garbage", "hang", "slow", "error", "gone"), action
+        assert action in ("drop", "garbage", "hang", "slow", "error", "gone", "pause"), action
         self.faults.append(Fault(action, resource, verb, times, params))
 
     def clear_faults(self) -> None:
         self.faults.clear()
+
+    async def paused_request(self, timeout: float = 5.0) -> str:
+        """Wait until a request a "pause" fault holds has arrived; returns its path. The request waits
+        (before it is served, or with when="after" once served, before its answer) until resume()."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.paused:
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError("no request was paused")
+            await asyncio.sleep(0.005)
+        return self.paused[0]
+
+    def resume(self) -> None:
+        """Let every paused request go on."""
+        self._resume.set()
+        self._resume = asyncio.Event()
+
+    async def _pause(self, path: str) -> None:
+        self.paused.append(path)
+        try:
+            await self._resume.wait()
+        finally:
+            self.paused.remove(path)
 
     def release(self) -> None:
         """Let every hanging request go (they then answer 503)."""
@@ -383,8 +408,10 @@ class FakeApiServer:
     def _bookmark_obj(self, k: Kind) -> dict:
         return {"kind": k.kind, "apiVersion": k.api_version, "metadata": {"resourceVersion": str(self.rv)}}
 
-    def _take_fault(self, plural: str, verb: str) -> Fault | None:
+    def _take_fault(self, plural: str, verb: str, sub: str | None = None) -> Fault | None:
         for f in self.faults:
+            if f.params.get("sub") and f.params["sub"] != sub:
+                continue
             if (f.resource is None or f.resource == plural) and (f.verb is None or f.verb == verb):
                 if f.action in ("drop", "garbage", "slow", "gone") and verb != "watch":
                     continue
@@ -423,7 +450,15 @@ class FakeApiServer:
         verb = "watch" if request.method == "GET" and name is None and \
             request.query.get("watch") in ("1", "true") else "list" if request.method == "GET" and name is None \
             else "get" if request.method == "GET" else "write"
-        f = self._take_fault(k.plural, verb)
+        f = self._take_fault(k.plural, verb, sub)
+        if f is not None and f.action == "pause":
+            if f.params.get("when") == "after":        # the write lands; its answer waits (and may be lost)
+                response = await self._serve(request, k, ns, name, sub, verb, None)
+                await self._pause(request.path)
+                code = f.params.get("answer")
+                return _status(code, "InternalError", f"injected error {code} after the write") if code else response
+            await self._pause(request.path)
+            f = self._take_fault(k.plural, verb, sub)      # faults added meanwhile apply to this request
         if f is not None:
             if f.action == "hang":
                 return await self._hang()
@@ -432,6 +467,10 @@ class FakeApiServer:
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests",
                           403: "Forbidden", 404: "NotFound"}.get(code, "InternalError")
                 return _status(code, reason, f.params.get("message", f"injected error {code}"))
+        return await self._serve(request, k, ns, name, sub, verb, f)
+
+    async def _serve(self, request: web.Request, k: Kind, ns: str | None, name: str | None, sub: str | None,
+                     verb: str, f: Fault | None) -> web.StreamResponse:
         body = None
         if request.method in ("POST", "PUT", "PATCH"):
             raw = await request.read()

@@ -21,10 +21,8 @@ from app.observe import attach
 from app.state.cluster import ClusterState
 from app.sync.watch import RESOURCES, WatchSource, make_api_client
 from fakeapi import FakeApiServer
-from helpers import CPU, all_usage, cq, flavor, lq, namespace, node, pod
-
-FAST = dict(page_size=3, request_timeout=2.0, watch_timeout=5, read_timeout=1.0, backoff_base=0.005,
-            backoff_max=0.05, absent_retry=0.2, heartbeat=0.05)
+from helpers import CPU, cq, flavor, lq, namespace, node, pod
+from live import FAST, Running, fingerprint, fresh_state, until
 
 
 @pytest.fixture(autouse=True)
@@ -47,30 +45,6 @@ async def api_client(fake_api, tmp_path):
     await client.close()
 
 
-async def until(cond, timeout: float = 5.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-class Running:
-    """A WatchSource running in the background for one test."""
-
-    def __init__(self, client, state=None, **kw):
-        self.state = state or ClusterState()
-        self.source = WatchSource(client, self.state, **{**FAST, **kw})
-        self.task = None
-
-    async def __aenter__(self):
-        self.task = self.source.start()
-        return self.source
-
-    async def __aexit__(self, *exc):
-        await self.source.stop()
-
-
 def seed(api: FakeApiServer, pods: int = 0) -> None:
     for obj in (namespace("team-a"), namespace("team-b"), node("n1", cpu="64"), node("n2", cpu="64"),
                 flavor("default-flavor"), cq("cq-a", flavors=[("default-flavor", {"cpu": "100"})]),
@@ -84,33 +58,6 @@ def seed(api: FakeApiServer, pods: int = 0) -> None:
 def cq_cpu(state: ClusterState, name: str) -> int:
     return sum(v for (f, r), v in state.tree.queues[name].usage.items() if r == "cpu") if name in state.tree.queues \
         else 0
-
-
-def fingerprint(state: ClusterState) -> dict:
-    """What a fresh list must reproduce: objects, charges, per-node requests, queue order."""
-    return {
-        "pods": {uid: (p.key, p.node_name, p.phase, tuple(sorted(p.requests.items())), tuple(sorted(p.labels.items())))
-                 for uid, p in state.pods.items()},
-        "nodes": {n: (tuple(sorted(v.labels.items())), tuple(sorted(v.allocatable.items())))
-                  for n, v in state.nodes.items()},
-        "namespaces": state.namespaces,
-        "priority_classes": state.priority_classes,
-        "flavors": state.flavors, "cluster_queues": state.cluster_queues, "cohorts": state.cohorts,
-        "local_queues": state.local_queues,
-        "extra": {k: sorted(v) for k, v in state.extra.items() if v},
-        "usage": all_usage(state),
-        "admitted": {uid: (c.cluster_queue, tuple(sorted(c.usage.items()))) for uid, c in state.admitted.items()},
-        "node_requested": {n: {r: v for r, v in used.items() if v} for n, used in state.node_requested.items()
-                           if n in state.nodes and any(used.values())},
-        "pending": {q: [uid for _, uid in items] for q, items in state.pending.items() if items},
-    }
-
-
-async def fresh_state(client) -> ClusterState:
-    state = ClusterState()
-    async with Running(client, state) as source:
-        await until(lambda: source.ready, what="fresh list")
-    return state
 
 
 # ---- list, readiness, events -----------------------------------------------------------------

@@ -100,3 +100,14 @@ class Actions:
         for book in (self.failed, self.done):
             for uid in [u for u in book if u not in pods]:
                 del book[uid]
+
+    def view(self, uid: str) -> dict | None:
+        """For /debug/pods: an eviction of this pod being written, or failed and waiting to be retried."""
+        failure = self.failed.get(uid)
+        if uid not in self.in_flight and failure is None:
+            return None
+        view: dict = {"inFlight": uid in self.in_flight}
+        if failure is not None:
+            view.update({"reason": failure.reason, "attempts": failure.attempts, "lastError": failure.error,
+                         "retryIn": round(max(0.0, failure.retry_at - self.clock()), 3)})
+        return view

@@ -169,6 +169,11 @@ def render_pod(view: dict) -> str:
     if view.get("eviction"):
         e = view["eviction"]
         out.append(f"Eviction: {e['at']} {e['reason']}")
+    if view.get("evictionWrite"):
+        w = view["evictionWrite"]
+        out.append("Eviction being written:\n" + _indent(fields([
+            ("In flight", w["inFlight"]), ("Reason", w.get("reason")), ("Attempts", w.get("attempts")),
+            ("Last error", w.get("lastError")), ("Retry in", w.get("retryIn"))])))
     out.append(f"Gang: {cell(view['gang'])}\nBackoff: {cell(view['backoff'])}")
     out.append("Decisions, newest first:\n" + table(["TIME", "VERB", "POD", "QUEUE", "OUTCOME", "REASON"],
                                                    _decision_rows(view["decisions"]), "  ")

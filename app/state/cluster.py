@@ -731,13 +731,15 @@ class ClusterState:
         self.upsert_pod(replace(self.pods[uid], node_name=node), force=True)
         return ""
 
-    def undo_binding(self, uid: str, node: str) -> None:
+    def undo_binding(self, uid: str, node: str) -> bool:
         """Take back a binding to node whose write failed: the pod is pending again, its quota free,
         as the API last showed it. If the watch has spoken since (the pod bound after all, bound
-        elsewhere, or deleted), its word stands and nothing is undone."""
+        elsewhere, or deleted), its word stands and nothing is undone (False)."""
         if self.assumed.pop(uid, None) is None:
-            return
+            return False
         latest = self.held_back.pop(uid, None)
         pod = self.pods.get(uid)
-        if pod is not None and pod.node_name == node:
-            self.upsert_pod(latest or replace(pod, node_name=""), force=True)
+        if pod is None or pod.node_name != node:
+            return False
+        self.upsert_pod(latest or replace(pod, node_name=""), force=True)
+        return True

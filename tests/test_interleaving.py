@@ -1,0 +1,267 @@
+"""No decision is split by an await (issue 12, point 3): Quotient live against tests/fakeapi.py, with a watch
+event or another request let in at each await of bind, reconcile and eviction (the fake API pauses the write),
+and the state afterwards equal to the state a fresh list builds.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from app.act.intents import BACKOFF_BASE
+from app.act.kube import KubeWriter
+from app.config import Configuration, decode_configuration
+from app.extender import Extender
+from app.state.cluster import ClusterState
+from app.sync.watch import make_api_client
+from fakeapi import FakeApiServer
+from helpers import FakeClock, cq, flavor, lq, namespace, node, pod
+from live import Running, fingerprint, fresh_state, until
+
+LOWER = {"withinClusterQueue": "LowerPriority"}
+
+
+@pytest.fixture(autouse=True)
+def _local_only(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+class Live:
+    """Quotient as `serve --kubeconfig` runs it: the watch feeding a ClusterState, the KubeWriter writing."""
+
+    def __init__(self, api: FakeApiServer, client, config: Configuration):
+        self.api, self.client = api, client
+        self.clock = FakeClock()
+        self.state = ClusterState(config, clock=self.clock)
+        self.ext = Extender(self.state, KubeWriter(client, self.state))
+
+    def filter(self, obj: dict, nodes=("n1",)) -> dict:
+        body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
+        return orjson.loads(self.ext.filter(orjson.dumps(body)))
+
+    async def bind(self, obj: dict, node_name: str = "n1") -> str:
+        m = obj["metadata"]
+        body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
+        return orjson.loads(await self.ext.bind(orjson.dumps(body)))["Error"]
+
+    def knows(self, obj: dict, **fields) -> bool:
+        """The watch has delivered this pod with these PodInfo fields."""
+        p = self.state.pods.get(obj["metadata"]["uid"])
+        return p is not None and all(getattr(p, k) == v for k, v in fields.items())
+
+    async def equal_to_a_fresh_list(self) -> None:
+        fresh = fingerprint(await fresh_state(self.client))
+        await until(lambda: fingerprint(self.state) == fresh, what="state equal to a fresh list")
+
+
+@pytest.fixture
+async def live(tmp_path, request):
+    config = getattr(request, "param", None) or Configuration()
+    async with FakeApiServer(bookmark_interval=0.3) as api:
+        for obj in (namespace("team-a"), node("n1", cpu="64"), node("n2", cpu="64"), flavor("default-flavor"),
+                    cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption=LOWER), lq("team-a", "lq", "cq")):
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        kit = Live(api, client, config)
+        try:
+            async with Running(client, kit.state) as source:
+                await until(lambda: source.ready, what="initial list")
+                yield kit
+        finally:
+            await client.close()
+
+
+def uid(obj: dict) -> str:
+    return obj["metadata"]["uid"]
+
+
+def refusal(answer: dict) -> str:
+    reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    assert answer["NodeNames"] == [] and reasons, answer
+    return next(iter(reasons.values()))
+
+
+async def pending(kit: Live, obj: dict) -> None:
+    kit.api.apply(obj)
+    await until(lambda: kit.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
+
+
+# ---- bind -------------------------------------------------------------------------------------------------
+
+async def test_a_bind_that_fails_after_the_watch_changed_the_pod_keeps_the_watch_word(live):
+    """Before: undo_binding wrote the pod back as it was before bind, losing the label the watch delivered while
+    the Binding POST was in flight (the event was ignored as older than Quotient's own binding)."""
+    p = pod("p", cpu="2")
+    await pending(live, p)
+    assert live.filter(p)["NodeNames"] == ["n1"]
+    live.api.fault("pause", resource="pods", verb="write", sub="binding")
+    bind = asyncio.create_task(live.bind(p))
+    await live.api.paused_request()
+    relabelled = pod("p", cpu="2")
+    relabelled["metadata"]["labels"]["team"] = "x"
+    live.api.apply(relabelled)
+    ignored = "pod event older than Quotient's own binding ignored"
+    await until(lambda: live.state.skips[ignored] == 1, what="the relabelled pod's event (ignored while assumed)")
+    live.api.fault("error", resource="pods", verb="write", code=403)     # the paused Binding is refused
+    live.api.resume()
+    assert "failed" in await bind
+    assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
+    assert uid(p) not in live.state.admitted
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_binding_whose_answer_is_lost_but_the_watch_shows_stays_bound(live):
+    """The Binding lands, its answer is an error: the watch showed it bound meanwhile, so nothing is undone and
+    kube-scheduler is told it is bound. Before: the pod was made pending again with its quota freed, though
+    it runs (a later pod could take that quota: an over-admission)."""
+    p = pod("p", cpu="2")
+    await pending(live, p)
+    assert live.filter(p)["NodeNames"] == ["n1"]
+    live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=403)
+    bind = asyncio.create_task(live.bind(p))
+    await live.api.paused_request()
+    await until(lambda: uid(p) not in live.state.assumed, what="the watch to show the binding")
+    live.api.resume()
+    assert await bind == ""
+    assert live.knows(p, node_name="n1") and live.state.admitted[uid(p)].cluster_queue == "cq"
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_binding_to_another_node_delivered_during_bind_is_taken(live):
+    """Someone else bound the pod to n2 while Quotient's Binding to n1 was in flight: the API's word (n2) is
+    applied at once, never ignored as an event older than Quotient's binding, and the failed write undoes
+    nothing."""
+    p = pod("p", cpu="2")
+    await pending(live, p)
+    assert live.filter(p, ("n1", "n2"))["NodeNames"]
+    live.api.fault("pause", resource="pods", verb="write", sub="binding")
+    bind = asyncio.create_task(live.bind(p, "n1"))
+    await live.api.paused_request()
+    live.api.apply(pod("p", cpu="2", node="n2"))
+    await until(lambda: live.knows(p, node_name="n2"), what="the other binding")
+    live.api.resume()
+    assert "already assigned" in await bind or "failed" in await bind
+    assert live.knows(p, node_name="n2")
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_second_bind_of_the_same_pod_waits_for_the_first(live):
+    """Two binds of one pod at once (kube-scheduler retrying after a timeout): the second waits for the first and
+    decides on what it left. Before: the second saw the pod assumed bound and answered success at once, then
+    the first failed and made the pod pending again: kube-scheduler believed a pod bound that was not."""
+    p, other = pod("p", cpu="2"), pod("q", cpu="3")
+    await pending(live, p)
+    await pending(live, other)
+    assert live.filter(p)["NodeNames"] == ["n1"]
+    live.api.fault("pause", resource="pods", verb="write", sub="binding")
+    first = asyncio.create_task(live.bind(p))
+    await live.api.paused_request()
+    second = asyncio.create_task(live.bind(p))
+    await asyncio.sleep(0.05)
+    assert not second.done()
+    assert "cpu request 3 > 2 available" in refusal(live.filter(other))     # p's quota is taken meanwhile
+    live.api.fault("error", resource="pods", verb="write", code=403)
+    live.api.resume()
+    assert "failed" in await first
+    assert await second == ""
+    assert live.api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "n1"
+    await until(lambda: live.knows(p, node_name="n1"))
+    assert sum(v for (_, r), v in live.state.tree.queues["cq"].bound.items() if r == "cpu") == 2000
+    await live.equal_to_a_fresh_list()
+
+
+# ---- eviction ----------------------------------------------------------------------------------------------
+
+async def test_a_victim_deleted_while_its_eviction_is_in_flight(live):
+    """Self-driven preemption: the eviction is paused; meanwhile the preemptor asks again (it waits), and the
+    victim is deleted by someone else. The eviction's 404 is a success, the preemptor passes once the victim is
+    gone, and the state equals a fresh list."""
+    victim = pod("low", cpu="4", node="n1", priority=1)
+    await pending(live, victim)
+    high = pod("high", cpu="4", priority=100)
+    await pending(live, high)
+    assert "preempting team-a/low" in refusal(live.filter(high))
+    live.api.fault("pause", resource="pods", verb="write", sub="eviction")
+    reconcile = asyncio.create_task(live.ext.reconcile())
+    await live.api.paused_request()
+    assert "waiting for 1 preempted pod(s) to leave" in refusal(live.filter(high))
+    live.api.delete("Pod", "team-a", "low")
+    await until(lambda: uid(victim) not in live.state.pods, what="the victim's deletion")
+    live.api.resume()
+    assert await reconcile == 1
+    assert live.filter(high)["NodeNames"] == ["n1"]
+    assert await live.bind(high) == ""
+    await until(lambda: live.knows(high, node_name="n1"))
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evicted(live_ready):
+    """waitForPodsReady: j-0 of Job j never became Ready; j-1 passed filter before the timeout. The reconcile
+    decides the whole eviction first (requeue with backoff, j-1's reservation dropped) and only then writes:
+    a bind of j-1 while j-0's eviction is in flight is refused. Before: reservations were dropped member by
+    member between awaited evictions, so j-1 could bind in the gap (and was then evicted too)."""
+    kit = live_ready
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-j", "controller": True}
+    j0, j1 = pod("j-0", cpu="1", node="n1"), pod("j-1", cpu="1")
+    for p in (j0, j1):
+        p["metadata"]["ownerReferences"] = [owner]
+        await pending(kit, p)
+    assert kit.filter(j1)["NodeNames"] == ["n1"]
+    kit.clock.advance(11)
+    kit.api.fault("pause", resource="pods", verb="write", sub="eviction")
+    reconcile = asyncio.create_task(kit.ext.reconcile())
+    await kit.api.paused_request()
+    assert "backoff" in await kit.bind(j1)
+    kit.api.resume()
+    assert await reconcile == 1
+    assert not (kit.api.get("Pod", "team-a", "j-1")["spec"].get("nodeName"))
+    await until(lambda: uid(j0) not in kit.state.pods)
+    await kit.equal_to_a_fresh_list()
+
+
+@pytest.fixture
+async def live_ready(tmp_path):
+    config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
+                                                        "requeuingStrategy": {"backoffBaseSeconds": 60}}})
+    async with FakeApiServer(bookmark_interval=0.3) as api:
+        for obj in (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
+                    cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq")):
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        kit = Live(api, client, config)
+        try:
+            async with Running(client, kit.state) as source:
+                await until(lambda: source.ready, what="initial list")
+                yield kit
+        finally:
+            await client.close()
+
+
+async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
+    """A PodDisruptionBudget's 429: the eviction is not written again before its backoff (1 s, doubling), and
+    /debug/pods shows the attempts, the error and when it is tried next."""
+    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim["metadata"]["labels"]["app"] = "db"
+    await pending(live, victim)
+    live.api.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "db", "namespace": "team-a"},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+    high = pod("high", cpu="4", priority=100)
+    await pending(live, high)
+    assert "preempting team-a/low" in refusal(live.filter(high))
+    evictions = lambda: sum(1 for m, path, _ in live.api.writes if path.endswith("/low/eviction"))  # noqa: E731
+    assert await live.ext.reconcile() == 0 and evictions() == 1
+    shown = live.ext.actions.view(uid(victim))
+    assert shown["attempts"] == 1 and "disruption" in shown["lastError"].lower()
+    assert shown["retryIn"] == BACKOFF_BASE
+    assert await live.ext.reconcile() == 0 and evictions() == 1          # still backing off
+    live.clock.advance(BACKOFF_BASE)
+    assert await live.ext.reconcile() == 0 and evictions() == 2
+    assert live.ext.actions.view(uid(victim))["retryIn"] == 2 * BACKOFF_BASE
+    live.api.delete("PodDisruptionBudget", "team-a", "db")
+    live.clock.advance(2 * BACKOFF_BASE)
+    assert await live.ext.reconcile() == 1 and evictions() == 3
+    assert live.ext.actions.view(uid(victim)) is None
