@@ -41,6 +41,7 @@ class Extender:
         self.offered = OfferedNodeCache()
         self.actions = Actions(lambda: self.writer, self._record, state.clock)
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
+        self._planned: list[Eviction] | None = None      # a reconcile's evictions, while it plans
         self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
@@ -285,7 +286,9 @@ class Extender:
             return "VictimsStillRunning", self._still_running(over, key), verdict.cluster_queue, ""
         for m in pending:
             charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
-            state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
+            held = state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
+        if victims:
+            self._issue(self._evictions(pod.uid, held))
         self._record("filter", pod, "GroupAdmitted", "", queue=verdict.cluster_queue, group=key,
                      flavors=dict(a.flavors), placement={state.pods[u].key: n for u, n in placement.items()})
         mine = placement[pod.uid]
@@ -371,7 +374,8 @@ class Extender:
         best = found[0]
         chosen = [(t.reason, m) for t in best.targets for m in t.candidate.pods()]     # a group counts whole
         victims = {m.uid: (reason, self._message(reason, pod)) for reason, m in chosen}
-        state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
+        held = state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
+        self._issue(self._evictions(pod.uid, held))
         shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
         self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
                      victims={best.node: [m.key for _, m in chosen]},
@@ -538,8 +542,21 @@ class Extender:
         state = self.state
         state.expire_reservations()
         self.actions.prune(state.pods)
-        self.reclaim_for_heads()
-        return self._victims_to_evict() + self._pods_ready_timeouts() + self._drains()
+        self._planned = []
+        try:
+            self.reclaim_for_heads()
+            chosen = self._planned
+        finally:
+            self._planned = None
+        return chosen + self._victims_to_evict() + self._pods_ready_timeouts() + self._drains()
+
+    def _issue(self, evictions: list[Eviction]) -> None:
+        """Evictions a preemption decided: written at once by act/ (a request's decision), or with the rest
+        of a reconcile's plan."""
+        if self._planned is not None:
+            self._planned.extend(evictions)
+        else:
+            self.actions.submit(evictions)
 
     def reclaim_for_heads(self) -> int:
         """Self-driven reclaim for the head of each ClusterQueue's pending pods. When no node has room,
@@ -566,20 +583,24 @@ class Extender:
         return started
 
     def _victims_to_evict(self) -> list[Eviction]:
-        """The victims self-driven reclaim chose, still running, whose eviction was not issued yet or
-        failed (act/ retries it once its backoff has passed)."""
+        """The safety net for self-driven preemption: victims whose eviction failed (act/ retries it once its
+        backoff has passed) or was never issued."""
+        return [e for holder, held in self.state.holds.items() for e in self._evictions(holder, held)]
+
+    def _evictions(self, holder: str, held) -> list[Eviction]:
+        """The victims of a preemption, still running, whose eviction was not issued yet or failed. The
+        decision that chose them issues them at once (act/ writes them on the event loop)."""
         state, out = self.state, []
-        for holder, held in state.holds.items():
-            for uid, (reason, message) in held.victims.items():
-                victim = state.pods.get(uid)
-                if victim is None or victim.deleting or victim.terminal:
-                    continue
-                if uid in held.evicted and uid not in self.actions.failed:
-                    continue          # issued: in flight, or written and not yet seen by the watch
-                held.evicted.add(uid)
-                charge = state.admitted.get(uid)
-                out.append(Eviction(victim, reason, message, "reclaim", "Preempted",
-                                    {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
+        for uid, (reason, message) in held.victims.items():
+            victim = state.pods.get(uid)
+            if victim is None or victim.deleting or victim.terminal:
+                continue
+            if uid in held.evicted and uid not in self.actions.failed:
+                continue          # issued: in flight, or written and not yet seen by the watch
+            held.evicted.add(uid)
+            charge = state.admitted.get(uid)
+            out.append(Eviction(victim, reason, message, "reclaim", "Preempted",
+                                {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
         return out
 
     def _pods_ready_timeouts(self) -> list[Eviction]:

@@ -536,7 +536,7 @@ async def test_gang_preemption_takes_victims_for_every_member_at_once(kit, load_
     async with api(ext) as client:
         for m in members:
             await client.post("/filter", json=kit.filter(m, []))     # kube-scheduler found no node: none offered
-        await ext.reconcile()
+        await ext.actions.settle()                                  # the filter that chose them evicts them
     evicted = sorted(e["pod"] for e in ext.journal.entries if e["outcome"] == "Preempted")
     assert evicted == ["team-a/l3", "team-a/l4"]                   # the two most recently admitted, one node
     held = {ext.state.holds[uid(m)].node for m in members}

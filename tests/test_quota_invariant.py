@@ -117,7 +117,7 @@ async def test_gang_that_preempts_for_quota_only_binds_no_member_before_the_vict
     assert "waiting for 1 preempted pod(s) to leave" in refusal(filter_(ext, g1))
     assert "quota invariant" in await bind(ext, g1)          # kube-scheduler binding anyway is refused too
     assert state.quota_refusals["cq"] == 1 and running_cpu(state) == 4000
-    await ext.reconcile()
+    await ext.actions.settle()                           # the victim is evicted at once (issue 21)
     assert writer.evicted == ["team-a/old"] and state.pods[old["metadata"]["uid"]].deleting
     assert "waiting for 1 preempted pod(s)" in refusal(filter_(ext, g0))     # terminating: still charged
     holds(state)
@@ -249,7 +249,7 @@ async def test_a_hold_waits_for_victims_still_terminating_instead_of_choosing_mo
     state, ext, writer = setup(v1, v2, hi, quota=8, clock=clock)
     apply(state, hi)
     assert "preempting team-a/v2" in refusal(filter_(ext, hi))
-    await ext.reconcile()
+    await ext.actions.settle()
     assert writer.evicted == ["team-a/v2"]
     clock.advance(state.config.preemption_hold_timeout + 1)
     await ext.reconcile()

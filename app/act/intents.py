@@ -53,6 +53,24 @@ class Actions:
         self.in_flight: set[str] = set()
         self.failed: dict[str, Failure] = {}
         self.done: dict[str, float] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    def submit(self, intents: list[Eviction]) -> None:
+        """Write these evictions now, on the event loop, outside the decision that chose them (its answer to
+        kube-scheduler does not wait for the API). Without a running loop the next reconcile writes them."""
+        if not intents:
+            return
+        try:
+            task = asyncio.get_running_loop().create_task(self.evict(intents))
+        except RuntimeError:
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait until every eviction submitted so far is written or has failed (tests, the simulator)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def wanted(self, uid: str) -> bool:
         """May an eviction of this pod be issued now: none in flight, none just written, no backoff running."""

@@ -199,6 +199,7 @@ class SimScheduler:
     async def post(self, verb: str, body: dict) -> tuple[int, object]:
         r = await self.client.post(self.url + verb, content=orjson.dumps(body),
                                    headers={"Content-Type": "application/json"})
+        await self.extender.actions.settle()      # evictions the decision issued, written before time moves
         try:
             return r.status_code, orjson.loads(r.content)
         except orjson.JSONDecodeError:
