@@ -5,6 +5,7 @@ names the file and document (exit 2).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..config import ConfigError, Configuration, decode_configuration
@@ -142,7 +143,7 @@ def load_scenario(path: str) -> Scenario:
     previous: float | None = None
     explicit = [parse_time((d.obj.get("metadata") or {}).get("creationTimestamp"))
                 for d in cluster_docs if d.kind == "Pod"]
-    start = max([t for t in explicit if t is not None], default=DEFAULT_START)
+    start = float(math.floor(max([t for t in explicit if t is not None], default=DEFAULT_START)))
     for doc in cluster_docs:
         if doc.kind != "Pod":
             cluster.append(doc)
