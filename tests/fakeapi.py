@@ -7,7 +7,8 @@ Start it from a test (pytest-asyncio, the test's own event loop):
         path = api.kubeconfig_path(tmp_path)        # kubeconfig: this server, bearer token api.token
         client = await api.api_client()             # a kubernetes_asyncio ApiClient loaded from that file
         api.apply(obj)      # create or replace (emits ADDED / MODIFIED); returns the stored copy
-        api.delete("Pod", "team-a", "p1")           # emits DELETED; returns the last object (None if absent)
+        api.delete("Pod", "team-a", "p1")           # emits DELETED at once; returns the last object (None if absent)
+        api.start_pod("team-a", "p1")               # as a kubelet: Running, status.startTime, Ready (MODIFIED)
         api.get("Pod", "team-a", "p1"), api.objects("Pod")
         api.fault("drop", resource="pods", after=2) # the next pods watch drops its connection after 2 events
         api.expire()                                # compaction: every resourceVersion so far is too old (410)
@@ -32,6 +33,9 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   "reason":"Expired","code":410}, then the stream ends. allowWatchBookmarks=true gets a BOOKMARK
   ({"kind", "apiVersion", "metadata": {"resourceVersion"}}) every `bookmark_interval` seconds and on
   .bookmark(); timeoutSeconds ends the stream cleanly. fieldSelector/labelSelector are not supported.
+- Times as the real API server writes them, whole seconds from `clock` (FakeApiServer(clock=...), default
+  time.time): creationTimestamp is always server-set (apply and POST ignore a given one), PodScheduled on
+  binding, startTime by start_pod.
 - One global resourceVersion counter (strings on the wire) shared by every kind; a bounded history of
   `history` events; older versions expire (410) as with etcd compaction.
 - Writes, all answering the real Status JSON on errors (NotFound 404, AlreadyExists 409, Conflict 409,
@@ -49,7 +53,10 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
     selector matches the pod's labels is checked (status.disruptionsAllowed when the test set it, else
     computed from minAvailable / maxUnavailable over the matching Running pods); a budget with no
     disruption left answers 429 TooManyRequests with cause DisruptionBudget, as the real API. A pod that is
-    not Running is evicted without the check. Otherwise the pod is deleted (DELETED) and 201 Status Success.
+    not Running is evicted without the check. Otherwise the pod is deleted as by DELETE and 201 Status Success.
+  - DELETE pods/{name} (and an eviction) of a bound pod: deletionTimestamp set (MODIFIED), then DELETED after
+    `pod_grace` seconds (FakeApiServer(pod_grace=...), default 0: right after the MODIFIED); a pod never
+    bound is DELETED at once.
   - PUT/PATCH pods/{name}/status and clusterqueues/{name}/status: only .status changes (MODIFIED).
   - POST events (core v1 and events.k8s.io/v1): stored, 201; read them back with api.objects("Event").
 - Every request is recorded in api.requests as (method, path, query dict); api.writes holds
@@ -71,6 +78,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -135,8 +143,10 @@ def _status(code: int, reason: str, message: str, details: dict | None = None) -
                         content_type="application/json")
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _now(epoch: float | None = None) -> str:
+    """An API server time: RFC 3339, whole seconds."""
+    when = datetime.now(timezone.utc) if epoch is None else datetime.fromtimestamp(epoch, timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _copy(obj):
@@ -200,7 +210,7 @@ class _Watcher:
 
 class FakeApiServer:
     def __init__(self, history: int = 1000, bookmark_interval: float = 60.0, token: str = "fake-token",
-                 page_snapshots: int = 16):
+                 page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0):
         self.history_size = history
         self.bookmark_interval = bookmark_interval
         self.token = token
@@ -221,6 +231,8 @@ class FakeApiServer:
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task] = set()
         self.port = 0
+        self.clock = clock              # server time: creationTimestamp, condition times, startTime (seconds)
+        self.pod_grace = pod_grace      # seconds a deleted or evicted bound pod stays Terminating
 
     # ---- lifecycle ------------------------------------------------------------------
     async def start(self) -> "FakeApiServer":
@@ -301,10 +313,10 @@ class FakeApiServer:
         old = table.get((ns, meta["name"]))
         if old is not None:
             meta.setdefault("uid", old["metadata"]["uid"])
-            meta.setdefault("creationTimestamp", old["metadata"].get("creationTimestamp"))
+            meta["creationTimestamp"] = old["metadata"].get("creationTimestamp")     # immutable
         else:
             meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", _now())
+            meta["creationTimestamp"] = _now(self.clock())     # server-set, as the real API ignores a given one
         return self._put(k, obj, "MODIFIED" if old is not None else "ADDED")
 
     def delete(self, kind: str, namespace: str | None, name: str, api_version: str | None = None) -> dict | None:
@@ -315,6 +327,44 @@ class FakeApiServer:
         old = _copy(old)
         self._emit(k, old, "DELETED")
         return old
+
+    def start_pod(self, namespace: str, name: str, ready: bool = True) -> dict:
+        """What the kubelet writes when a bound pod starts: phase Running, status.startTime (now, to the
+        second, once) and the Ready condition (MODIFIED). The test harness calls it: there is no kubelet."""
+        k = BY_KIND["Pod"]
+        new = _copy(self._table(k)[(namespace, name)])
+        status = new.setdefault("status", {})
+        status["phase"] = "Running"
+        status.setdefault("startTime", _now(self.clock()))
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"] + \
+            [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": _now(self.clock())}]
+        return self._put(k, new, "MODIFIED")
+
+    def _delete_pod(self, key: tuple[str, str]) -> dict | None:
+        """A DELETE or an eviction as the real API does it: a bound pod gets deletionTimestamp (MODIFIED) and
+        is gone (DELETED) after `pod_grace` seconds (at once with 0), as a kubelet confirms; a pod never bound
+        goes at once. Deleting a pod already Terminating changes nothing."""
+        k = BY_KIND["Pod"]
+        pod = self._table(k).get(key)
+        if pod is None or not (pod.get("spec") or {}).get("nodeName"):
+            return self.delete("Pod", key[0], key[1])
+        if pod["metadata"].get("deletionTimestamp"):
+            return _copy(pod)
+        new = _copy(pod)
+        new["metadata"]["deletionTimestamp"] = _now(self.clock() + self.pod_grace)
+        new["metadata"]["deletionGracePeriodSeconds"] = int(self.pod_grace)
+        terminating = self._put(k, new, "MODIFIED")
+        uid = new["metadata"]["uid"]
+
+        def gone() -> None:
+            current = self._table(k).get(key)
+            if current is not None and current["metadata"]["uid"] == uid:
+                self.delete("Pod", key[0], key[1])
+        if self.pod_grace <= 0:
+            gone()
+        else:
+            asyncio.get_running_loop().call_later(self.pod_grace, gone)
+        return terminating
 
     def get(self, kind: str, namespace: str | None, name: str, api_version: str | None = None) -> dict | None:
         k = self.kind_of(kind, api_version)
@@ -505,6 +555,8 @@ class FakeApiServer:
         if request.method == "DELETE":
             if obj is None:
                 return self._not_found(k, name)
+            if k.kind == "Pod":
+                return self._json(self._delete_pod(key))
             return self._json(self.delete(k.kind, key[0], name, k.api_version))
         if request.method == "PUT":
             if obj is None:
@@ -562,7 +614,7 @@ class FakeApiServer:
         body.setdefault("apiVersion", k.api_version)
         meta.pop("resourceVersion", None)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = _now()
+        meta["creationTimestamp"] = _now(self.clock())
         return self._json(self._put(k, body, "ADDED"), 201)
 
     def _list(self, request: web.Request, k: Kind, ns: str | None) -> web.Response:
@@ -698,7 +750,7 @@ class FakeApiServer:
         new.setdefault("spec", {})["nodeName"] = target
         status = new.setdefault("status", {})
         status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"] + \
-            [{"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()}]
+            [{"type": "PodScheduled", "status": "True", "lastTransitionTime": _now(self.clock())}]
         self._put(k, new, "MODIFIED")
         return self._json(status_body(201, "", ""), 201)
 
@@ -720,7 +772,7 @@ class FakeApiServer:
                                    {"causes": [{"reason": "DisruptionBudget",
                                                 "message": f"The disruption budget {pname} needs {needs} healthy "
                                                            f"pods and has {healthy} currently"}]})
-        self.delete("Pod", key[0], key[1])
+        self._delete_pod(key)
         return self._json(status_body(201, "", ""), 201)
 
     def _disruptions_allowed(self, pdb: dict, ns: str) -> tuple[int, int, int]:

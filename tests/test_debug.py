@@ -354,7 +354,10 @@ async def test_pod_bound_shows_its_charge_and_bind(ext, api):
         text = (await c.get("/debug/pods/team-a/wait-1?format=text")).text
     assert (view["status"], view["node"]) == ("admitted", "od-2")
     assert view["charge"] == {"clusterQueue": "team-a-cq", "flavors": {"cpu": "on-demand", "memory": "on-demand"},
-                              "usage": {"on-demand": {"cpu": "2", "memory": "1Gi"}}, "inferred": False}
+                              "usage": {"on-demand": {"cpu": "2", "memory": "1Gi"}}, "inferred": False,
+                              "admittedAt": "2027-01-15T08:00:00.000Z", "admittedAtSource": "bind",
+                              "admittedAtNote": "Quotient bound it then (its own clock, to the second)"}
+    assert "Admitted:     2027-01-15T08:00:00.000Z (from bind)" in text
     assert view["bind"]["outcome"] == "Bound" and view["bind"]["node"] == "od-2"
     assert [d["verb"] for d in view["decisions"]] == ["bind", "filter"]
     assert "Status:       admitted: running on od-2, charged to team-a-cq" in text

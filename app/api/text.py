@@ -138,6 +138,8 @@ def render_pod(view: dict) -> str:
             pairs.append((label, view[key]))
     if view.get("charge"):
         pairs.append(("Charge", f"{view['charge']['clusterQueue']} {cell(view['charge']['flavors'])}"))
+        if view["charge"].get("admittedAt"):
+            pairs.append(("Admitted", f"{view['charge']['admittedAt']} (from {view['charge']['admittedAtSource']})"))
     if view.get("reservation"):
         r = view["reservation"]
         pairs.append(("Reservation", f"{r['clusterQueue']} {cell(r['flavors'])}, expires in {r['expiresIn']:.1f}s"))

@@ -55,7 +55,8 @@ class Charge:
     flavors: dict[str, str]
     usage: dict[FR, int]
     inferred: bool = False   # read off the node's labels, not decided by Quotient
-    admitted_at: float = 0.0  # when the quota was taken (Kueue's quota reservation time)
+    admitted_at: float = 0.0  # when the quota was taken (Kueue's quota reservation time), whole seconds
+    admitted_from: str = ""   # what admitted_at was read from: "bind" (Quotient's own), PodScheduled, startTime, ...
 
 
 def quota_usage(requests: dict[str, int], flavors: dict[str, str]) -> dict[FR, int]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import math
 from dataclasses import dataclass, field
 
 from ..objects.kueue import ClusterQueue
@@ -58,6 +59,7 @@ class Candidate:
     members: tuple = ()             # a running pod group is one candidate: all of it or none of it
     variant: str = ""               # another queue's: how it may be reclaimed (core.hierarchy)
     lca: QuotaNode | None = None    # the Cohort it was reached at: its queue must borrow up to there
+    admission: tuple = ()           # admission_key of its most recently admitted pod (a group's latest member)
 
     def pods(self) -> tuple:
         return self.members or (self.pod,)
@@ -104,6 +106,43 @@ class Preemptor:
     def __post_init__(self):
         self.needs = {fr for fr, v in self.usage.items() if v > available(self.node, fr)}
         self.relevant = self.needs or set(self.usage)
+
+
+# ---- most recently admitted first ------------------------------------------------------
+
+def admission_key(admitted_at: float, pod: PodInfo) -> tuple:
+    """What "admitted more recently" compares, the same in the simulator, on a cluster and after a restart:
+    the admission time (whole seconds, as the API records it), then at equal seconds the later startTime,
+    the later creationTimestamp, and the name (namespace/name, unique). Kueue breaks its last tie by UID,
+    which the API server draws at random, so a simulated run and a cluster would disagree."""
+    return (admitted_at, pod.started or 0.0, pod.created or 0.0, pod.key)
+
+
+def newer(candidate_created: float | None, preemptor_created: float | None) -> bool:
+    """LowerOrNewerEqualPriority's "newer": the candidate's queue-order time (its creationTimestamp) is
+    strictly after the preemptor's, compared at the API's one-second resolution, as Kueue's
+    SatisfiesPreemptionPolicy does (preemptorTS.Before(candidateTS)): the same second is not newer."""
+    return math.floor(candidate_created or 0.0) > math.floor(preemptor_created or 0.0)
+
+
+class _NewestFirst:
+    """Sorts admission keys from the most recent down (names descending at the last tie)."""
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple):
+        self.key = key
+
+    def __lt__(self, other: "_NewestFirst") -> bool:
+        return self.key > other.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NewestFirst) and self.key == other.key
+
+
+def newest_first(c: "Candidate") -> _NewestFirst:
+    """The one "most recently admitted first" sort key every candidate order uses (Kueue's
+    CandidatesOrdering, criterion 4, with the deterministic tie-break of admission_key)."""
+    return _NewestFirst(c.admission or admission_key(c.admitted_at, c.pod))
 
 
 # ---- who may be preempted ------------------------------------------------------------
@@ -170,7 +209,7 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
             if key == own_group or key in groups_seen:
                 return
             groups_seen.add(key)
-            found_group = _group_candidate(state, key, prio, policy, cq.name, spent_pdb)
+            found_group = _group_candidate(state, key, prio, policy, cq.name, spent_pdb, pod.created)
             if found_group is not None:
                 found.append(_classified(pre, found_group, scope))
             return
@@ -188,7 +227,7 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
             if other is None:
                 continue
             p = other.priority or 0
-            if p < prio or (same_prio and p == prio and (other.created or 0) > (pod.created or 0)):
+            if p < prio or (same_prio and p == prio and newer(other.created, pod.created)):
                 add(uid, other)
     if pre.node.parent is not None and policy.reclaim_within_cohort != "Never":
         fence = fence_root(state, cq)
@@ -231,7 +270,8 @@ def _classified(pre: Preemptor, c: Candidate, scope) -> Candidate:
     return c
 
 
-def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set[str]) -> Candidate | None:
+def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set[str],
+                     preemptor_created: float | None = None) -> Candidate | None:
     """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
     members, their summed quota, the highest member priority against the preemptor's policies."""
     running = [m for m in state.members(key) if m.node_name and m.uid in state.admitted]
@@ -240,7 +280,9 @@ def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: se
     charges = [state.admitted[m.uid] for m in running]
     top = max(m.priority or 0 for m in running)
     same_queue = charges[0].cluster_queue == cq_name
-    if same_queue and not (top < prio or (policy.within_cluster_queue == "LowerOrNewerEqualPriority" and top == prio)):
+    created = min((m.created for m in running if m.created is not None), default=None)   # the group's queue time
+    if same_queue and not (top < prio or (policy.within_cluster_queue == "LowerOrNewerEqualPriority" and top == prio
+                                          and newer(created, preemptor_created))):
         return None
     if not same_queue and policy.reclaim_within_cohort == "LowerPriority" and top >= prio:
         return None
@@ -249,17 +291,19 @@ def _group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: se
         for fr, v in c.usage.items():
             usage[fr] = usage.get(fr, 0) + v
     head = max(running, key=lambda m: m.priority or 0)
-    return Candidate(head, charges[0].cluster_queue, usage, max(c.admitted_at for c in charges),
-                     any(m.uid in spent or opted_out(state, m) for m in running), members=tuple(running))
+    latest = max(admission_key(c.admitted_at, m) for c, m in zip(charges, running))
+    return Candidate(head, charges[0].cluster_queue, usage, latest[0],
+                     any(m.uid in spent or opted_out(state, m) for m in running), members=tuple(running),
+                     admission=latest)
 
 
 def order(candidates: list[Candidate], cq_name: str) -> list[Candidate]:
     """Kueue's candidate order: other (borrowing) queues first, those the preemptor has the hierarchical
     advantage over before the rest (Kueue's candidate iterator), then lowest priority, then (a running pod
-    group costing all its pods) fewer pods, then most recently admitted."""
+    group costing all its pods) fewer pods, then most recently admitted (newest_first)."""
     def tier(c: Candidate) -> int:
         return 2 if c.cluster_queue == cq_name else 0 if c.variant == HIERARCHICAL_RECLAIM else 1
-    candidates.sort(key=lambda c: (tier(c), c.pod.priority or 0, len(c.pods()), -c.admitted_at, c.pod.uid))
+    candidates.sort(key=lambda c: (tier(c), c.pod.priority or 0, len(c.pods()), newest_first(c)))
     for i, c in enumerate(candidates):
         c.rank = i
     return candidates
@@ -519,8 +563,9 @@ def _unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()
         if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
             continue
         if (other.priority or 0) < (pre.pod.priority or 0) and not _same_group(pre.pod, other):
-            out.append(Candidate(other, "", {}, other.created or 0.0, opted_out(state, other) or uid in spent))
-    out.sort(key=lambda c: (c.pod.priority or 0, -c.admitted_at, c.pod.uid))
+            out.append(Candidate(other, "", {}, other.observed_admission()[0],
+                                 opted_out(state, other) or uid in spent))
+    out.sort(key=lambda c: (c.pod.priority or 0, newest_first(c)))
     return out
 
 

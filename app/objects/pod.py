@@ -8,6 +8,7 @@ A limit with no request counts as the request (the API server's defaulting).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
@@ -15,6 +16,7 @@ from .errors import InvalidObject
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SCHEDULED, STARTED, CREATED = "PodScheduled", "startTime", "creationTimestamp"   # admission time sources
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -48,6 +50,8 @@ class PodInfo:
     owner: Owner | None = None
     nominated_node: str = ""
     resource_version: str = ""
+    scheduled_at: float | None = None   # the PodScheduled=True condition's lastTransitionTime: when it was bound
+    started: float | None = None        # status.startTime: when the kubelet started it
 
     @property
     def key(self) -> str:
@@ -60,6 +64,15 @@ class PodInfo:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+    def observed_admission(self) -> tuple[float, str]:
+        """When a pod Quotient did not bind was admitted, and which field says so: the moment it was
+        bound (PodScheduled), else started (startTime), else created. At one second, as the API
+        server records times, so the simulator, a cluster and a restarted Quotient agree."""
+        for source, at in ((SCHEDULED, self.scheduled_at), (STARTED, self.started), (CREATED, self.created)):
+            if at is not None:
+                return float(math.floor(at)), source
+        return 0.0, CREATED
 
 
 def _container_requests(container: object, kind: str, name: str) -> dict[str, int]:
@@ -138,11 +151,22 @@ def _owner(meta: dict) -> Owner | None:
     return Owner(chosen.get("kind", ""), str(chosen.get("name", "")), str(chosen.get("uid", "")))
 
 
-def _ready(status: dict, key: str) -> bool:
+def _condition(status: dict, key: str, kind: str) -> dict:
+    """The pod condition of that type ({} when absent)."""
     for cond in listing(status.get("conditions"), "Pod", key, "status.conditions"):
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return {}
+
+
+def _ready(status: dict, key: str) -> bool:
+    return _condition(status, key, "Ready").get("status") == "True"
+
+
+def _scheduled_at(status: dict, key: str) -> float | None:
+    """When the pod was bound: PodScheduled=True's lastTransitionTime (the API server writes it on binding)."""
+    cond = _condition(status, key, "PodScheduled")
+    return parse_time(cond.get("lastTransitionTime")) if cond.get("status") == "True" else None
 
 
 def decode_pod(obj: dict) -> PodInfo:
@@ -184,4 +208,6 @@ def decode_pod(obj: dict) -> PodInfo:
         owner=_owner(meta),
         nominated_node=text(status, "nominatedNodeName", "Pod", key, "status.nominatedNodeName"),
         resource_version=text(meta, "resourceVersion", "Pod", key, "metadata.resourceVersion"),
+        scheduled_at=_scheduled_at(status, key),
+        started=parse_time(status.get("startTime")),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..core.admission import decide
 from ..objects.pod import PodInfo
-from .views import NotFound, entry_view, pending_ahead, requests_view, rfc3339, usage_view, verdict_view
+from .views import NotFound, admission_view, entry_view, pending_ahead, requests_view, rfc3339, usage_view, verdict_view
 
 PREEMPT_VERBS = ("preempt", "reclaim")
 STANDARD_KEYS = frozenset({"time", "verb", "pod", "outcome", "reason", "queue"})
@@ -136,7 +136,8 @@ def pod_view(state, journal, namespace: str, name: str, actions=None) -> dict:
         })
     charge = state.admitted.get(pod.uid) if pod is not None else None
     view["charge"] = {"clusterQueue": charge.cluster_queue, "flavors": dict(charge.flavors),
-                      "usage": usage_view(charge.usage), "inferred": charge.inferred} if charge else None
+                      "usage": usage_view(charge.usage), "inferred": charge.inferred,
+                      **admission_view(charge)} if charge else None
     reservation = state.reservations.get(pod.uid) if pod is not None else None
     view["reservation"] = {"clusterQueue": reservation.charge.cluster_queue,
                            "flavors": dict(reservation.charge.flavors), "usage": usage_view(reservation.charge.usage),

@@ -255,10 +255,26 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list
     running.sort(key=lambda pc: pc[0].key)
     view["admittedPods"] = [
         {"pod": p.key, "node": p.node_name, "priority": p.priority, "flavors": dict(c.flavors),
-         "usage": usage_view(c.usage), "inferred": c.inferred} for p, c in running[:ADMITTED_SHOWN]]
+         "usage": usage_view(c.usage), "inferred": c.inferred, **admission_view(c)} for p, c in running[:ADMITTED_SHOWN]]
     if len(running) > ADMITTED_SHOWN:
         view["admittedNote"] = f"{ADMITTED_SHOWN} of {len(running)} running pods shown"
     return view
+
+
+ADMISSION_SOURCES = {
+    "bind": "Quotient bound it then (its own clock, to the second)",
+    "PodScheduled": "the PodScheduled condition's lastTransitionTime (when the pod was bound)",
+    "startTime": "status.startTime (no PodScheduled condition)",
+    "creationTimestamp": "metadata.creationTimestamp (no PodScheduled condition, no startTime)",
+}
+
+
+def admission_view(charge) -> dict:
+    """When a charge's pod was admitted and where that time comes from: preemption takes the most
+    recently admitted first, so an admin can see why one pod went before another."""
+    source = charge.admitted_from or "unknown"
+    return {"admittedAt": rfc3339(charge.admitted_at) if charge.admitted_at else None,
+            "admittedAtSource": source, "admittedAtNote": ADMISSION_SOURCES.get(source, "")}
 
 
 def shown_limit(state, limit: int) -> int:

@@ -18,6 +18,20 @@ from ..sync.dispatch import apply_object
 RECREATING_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
 
 
+def set_condition(status: dict, kind: str, true: bool, now: float | None) -> None:
+    """Set one pod condition, keeping the others; lastTransitionTime (to the second) moves only when the
+    status changes, as the API server and the kubelet write it."""
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == kind), None)
+    value = "True" if true else "False"
+    if old is not None and old.get("status") == value:
+        return
+    cond = {"type": kind, "status": value}
+    if now is not None:
+        cond["lastTransitionTime"] = format_time(now)
+    status["conditions"] = [c for c in conditions if c is not old] + [cond]
+
+
 @dataclass
 class SimPod:
     obj: dict
@@ -37,6 +51,7 @@ class SimCluster:
     pods: dict[str, SimPod] = field(default_factory=dict)       # key -> pod (present in the API)
     evictions: list[tuple[float, str, str]] = field(default_factory=list)   # (time, pod, reason)
     preempted: set[str] = field(default_factory=set)
+    resource_version: int = 0
 
     # ---- the API side -----------------------------------------------------
     def add_object(self, obj: dict) -> None:
@@ -47,11 +62,15 @@ class SimCluster:
 
     def add_pod(self, pod: SimPod) -> None:
         self.pods[pod.info.key] = pod
+        self.write(pod.obj)
         apply_object(self.state, pod.obj)
         pod.info = self.state.pods.get(pod.info.uid, pod.info)
 
     def update_pod(self, pod: SimPod, *, node: str | None = None, ready: bool | None = None,
-                   phase: str | None = None, nominated: str | None = None, deleting: float | None = None) -> None:
+                   phase: str | None = None, nominated: str | None = None, deleting: float | None = None,
+                   now: float | None = None) -> None:
+        """Change a pod as the API server (and the kubelet) would, times to the second: a bind sets
+        PodScheduled=True and, the pod starting at once, status.startTime; every write a new resourceVersion."""
         obj = pod.obj
         if deleting is not None:
             obj["metadata"]["deletionTimestamp"] = format_time(deleting)
@@ -59,15 +78,24 @@ class SimCluster:
         if node is not None:
             spec["nodeName"] = node
             status["phase"] = "Running"
+            if now is not None:
+                set_condition(status, "PodScheduled", True, now)
+                status.setdefault("startTime", format_time(now))
         if ready is not None:
-            status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+            set_condition(status, "Ready", ready, now)
         if phase is not None:
             status["phase"] = phase
         if nominated is not None:
             status["nominatedNodeName"] = nominated
+        self.write(obj)
         pod.info = decode_pod(obj)
         apply_object(self.state, obj)
         pod.info = self.state.pods.get(pod.info.uid, pod.info)
+
+    def write(self, obj: dict) -> None:
+        """A new resourceVersion (a string, as the API server's) for every write."""
+        self.resource_version += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.resource_version)
 
     def delete_pod(self, key: str) -> SimPod | None:
         pod = self.pods.pop(key, None)
@@ -82,9 +110,9 @@ class SimCluster:
         pod = self.pods.get(key)
         if pod is None or pod.info.deleting:
             return None
-        if pod.terminate_after > 0 and pod.info.node_name:
+        if pod.info.node_name:      # a bound pod is deleted gracefully: deletionTimestamp first
             self.update_pod(pod, deleting=now)
-        else:
+        if not (pod.terminate_after > 0 and pod.info.node_name):
             self.delete_pod(key)
         self.evictions.append((now, key, reason))
         if preemption:

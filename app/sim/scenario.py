@@ -5,6 +5,7 @@ names the file and document (exit 2).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..config import ConfigError, Configuration, decode_configuration
@@ -18,6 +19,7 @@ FINISH_AFTER = "scenario.quotient.dev/finish-after"
 UNREADY_AFTER = "scenario.quotient.dev/unready-after"   # Quotient's extension: Ready, then not, this long after
 TERMINATE_AFTER = "scenario.quotient.dev/terminate-after"   # once evicted, Terminating this long
 READY_WITH_PEERS = "scenario.quotient.dev/ready-with-peers"   # extension: Ready only once all its owner's pods run
+SCHEDULED_AT = "scenario.quotient.dev/scheduled-at"   # extension: a running pod's PodScheduled time (RFC 3339)
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
 EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}
@@ -73,6 +75,28 @@ def _duration(doc: Document, annotations: dict, key: str, allow_never: bool = Fa
         raise ScenarioError(f"document {doc.index} (Pod {doc.name}): {e}") from None
 
 
+def _scheduled_at(doc: Document, annotations: dict) -> None:
+    """scenario.quotient.dev/scheduled-at on a running pod: its PodScheduled condition, as the API server
+    records a binding (True, lastTransitionTime to the second), so a file can say when each pod was
+    admitted. Without it, a PodScheduled entry the file gives in status.conditions is kept as it is."""
+    value = annotations.get(SCHEDULED_AT)
+    if value is None:
+        return
+    where = f"document {doc.index} (Pod {doc.name}): {SCHEDULED_AT}"
+    if not (doc.obj.get("spec") or {}).get("nodeName"):
+        raise ScenarioError(f"{where} is for a pod already running (spec.nodeName); "
+                            "a pod the scheduler binds gets its PodScheduled time from the bind")
+    at = parse_time(value)
+    if at is None:
+        raise ScenarioError(f"{where}: {value!r} is not an RFC 3339 time like 2026-01-01T00:00:05Z")
+    status = doc.obj.setdefault("status", {})
+    if not isinstance(status, dict):
+        raise ScenarioError(f"document {doc.index} (Pod {doc.name}): status must be a mapping")
+    conditions = [c for c in status.get("conditions") or [] if not (isinstance(c, dict) and c.get("type") == "PodScheduled")]
+    status["conditions"] = conditions + [{"type": "PodScheduled", "status": "True",
+                                          "lastTransitionTime": format_time(at)}]
+
+
 def _expectation(path: str, doc: Document, pod_keys: set[str]) -> Expectation:
     spec = doc.obj.get("spec") or {}
     where = f"{path}: document {doc.index} (Expectation)"
@@ -119,7 +143,7 @@ def load_scenario(path: str) -> Scenario:
     previous: float | None = None
     explicit = [parse_time((d.obj.get("metadata") or {}).get("creationTimestamp"))
                 for d in cluster_docs if d.kind == "Pod"]
-    start = max([t for t in explicit if t is not None], default=DEFAULT_START)
+    start = float(math.floor(max([t for t in explicit if t is not None], default=DEFAULT_START)))
     for doc in cluster_docs:
         if doc.kind != "Pod":
             cluster.append(doc)
@@ -132,8 +156,10 @@ def load_scenario(path: str) -> Scenario:
         created = parse_time(meta.get("creationTimestamp"))
         if created is None:
             created = start + submit if submit else (previous + 1 if previous is not None else start)
-            meta["creationTimestamp"] = format_time(created)
+        meta["creationTimestamp"] = format_time(created)    # whole seconds, as the API server sets it
+        created = parse_time(meta["creationTimestamp"])
         previous = created
+        _scheduled_at(doc, annotations)
         ready = _duration(doc, annotations, READY_AFTER, allow_never=True)
         if annotations.get(READY_AFTER) is None:
             ready = 0.0

@@ -20,7 +20,7 @@ from ..api.app import create_app
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
-from .cluster import SimCluster, SimPod
+from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
 from .scenario import READY_WITH_PEERS, Scenario
 
@@ -89,7 +89,7 @@ class SimScheduler:
         pod = self.cluster.pods.get(key)
         if pod is None:
             return
-        self.cluster.update_pod(pod, node=node, ready=False)
+        self.cluster.update_pod(pod, node=node, ready=False, now=self.now)
         charge = self.state.admitted.get(pod.info.uid)
         where = f" (ClusterQueue {charge.cluster_queue}, flavor {', '.join(sorted(set(charge.flavors.values())))})" \
             if charge else ""
@@ -129,7 +129,7 @@ class SimScheduler:
         fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)
         self.log("preempted" if preemption else "evicted",
                  f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
-        if pod.info.deleting:
+        if pod.info.deleting and key in self.cluster.pods:
             self.log("terminating", f"{key}: Terminating on {pod.info.node_name} for {pod.terminate_after:g}s")
             self.at(self.now + pod.terminate_after, "gone", pod)
         self.active.discard(key)
@@ -147,13 +147,13 @@ class SimScheduler:
         elif pod is None or pod.info.uid != uid:
             return
         elif what == "ready":
-            self.cluster.update_pod(pod, ready=True)
+            self.cluster.update_pod(pod, ready=True, now=self.now)
             if pod.finish_after is not None:
                 self.at(self.now + pod.finish_after, "finish", pod)
             if pod.unready_after is not None:
                 self.at(self.now + pod.unready_after, "unready", pod)
         elif what == "unready":
-            self.cluster.update_pod(pod, ready=False)
+            self.cluster.update_pod(pod, ready=False, now=self.now)
             self.log("unready", key)
         elif what == "gone":
             self.cluster.delete_pod(key)
@@ -172,8 +172,9 @@ class SimScheduler:
                 self.cluster.add_object(doc.obj)
             for plan in self.scenario.pods:
                 if (plan.obj.get("spec") or {}).get("nodeName"):
-                    plan.obj.setdefault("status", {}).update(
-                        {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+                    status = plan.obj.setdefault("status", {})
+                    status["phase"] = "Running"
+                    set_condition(status, "Ready", True, None)     # a PodScheduled entry the file gives is kept
                     pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after,
                              terminate_after=plan.terminate_after)
                     self.cluster.add_pod(pod)

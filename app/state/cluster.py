@@ -12,6 +12,7 @@ import bisect
 import heapq
 import itertools
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree
 
 log = logging.getLogger("quotient.state")
+BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
 
 
@@ -530,10 +532,15 @@ class ClusterState:
         if previous is not None and not previous.inferred and previous.cluster_queue == cq.name \
                 and self._charge_valid(previous):
             charge = previous
+            if charge.admitted_from == BOUND_HERE and pod.scheduled_at is not None:
+                # The API's record of the bind Quotient made: what a restart reads, so the order it rebuilds
+                # is this one even where Quotient's clock and the API server's fall in different seconds.
+                charge.admitted_at, charge.admitted_from = pod.observed_admission()
         else:
             flavors = self.infer_flavors(pod, cq)
+            at, source = pod.observed_admission()
             charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True,
-                            admitted_at=pod.created or 0.0)
+                            admitted_at=at, admitted_from=source)
         if observed:
             over = self.over_quota(charge)
             if over:
@@ -723,8 +730,8 @@ class ClusterState:
                 return over
         self.drop_reservation(uid)
         self.release_hold(uid)
-        if charge is not None:
-            charge.admitted_at = self.clock()
+        if charge is not None:       # the bind moment, to the second as the API's PodScheduled records it
+            charge.admitted_at, charge.admitted_from = float(math.floor(self.clock())), BOUND_HERE
             self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
             self._apply(charge)
         self.assumed[uid] = self.clock()
