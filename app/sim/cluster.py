@@ -151,12 +151,24 @@ class SimCluster:
         """NodeResourcesFit: '' when the requests fit, else "Insufficient <resource>"."""
         return shortfall(pod.requests, {r: v - used.get(r, 0) for r, v in node.allocatable.items()})
 
+    def nominated_on(self, node: str, pod: PodInfo, used: dict[str, int]) -> dict[str, int]:
+        """used plus the pods nominated to node after a preemption with a priority at least pod's: kube-scheduler
+        filters as if they ran there (RunFilterPluginsWithNominatedPods), so the room is theirs."""
+        out = dict(used)
+        for p in self.pods.values():
+            i = p.info
+            if i.nominated_node == node and not i.node_name and i.uid != pod.uid \
+                    and (i.priority or 0) >= (pod.priority or 0):
+                for r, v in i.requests.items():
+                    out[r] = out.get(r, 0) + v
+        return out
+
     def in_tree_filter(self, pod: PodInfo) -> tuple[list[str], dict[str, str]]:
         """(feasible node names sorted, node -> failure reason)."""
         feasible, failed = [], {}
         for name in sorted(self.nodes):
             node = self.nodes[name]
-            why = static_misfit(pod, node) or self.fits(pod, node, self.requested_on(name))
+            why = static_misfit(pod, node) or self.fits(pod, node, self.nominated_on(name, pod, self.requested_on(name)))
             if why:
                 failed[name] = why
             else:

@@ -22,6 +22,7 @@ from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
+from .queue import SchedulingQueue
 from .scenario import READY_WITH_PEERS, Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
@@ -60,8 +61,7 @@ class SimScheduler:
                                         base_url="http://quotient", timeout=5.0)
         self.events: list[tuple[float, int, str, str, str]] = []   # (time, seq, what, pod key, uid)
         self.seq = itertools.count()
-        self.active: set[str] = set()
-        self.unschedulable: set[str] = set()
+        self.queue = SchedulingQueue()
         self.changed = False
         self.attempts = 0
         self.timeline: list[str] = []
@@ -132,17 +132,16 @@ class SimScheduler:
         if pod.info.deleting and key in self.cluster.pods:
             self.log("terminating", f"{key}: Terminating on {pod.info.node_name} for {pod.terminate_after:g}s")
             self.at(self.now + pod.terminate_after, "gone", pod)
-        self.active.discard(key)
-        self.unschedulable.discard(key)
+        self.queue.forget(key)
         if fresh is not None:
             self.log("recreated", f"{fresh.info.key} by its {fresh.info.owner.kind}")
-            self.active.add(fresh.info.key)
+            self.queue.add(fresh.info.key)
         self.changed = True
 
     def handle(self, what: str, key: str, uid: str) -> None:
         pod = self.cluster.pods.get(key)
         if what == "submit":
-            self.active.add(key)
+            self.queue.add(key)
             self.log("submitted", key)
         elif pod is None or pod.info.uid != uid:
             return
@@ -194,7 +193,7 @@ class SimScheduler:
                 self.later[pod.info.uid] = pod
             else:
                 self.cluster.add_pod(pod)
-                self.active.add(pod.info.key)
+                self.queue.add(pod.info.key)
 
     # ---- the scheduling cycle --------------------------------------------------------
     async def post(self, verb: str, body: dict) -> tuple[int, object]:
@@ -246,11 +245,9 @@ class SimScheduler:
 
     def fail(self, key: str, reason: str) -> None:
         self.note_pending(key, reason)
-        self.unschedulable.add(key)
 
     async def preempt(self, pod: SimPod, in_tree_failed: dict[str, str], extender_failed: dict[str, str]) -> None:
         key, info = pod.info.key, pod.info
-        self.unschedulable.add(key)
         if info.preemption_policy == "Never":
             return
         candidates = [n for n, why in in_tree_failed.items() if why.startswith("Insufficient")]
@@ -276,20 +273,26 @@ class SimScheduler:
                                           sum(p.info.priority or 0 for p in chosen[n]), len(chosen[n]), n))
         for victim in chosen[node]:
             self.on_evicted(victim.info.key, f"preempted by {key} on node {node} (kube-scheduler)")
-        self.cluster.update_pod(pod, nominated=node)
-        self.unschedulable.discard(key)
-        self.active.add(key)
+        self.cluster.update_pod(pod, nominated=node)     # it backs off, then is tried on that node
 
     # ---- the run --------------------------------------------------------------------
     async def drain(self) -> None:
-        while self.active:
-            key = min(self.active, key=self._order)
-            self.active.discard(key)
+        queue = self.queue
+        while True:
+            queue.due(self.now)
+            if not queue.active:
+                return
+            key = min(queue.active, key=self._order)
+            queue.active.discard(key)
             self.changed = False
             await self.attempt(key)
+            pod = self.cluster.pods.get(key)
+            if pod is None or pod.info.node_name:
+                queue.forget(key)
+            else:
+                queue.failed(key, self.now, moved=self.changed)
             if self.changed:
-                self.active |= self.unschedulable
-                self.unschedulable.clear()
+                queue.changed(self.now)
 
     def _order(self, key: str) -> tuple:
         pod = self.cluster.pods.get(key)
@@ -301,20 +304,22 @@ class SimScheduler:
         try:
             while True:
                 await self.drain()
-                if await self.extender.reconcile():
-                    self.active |= self.unschedulable
-                    self.unschedulable.clear()
+                self.changed = False
+                if await self.extender.reconcile() or self.changed:
+                    self.queue.changed(self.now)
                     continue
-                nxt = self.events[0][0] if self.events else None
-                if end is not None:      # time passes: retries, timeouts and delays come due
-                    tick = self.now + RETRY_TICK
-                    nxt = tick if nxt is None else min(nxt, tick)
+                queued = self.queue.next_time()
+                if end is None and self.queue.waiting():
+                    queued = None        # without `until`, the run ends rather than wait for the 5-minute flush
+                times = [t for t in (self.events[0][0] if self.events else None, queued) if t is not None]
+                if end is not None:      # time passes: the reconcile's timeouts and delays come due
+                    times.append(self.now + RETRY_TICK)
+                nxt = min(times) if times else None
                 if nxt is None:
                     generation = self.state.generation
-                    if not self.unschedulable:
+                    if not self.queue.unschedulable:
                         break
-                    self.active |= self.unschedulable    # one more pass: did anything change?
-                    self.unschedulable.clear()
+                    self.queue.retry_now()              # one more pass: would a retry change anything?
                     await self.drain()
                     if self.state.generation == generation:
                         break
@@ -323,14 +328,15 @@ class SimScheduler:
                     self.now = end
                     break
                 self.now = max(self.now, nxt)
+                self.changed = False
                 while self.events and self.events[0][0] <= self.now:
                     _, _, what, key, uid = heapq.heappop(self.events)
                     if what == "submit_pod":
                         self.cluster.add_pod(self.later.pop(uid))
                         what = "submit"
                     self.handle(what, key, uid)
-                self.active |= self.unschedulable
-                self.unschedulable.clear()
+                if self.changed:
+                    self.queue.changed(self.now)
         finally:
             await self.client.aclose()
 
