@@ -13,7 +13,7 @@ import logging
 
 import orjson
 
-from .act.intents import Actions, Eviction
+from .act.intents import Actions, Eviction, Wake
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
@@ -26,10 +26,14 @@ from .core.placement import pack_scores, shortfall, static_misfit
 from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
+from .refusals import Refusal, Refusals
 from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
+WAKE_CHECKS = 500          # refusals judged per wake_plan call at most
+QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
+                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder", "GroupUnplaceable"})
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -40,6 +44,7 @@ class Extender:
         self.journal = journal or Journal()
         self.offered = OfferedNodeCache()
         self.actions = Actions(lambda: self.writer, self._record, state.clock)
+        self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._planned: list[Eviction] | None = None      # a reconcile's evictions, while it plans
         self._status_at = 0.0
@@ -94,6 +99,12 @@ class Extender:
         """No node passes, for one reason preemption on kube-scheduler's side cannot help with."""
         return cls._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
 
+    def _refuse(self, pod: PodInfo, rule: str, reason: str, nodes: dict | None, offered: OfferedNodes) -> bytes:
+        """_refuse_all, the refusal booked: when it clears, Quotient wakes the pod (wake_plan)."""
+        holds = frozenset(self.state.holds) if rule == "RoomHeld" else frozenset()
+        self.refusals.refused(pod.uid, rule, reason, self.state.clock(), holds)
+        return self._refuse_all(nodes, offered, reason)
+
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
         obj, offered, nodes = self._offer(raw)
@@ -105,13 +116,13 @@ class Extender:
             gate = self._ready_gate(pod)
             if gate:
                 self._record("filter", pod, "PodsReadyGate", gate, resolvable=False)
-                return self._refuse_all(nodes, offered, gate)
+                return self._refuse(pod, "PodsReadyGate", gate, nodes, offered)
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
         waiting = self._victims_left(held)
         if waiting:
-            return self._refuse_all(nodes, offered, waiting)
+            return self._refuse(pod, "WaitingForVictims", waiting, nodes, offered)
         charge = state.admitted.get(pod.uid)
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
@@ -129,12 +140,13 @@ class Extender:
             if started:
                 self._record("filter", pod, "Preempting", started, queue=verdict.cluster_queue, resolvable=False,
                              offered=len(offered.names), tried=list(verdict.assignment.reasons))
-                return self._refuse_all(nodes, offered, started)
+                return self._refuse(pod, "Preempting", started, nodes, offered)
         if not verdict.admit:
             rejected = dict.fromkeys(offered.names, verdict.reason)
             self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
                          resolvable=verdict.resolvable, offered=len(offered.names),
                          tried=list(verdict.assignment.reasons) if verdict.assignment else [])
+            self.refusals.refused(pod.uid, verdict.rule, verdict.reason, state.clock())
             if verdict.resolvable:
                 return self._filter_answer(nodes, [], b"[]", failed=rejected)
             return self._filter_answer(nodes, [], b"[]", unresolvable=rejected)
@@ -145,14 +157,14 @@ class Extender:
                       f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
             self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
-            return self._refuse_all(nodes, offered, reason)
+            return self._refuse(pod, "NoFlavorNodes", reason, nodes, offered)
         if held is not None and held.node in passing and len(passing) > 1:
             passing, encoded = [held.node], orjson.dumps([held.node])     # the room kept for it
         elif state.holds:
             passing, encoded = self._outside_holds(pod, passing, encoded)
             if not passing:
                 reason = "the room on the offered nodes is held for other pods (preemptors, pod group members)"
-                return self._refuse_all(nodes, offered, reason)
+                return self._refuse(pod, "RoomHeld", reason, nodes, offered)
         if charge is None:
             a = verdict.assignment
             charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
@@ -160,7 +172,7 @@ class Extender:
             if over:       # the plan counts victims as gone, the quota still holds them
                 reason = self._still_running(over)
                 self._record("filter", pod, "VictimsStillRunning", reason, queue=verdict.cluster_queue)
-                return self._refuse_all(nodes, offered, reason)
+                return self._refuse(pod, "VictimsStillRunning", reason, nodes, offered)
             state.reserve(pod.uid, charge)
         self._record("filter", pod, verdict.rule, "", queue=verdict.cluster_queue, flavors=dict(flavors),
                      offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
@@ -168,6 +180,7 @@ class Extender:
                      tried=list(verdict.assignment.reasons) if verdict.assignment else [])
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
+        self.refusals.pop(pod.uid, None)
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
 
@@ -202,7 +215,7 @@ class Extender:
 
         def refuse(rule: str, reason: str, **extra) -> bytes:
             self._record("filter", pod, rule, reason, queue=extra.pop("queue", ""), group=key, **extra)
-            return self._refuse_all(nodes, offered, reason)
+            return self._refuse(pod, rule, reason, nodes, offered)
 
         if pod.node_name:          # already bound: its own node only, the group is not admitted again
             if pod.node_name in offered.names:
@@ -235,12 +248,14 @@ class Extender:
                 return refuse("VictimsStillRunning", self._still_running(over, key))
             if held.node in offered.names:
                 self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
+                self.refusals.pop(pod.uid, None)
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
             return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
                           "and was not offered; waiting for it")
         rule, reason, queue, mine = self._admit_group(pod, key, gangs.pending_members(state, members),
                                                       set(offered.names))
         if mine and not reason:
+            self.refusals.pop(pod.uid, None)
             return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
         return refuse(rule, reason, queue=queue)
 
@@ -640,6 +655,75 @@ class Extender:
                          f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
                          "drain", record={"queue": cq})
                 for pod, cq in drained(self.state)]
+
+    # ---- waking refused pods -------------------------------------------------------
+    async def wake(self) -> int:
+        """Wake the refused pods whose refusal cleared: decided at once (wake_plan), then written by act/.
+        Returns how many were woken."""
+        return await self.actions.wake(self.wake_plan())
+
+    def wake_plan(self) -> list[Wake]:
+        """The refused pods whose refusal no longer holds in Quotient's own state, within act/'s rate
+        limits; at most WAKE_CHECKS refusals are judged per call, the oldest first, then the others."""
+        state, now, out = self.state, self.state.clock(), []
+        for uid in list(itertools.islice(self.refusals, WAKE_CHECKS)):
+            r, pod = self.refusals.pop(uid), state.pods.get(uid)
+            if pod is None or pod.node_name or pod.terminal or pod.deleting:
+                continue                                 # bound or gone: out of the book
+            self.refusals[uid] = r                       # judged again after the others
+            if r.woken_at is not None:
+                continue                                 # once per refusal; filter's next answer books anew
+            cause = self._cleared(pod, r)
+            if not cause:
+                continue
+            if r.cleared_at is None:
+                r.cleared_at, r.cause = now, cause
+            if self.actions.may_wake(uid):
+                r.woken_at = now
+                out.append(Wake(pod, cause))
+        return out
+
+    def _cleared(self, pod: PodInfo, r: Refusal) -> str:
+        """Why pod's refusal r no longer holds in Quotient's own state, "" while it does: the cause of the
+        wake-up. Only what may clear without an event kube-scheduler is sure to act on after Quotient
+        saw it: time (backoff, preemption delay, hold expiry), victims gone, quota or queues changed."""
+        state = self.state
+        if pod.uid not in state.holds and self._ready_gate(pod):
+            return ""
+        if r.rule == "PodsReadyGate":
+            return "PodsReadyGateCleared"
+        key = group_of(pod)
+        held = state.holds.get(pod.uid)
+        if held is not None:
+            if held.left(state.pods) or (key and self._group_over_quota(state.members(key))):
+                return ""
+            return "VictimsGone"
+        if r.rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
+            return "HoldExpired"
+        if r.rule == "RoomHeld":
+            return "" if r.holds <= state.holds.keys() else "HoldReleased"
+        if r.rule == "NoFlavorNodes":
+            return ""                     # nodes: kube-scheduler watches them itself
+        if key:
+            if r.rule == "GroupIncomplete":
+                size = gangs.expected_size(state, pod)
+                return "GroupComplete" if size is not None and len(state.members(key)) >= size else ""
+            pending = gangs.pending_members(state, state.members(key))
+            if not pending:
+                return ""
+            verdict = decide(state, gangs.as_workload(key, pending))
+        else:
+            verdict = decide(state, pod)
+        if verdict.admit and verdict.managed:
+            a = verdict.assignment
+            if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
+                return ""
+            return "QuotaFreed" if r.rule in QUOTA_RULES else "QueueChanged"
+        if "preemption delay" in r.reason and self._may_reclaim(verdict):
+            cq = state.cluster_queues.get(verdict.cluster_queue)
+            if cq is not None and not preemption.may_preempt(state, pod, cq, state.clock()):
+                return "PreemptionDelayOver"
+        return ""
 
     def reactivate(self, key: str) -> bool:
         """Clear a workload's PodsReadyTimeout record (deactivation and backoff), as an admin asks."""

@@ -21,6 +21,8 @@ log = logging.getLogger("quotient.act")
 BACKOFF_BASE = 1.0       # seconds before the first retry of a failed eviction, doubling
 BACKOFF_MAX = 60.0
 DONE_TTL = 60.0          # an eviction written is not issued again meanwhile (the watch shows it by then)
+WAKE_RATE = 50.0         # wake-ups written per second at most, overall (a burst of WAKE_RATE first)
+WAKE_PER_POD = 5.0       # seconds between two wake-ups of one pod at least
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,13 @@ class Eviction:
     verb: str
     outcome: str = "Evicted"
     record: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Wake:
+    """Touch a refused pod whose refusal cleared, so kube-scheduler tries it again (cause: why it cleared)."""
+    pod: PodInfo
+    cause: str
 
 
 @dataclass
@@ -54,6 +63,9 @@ class Actions:
         self.failed: dict[str, Failure] = {}
         self.done: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
+        self.woken: dict[str, float] = {}        # pod uid -> its last wake-up
+        self._tokens = WAKE_RATE
+        self._refilled = clock()
 
     def submit(self, intents: list[Eviction]) -> None:
         """Write these evictions now, on the event loop, outside the decision that chose them (its answer to
@@ -113,9 +125,38 @@ class Actions:
         self._record(intent.verb, pod, intent.outcome, intent.message, reasons=[intent.reason], **intent.record)
         return True
 
+    def may_wake(self, uid: str) -> bool:
+        """Within the rate limits: one wake-up per pod per WAKE_PER_POD, WAKE_RATE per second overall.
+        True takes the write's token."""
+        now = self.clock()
+        if now - self.woken.get(uid, float("-inf")) < WAKE_PER_POD:
+            return False
+        self._tokens = min(WAKE_RATE, self._tokens + (now - self._refilled) * WAKE_RATE)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        self.woken[uid] = now
+        return True
+
+    async def wake(self, intents: list[Wake]) -> int:
+        """Write the wake-ups (their tokens taken by may_wake); returns how many were written."""
+        results = await asyncio.gather(*(self._wake(w) for w in intents))
+        return sum(results)
+
+    async def _wake(self, w: Wake) -> bool:
+        try:
+            await self._writer().wake(w.pod, w.cause)
+        except WriteError as e:
+            log.warning("waking %s failed: %s", w.pod.key, e)
+            return False
+        self._record("wake", w.pod, "Woken", f"its refusal cleared: {w.cause}; kube-scheduler tries it again",
+                     cause=w.cause)
+        return True
+
     def prune(self, pods: dict) -> None:
         """Forget the pods that are gone: nothing about their evictions matters any more."""
-        for book in (self.failed, self.done):
+        for book in (self.failed, self.done, self.woken):
             for uid in [u for u in book if u not in pods]:
                 del book[uid]
 

@@ -15,7 +15,7 @@ import itertools
 import httpx
 import orjson
 
-from ..act.writer import PREEMPTION_REASONS
+from ..act.writer import PREEMPTION_REASONS, RETRY_ANNOTATION
 from ..api.app import create_app
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
@@ -45,6 +45,9 @@ class SimWriter:
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True,
                             preemption=reason in PREEMPTION_REASONS)
+
+    async def wake(self, pod: PodInfo, cause: str) -> None:
+        self.sim.on_woken(pod.key, cause)
 
 
 class SimScheduler:
@@ -136,6 +139,16 @@ class SimScheduler:
         if fresh is not None:
             self.log("recreated", f"{fresh.info.key} by its {fresh.info.owner.kind}")
             self.queue.add(fresh.info.key)
+        self.changed = True
+
+    def on_woken(self, key: str, cause: str) -> None:
+        """Quotient touched a refused pod (an annotation): an update kube-scheduler moves it on."""
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.info.node_name:
+            return
+        pod.obj["metadata"].setdefault("annotations", {})[RETRY_ANNOTATION] = f"{self.now:.3f} {cause}"
+        self.cluster.update_pod(pod, now=self.now)
+        self.log("woken", f"{key}: its refusal cleared ({cause})")
         self.changed = True
 
     def handle(self, what: str, key: str, uid: str) -> None:
@@ -305,6 +318,7 @@ class SimScheduler:
             while True:
                 await self.drain()
                 self.changed = False
+                await self.extender.wake()
                 if await self.extender.reconcile() or self.changed:
                     self.queue.changed(self.now)
                     continue
