@@ -95,15 +95,18 @@ async def _answer(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _reconcile_forever(extender: Extender, interval: float, leading=None) -> None:
+WAKE_INTERVAL = 1.0     # seconds between two looks for refused pods whose refusal cleared
+
+
+async def _every(interval: float, work, what: str, leading=None) -> None:
     while True:
         await asyncio.sleep(interval)
         if leading is not None and not leading():
             continue                 # standbys keep their state but decide and write nothing
         try:
-            await extender.reconcile()
+            await work()
         except Exception:   # a bug must not stop the loop: it is logged and tried again next time
-            log.exception("reconcile failed")
+            log.exception("%s failed", what)
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
@@ -114,10 +117,11 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        task = asyncio.create_task(_reconcile_forever(extender, reconcile_interval, leading)) \
-            if reconcile_interval else None
+        tasks = [asyncio.create_task(_every(reconcile_interval, extender.reconcile, "reconcile", leading)),
+                 asyncio.create_task(_every(min(WAKE_INTERVAL, reconcile_interval), extender.wake, "wake", leading))] \
+            if reconcile_interval else []
         yield
-        if task is not None:
+        for task in tasks:
             task.cancel()
 
     app = FastAPI(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)

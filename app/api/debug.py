@@ -114,7 +114,8 @@ def debug_router(extender) -> APIRouter:
 
     @router.get("/pods/{namespace}/{name}")
     async def pod(namespace: str, name: str, request: Request) -> Response:
-        return await respond(request, now(lambda: pod_view(state, journal, namespace, name, extender.actions)), text.render_pod)
+        return await respond(request, now(lambda: pod_view(state, journal, namespace, name, extender.actions,
+                                                                   extender.refusals)), text.render_pod)
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:

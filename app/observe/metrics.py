@@ -24,7 +24,7 @@ VERB_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 PREEMPT_VERBS = frozenset({"preempt", "reclaim"})
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
 OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
-            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
+            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted", "Woken": "woken"}
 
 
 def amount(value: int, resource: str) -> float:
@@ -62,6 +62,12 @@ class Metrics:
             "Problems the live watch source met and survived, by kind and cause (invalid object, undecodable "
             "event, connection dropped, watch idle, timeout, http 500, expired, ...).",
             ["kind", "cause"], registry=registry)
+        self.wakeups = Counter(
+            "quotient_refused_pods_woken_total",
+            "Refused pods Quotient woke (an annotation patch) because their refusal cleared, so kube-scheduler "
+            "tried them again at once rather than up to 5 minutes later, by cause (PodsReadyGateCleared, "
+            "VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged, PreemptionDelayOver).",
+            ["cause"], registry=registry)
         self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
         self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
         registry.register(DecisionCollector(self))
@@ -88,6 +94,8 @@ class Metrics:
         counts[key] = counts.get(key, 0) + 1
         if rule == "Preempted" and verb in PREEMPT_VERBS:
             self._count_preemption(entry)
+        elif verb == "wake":
+            self.wakeups.labels(str(entry.get("cause", ""))).inc()
 
     def _count_preemption(self, entry: dict) -> None:
         """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue."""

@@ -116,7 +116,7 @@ def _section_from(entries: list[dict], key: str) -> object:
     return "none"
 
 
-def pod_view(state, journal, namespace: str, name: str, actions=None) -> dict:
+def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=None) -> dict:
     key = f"{namespace}/{name}"
     pod = state.pod_by_key(key)
     entries = journal.of_pod(key)
@@ -162,6 +162,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None) -> dict:
                          "reason": evicted.get("reason", ""), "clusterQueue": evicted.get("queue") or None}
                         if evicted else None)
     view["evictionWrite"] = actions.view(pod.uid) if actions is not None and pod is not None else None
+    view["refusal"] = refusals.view(pod.uid, rfc3339) if refusals is not None and pod is not None else None
     view["gang"] = _section_from(entries, "gang")
     view["backoff"] = _section_from(entries, "backoff")
     view["decisions"] = [entry_view(e) for e in entries]
