@@ -36,7 +36,7 @@ class Extender:
         self.state = state
         self.writer = writer
         self.journal = journal or Journal()
-        self.offered = OfferedNodeCache()
+        self.offered = OfferedNodeCache(skip=state.skip)
         self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
