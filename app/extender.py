@@ -42,7 +42,7 @@ class Extender:
         self.state = state
         self.writer = writer
         self.journal = journal or Journal()
-        self.offered = OfferedNodeCache()
+        self.offered = OfferedNodeCache(skip=state.skip)
         self.actions = Actions(lambda: self.writer, self._record, state.clock)
         self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends

@@ -3,15 +3,20 @@
 kube-scheduler offers the same node set in a new order for every pod; Quotient
 recognises it by an order-independent fingerprint of the raw bytes and reuses
 what it worked out for it. These tests pin that the cache never changes an
-answer: same answer as the ordinary path, and a changed node or flavor is seen.
+answer: same answer as the ordinary path, and a changed node or flavor is seen,
+also when two different lists share a fingerprint (issue 12, point 4).
 """
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
+import numpy as np
 import orjson
 import pytest
 
+from app.api import offered
 from app.api.offered import OfferedNodeCache, OfferedNodes, fingerprint
 from app.sync.dispatch import apply_object
 
@@ -75,7 +80,9 @@ def test_fingerprint_ignores_order_and_sees_any_change():
     assert fingerprint(b"[]") == (0, 0, 0)
 
 
-@pytest.mark.parametrize("segment", [b'["a\\"b"]', b'["a",1]'[:-1], b"[1,2]", b"{}", b'["a"'])
+@pytest.mark.parametrize("segment", [b'["a\\"b"]', b'["a",1]'[:-1], b"[1,2]", b"{}", b'["a"',
+                                     b'["a", "b"]', b'["a",1,"b"]', b'["a";"b"]', b"[1]",
+                                     orjson.dumps(["n" * 254])])   # longer than any Node name
 def test_fingerprint_refuses_what_is_not_a_plain_string_array(segment):
     assert fingerprint(segment) is None
 
@@ -132,3 +139,88 @@ def test_priorities_template_writes_one_and_two_digit_scores():
     offered = OfferedNodes(["a", "b\u00e9", "c"])
     out = orjson.loads(offered.priorities(np.array([0, 10, 7])))
     assert out == [{"Host": "a", "Score": 0}, {"Host": "b\u00e9", "Score": 10}, {"Host": "c", "Score": 7}]
+
+
+def _colliding(monkeypatch) -> None:
+    """Every list of the same length and characters gets one fingerprint: the per-name hash is zeroed,
+    as a crafted collision would make it (the lists then also sort in the order they were sent)."""
+    monkeypatch.setattr(offered, "_mix", lambda x: np.zeros_like(x))
+
+
+def test_the_seed_comes_from_the_random_source_and_keys_the_fingerprint(monkeypatch):
+    """The fingerprint is keyed with secret bytes from `secrets` (the OS's random source), so whoever
+    names nodes cannot compute a collision offline: another seed, another fingerprint."""
+    drawn = []
+    real = offered.secrets.token_bytes
+    monkeypatch.setattr(offered.secrets, "token_bytes", lambda n: drawn.append(n) or real(n))
+    first, second = offered.new_seed(), offered.new_seed()
+    assert drawn == [16 * offered.WORDS] * 2 and not np.array_equal(first, second)
+    segment = orjson.dumps(NAMES)
+    before = fingerprint(segment)
+    monkeypatch.setattr(offered, "SEED", first)
+    assert fingerprint(segment) != before
+    monkeypatch.setattr(offered, "SEED", second)
+    assert fingerprint(segment) != before and fingerprint(orjson.dumps(NAMES[::-1])) == fingerprint(segment)
+
+
+def test_two_processes_draw_different_seeds():
+    """The seed is drawn per process, at import: two Quotient processes fingerprint one list differently."""
+    code = ("import orjson; from app.api.offered import SEED, fingerprint; "
+            "print(SEED.tobytes().hex(), fingerprint(orjson.dumps(['node-a', 'node-b']))[2])")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0].split() != runs[1].split()
+    assert runs[0].split()[0] != runs[1].split()[0] and runs[0].split()[1] != runs[1].split()[1]
+
+
+def test_a_collision_is_decoded_and_counted_not_answered_from_the_cache(monkeypatch):
+    """Two lists with one fingerprint: the second is decoded in full, counted, and then cached itself."""
+    _colliding(monkeypatch)
+    skipped = []
+    cache = OfferedNodeCache(skip=skipped.append)
+    pod = {"metadata": {"name": "p"}}
+    first, other = NAMES[:200], NAMES[200:]
+    assert fingerprint(orjson.dumps(first)) == fingerprint(orjson.dumps(other))     # the forced collision
+    assert cache.split(compact_body(pod, first))[1].names == first
+    assert cache.split(compact_body(pod, other))[1].names == other
+    assert (cache.misses, cache.hits, cache.collisions) == (2, 0, 1) and skipped == [offered.COLLISION]
+    assert cache.split(compact_body(pod, other))[1].names == other                 # the same list: a hit
+    assert (cache.misses, cache.hits, cache.collisions) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_filter_under_collisions_answers_only_offered_nodes_and_every_one_that_passes(
+        seed, monkeypatch, kit, load_extender, api):
+    """With every list of one size colliding, filter's NodeNames are exactly the offered nodes of the
+    pod's flavor, as the ordinary path answers: none that was not offered (kube-scheduler would fail the
+    attempt: "claims a filtered node ... not found in the input node list", wire README section 5) and
+    none dropped. A flavor's nodes are those carrying its nodeLabels, as in Kueue's
+    site/content/en/docs/concepts/resource_flavor.md ("ResourceFlavor labels")."""
+    _colliding(monkeypatch)
+    ext = load_extender(snapshot())
+    big = {n for i, n in enumerate(NAMES) if i % 4}
+    rng = random.Random(seed)
+    async with api(ext) as client:
+        for i in range(8):
+            names = rng.sample(NAMES, 120)                 # one size, one fingerprint, other nodes
+            pod = kit.pod(f"p{seed}-{i}", cpu="1", queue="lq")
+            cached = (await client.post("/filter", content=compact_body(pod, names))).json()["NodeNames"]
+            plain = (await client.post("/filter", content=pretty_body(kit.pod(f"q{seed}-{i}", cpu="1", queue="lq"),
+                                                                      names))).json()["NodeNames"]
+            assert set(cached) <= set(names)
+            assert sorted(cached) == sorted(plain) == sorted(big.intersection(names))
+    assert ext.offered.collisions >= 1 and ext.state.skips[offered.COLLISION] == ext.offered.collisions
+
+
+async def test_the_offered_node_lists_scenario_holds_under_collisions(monkeypatch):
+    """tests/scenarios/offered-node-lists.yaml with every list of one size colliding: a3 still gets
+    node-1, the only big node in its list, not node-3 from the list a2 was offered (full, not offered)."""
+    from pathlib import Path
+
+    from app.sim.run import differences, simulate
+    from app.sim.scenario import load_scenario
+
+    _colliding(monkeypatch)
+    scenario = load_scenario(str(Path(__file__).parent / "scenarios" / "offered-node-lists.yaml"))
+    outcome = await simulate(scenario)
+    assert differences(scenario, outcome) == []

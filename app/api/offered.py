@@ -3,17 +3,30 @@
 kube-scheduler offers every pod the nodes that passed its own filters: in a
 large cluster the same few thousand names, in a different order each time.
 Decoding them into Python strings and checking each against a flavor costs more
-than everything else filter does, so a compact body's NodeNames array is
-fingerprinted over its raw bytes, in numpy and independently of order, and what
-was computed for that set of names (the nodes of each flavor, their answer
-bytes, their rows in the node table) is reused while the flavors' node
-membership is unchanged. Were two different sets ever to share a fingerprint,
-bind still checks the chosen node against the flavor by name.
+than everything else filter does, so a compact body's NodeNames array is cut
+into names in numpy, over its raw bytes, and fingerprinted independently of
+order; what was computed for that set of names (the nodes of each flavor, their
+answer bytes, their rows in the node table) is reused while the flavors' node
+membership is unchanged.
+
+Whoever names nodes chooses the bytes hashed, so the fingerprint is keyed with
+a secret drawn from the operating system's random source when the process
+starts (SEED): a collision cannot be computed offline. A fingerprint is still
+only 64 bits, so a hit is not trusted on its own: the names themselves, in a
+canonical order, are compared with the cached list's byte for byte, and only an
+equal list reuses the cached answer. A list that matches a fingerprint but not
+the names is decoded in full like a new one, and counted (`collisions`, and the
+state's skip counter). Nothing later would catch a wrong reuse: kube-scheduler
+fails the whole scheduling attempt when filter answers a node it did not offer
+("claims a filtered node ... not found in the input node list"), so bind is never
+called, and an offered node wrongly left out is never seen again.
 Bodies that are not compact kube-scheduler JSON take the ordinary path.
 """
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict
+from typing import Callable
 
 import numpy as np
 import orjson
@@ -22,28 +35,29 @@ import orjson
 MARKER = b',"NodeNames":['
 CAPACITY = 32                       # node lists remembered (a few per scheduler profile is typical)
 MAX_SEGMENT = 1 << 19               # bytes of NodeNames fingerprinted (about 35,000 names); longer: ordinary path
-_BASE = 0x9E3779B97F4A7C15          # odd, so invertible modulo 2**64
+MAX_NAME = 253                      # a Node's name is a DNS subdomain; a longer one is no node: ordinary path
+WORDS = (MAX_NAME + 1 + 7) // 8     # 64-bit words that hold the longest name and its closing quote
+MAX_PADDING = 4                     # names as whole words may take this many times the segment's bytes, no more
+COLLISION = ("cached node list not reused: a NodeNames list shared its fingerprint with a different one "
+             "and was decoded in full (harmless when rare; frequent ones mean node names are chosen to "
+             "collide, which only slows filter down)")
+_KEPT = np.array([[(1 << 8 * min(max(n + 1 - 8 * w, 0), 8)) - 1 for n in range(MAX_NAME + 1)]
+                  for w in range(WORDS)], dtype=np.uint64)    # [word][name length]: the bytes of the word kept
 
 
-def _powers(base: int, count: int) -> np.ndarray:
-    """base**0 .. base**(count-1) modulo 2**64."""
-    out = np.empty(count, dtype=np.uint64)
-    out[0] = 1
-    done = 1
-    with np.errstate(over="ignore"):
-        while done < count:
-            step = min(done, count - done)
-            out[done:done + step] = out[:step] * (out[done - 1] * np.uint64(base))
-            done += step
-    return out
+def new_seed() -> np.ndarray:
+    """Secret keys from the operating system's random source: for each word position in a name,
+    one to xor and one (odd) to multiply with."""
+    seed = np.frombuffer(secrets.token_bytes(16 * WORDS), dtype=np.uint64).reshape(2, WORDS).copy()
+    seed[1] |= np.uint64(1)
+    return seed
 
 
-_POW = _powers(_BASE, MAX_SEGMENT + 1)
-_INV = _powers(pow(_BASE, -1, 2**64), MAX_SEGMENT + 1)
+SEED = new_seed()                   # per process: node names cannot be chosen to collide without it
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, so the per-name values are summed after a non-linear step."""
+    """splitmix64's finaliser, so each name's keyed words are mixed non-linearly before the list sums them."""
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
@@ -51,26 +65,71 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def fingerprint(segment: bytes) -> tuple[int, int, int] | None:
-    """An order-independent fingerprint of a JSON array of plain strings; None when it is not one.
+class NameList:
+    """A NodeNames segment cut into names: word w of every name in row w of `words` (little-endian,
+    the name's closing quote and zeros after it), so a name's column holds it and nothing else. A name
+    holds no quote, so two columns are equal exactly when their names are."""
 
-    Each name's polynomial hash is read off one prefix sum over the whole segment
-    ((H[end] - H[start]) / BASE**start, modulo 2**64), mixed, and the mixes summed."""
-    n = len(segment)
-    if n < 2 or n > MAX_SEGMENT or segment[0] != 91 or segment[-1] != 93 or segment.find(b"\\") >= 0:
+    __slots__ = ("words", "per_name", "key")
+
+    def __init__(self, words: np.ndarray, per_name: np.ndarray, key: tuple[int, int, int]):
+        self.words, self.per_name, self.key = words, per_name, key
+
+    def canonical(self) -> bytes:
+        """The columns in order of their keyed hash (ties by position): equal bytes exactly when the
+        lists hold the same names, whatever order kube-scheduler sent them in."""
+        n = len(self.per_name)
+        if n == 0:
+            return b""
+        low = np.uint64((1 << n.bit_length()) - 1)
+        order = np.sort((self.per_name & ~low) | np.arange(n, dtype=np.uint64)) & low
+        return self.words.take(order.astype(np.intp), axis=1).tobytes()
+
+
+def scan(segment: bytes) -> NameList | None:
+    """The names of a compact JSON array of plain strings (`["a","b"]`), keyed with SEED; None when it is
+    not one, or when its names would not be cheap to handle as words (the ordinary path takes it)."""
+    size = len(segment)
+    if size < 2 or size > MAX_SEGMENT or segment[0] != 91 or segment[-1] != 93 or segment.find(b"\\") >= 0:
         return None
+    if size == 2:
+        return NameList(np.zeros((1, 0), dtype=np.uint64), np.zeros(0, dtype=np.uint64), (0, 0, 0))
     arr = np.frombuffer(segment, dtype=np.uint8)
     quotes = np.flatnonzero(arr == 34)
-    if len(quotes) == 0:
-        return (0, 0, 0) if n == 2 else None
-    if len(quotes) % 2:
+    if len(quotes) % 2 or len(quotes) == 0 or quotes[0] != 1 or quotes[-1] != size - 2:
         return None
     starts, ends = quotes[0::2] + 1, quotes[1::2]
+    if (starts[1:] - ends[:-1] != 3).any() or (arr[ends[:-1] + 1] != 44).any():
+        return None                                       # something other than `","` between two names
+    lengths = ends - starts
+    longest = int(lengths.max())
+    width = longest // 8 + 1                              # words per name: the longest and its quote
+    if longest > MAX_NAME or len(starts) * width * 8 > MAX_PADDING * size:
+        return None
+    return _keyed(segment, starts, lengths, width)
+
+
+def _keyed(segment: bytes, starts: np.ndarray, lengths: np.ndarray, width: int) -> NameList:
+    """The names as words (read through overlapping windows over the segment, the bytes after each
+    closing quote zeroed), their keyed hashes, and the list's key: (names, characters, sum of the hashes)."""
+    padded = segment + bytes(8 * width)
+    windows = np.ndarray((len(segment),), dtype=f"V{8 * width}", buffer=padded, strides=(1,))
+    words = np.ascontiguousarray(windows[starts].view("<u8").reshape(len(starts), width).T)   # little-endian
     with np.errstate(over="ignore"):
-        prefix = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum(arr * _POW[:n], out=prefix[1:])     # uint8 * uint64 -> uint64
-        per_name = (prefix[ends] - prefix[starts]) * _INV[starts] + (ends - starts).astype(np.uint64)
-        return len(starts), int((ends - starts).sum()), int(_mix(per_name).sum(dtype=np.uint64))
+        summed = np.zeros(len(starts), dtype=np.uint64)
+        for w in range(width):
+            words[w] &= _KEPT[w].take(lengths)
+            summed += (words[w] ^ SEED[0, w]) * SEED[1, w]
+        per_name = _mix(summed)
+        total = per_name.sum(dtype=np.uint64)
+    return NameList(words, per_name, (len(starts), int(lengths.sum()), int(total)))
+
+
+def fingerprint(segment: bytes) -> tuple[int, int, int] | None:
+    """An order-independent fingerprint of a JSON array of plain strings, keyed with SEED; None when it
+    is not one. Two lists with one fingerprint may still differ: compare NameList.canonical()."""
+    names = scan(segment)
+    return names.key if names is not None else None
 
 
 class OfferedNodes:
@@ -133,14 +192,16 @@ class OfferedNodeCache:
     """Remembers the last CAPACITY node lists by fingerprint, and the lists filter answered by their bytes.
 
     kube-scheduler sends prioritize exactly the NodeNames filter answered, in the same
-    order, so those come back byte for byte and are found without a fingerprint."""
+    order, so those come back byte for byte and are found without a fingerprint (a
+    dictionary keyed by the bytes compares them whole: no collision there)."""
 
-    def __init__(self, capacity: int = CAPACITY):
+    def __init__(self, capacity: int = CAPACITY, skip: Callable[[str], None] | None = None):
         self.capacity = capacity
-        self.entries: OrderedDict[tuple, OfferedNodes] = OrderedDict()
+        self.entries: OrderedDict[tuple, tuple[bytes, OfferedNodes]] = OrderedDict()   # key -> (canonical, nodes)
         self.answered: OrderedDict[bytes, OfferedNodes] = OrderedDict()
         self._answered_sizes: set[int] = set()     # hashing 60 kB is not free: compare sizes first
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.collisions = 0
+        self._skip = skip                          # the state's skip counter: a collision is counted and logged
 
     def remember(self, encoded: bytes, names: list[str]) -> None:
         """Note a NodeNames answer, so the prioritize request that follows it is recognised."""
@@ -169,20 +230,27 @@ class OfferedNodeCache:
         if entry is not None:
             self.hits += 1
             return body, entry
-        key = fingerprint(segment)
-        if key is None:
+        names = scan(segment)
+        if names is None:
             return None
-        entry = self.entries.get(key)
-        if entry is not None:
-            self.entries.move_to_end(key)
-            self.hits += 1
-            return body, entry
+        canonical = names.canonical()
+        known = self.entries.get(names.key)
+        if known is not None:
+            if known[0] == canonical:
+                self.entries.move_to_end(names.key)
+                self.hits += 1
+                return body, known[1]
+            self.collisions += 1          # same fingerprint, other names: decoded below like a new list
+            if self._skip is not None:
+                self._skip(COLLISION)
         try:
-            names = orjson.loads(segment)
-            "".join(names)
+            decoded = orjson.loads(segment)
+            "".join(decoded)
         except (orjson.JSONDecodeError, TypeError):
             return None      # not what it looked like: the ordinary path decodes it and says what is wrong
-        entry = self.entries[key] = OfferedNodes(names)
+        entry = OfferedNodes(decoded)
+        self.entries[names.key] = (canonical, entry)
+        self.entries.move_to_end(names.key)
         self.misses += 1
         if len(self.entries) > self.capacity:
             self.entries.popitem(last=False)
