@@ -34,6 +34,7 @@ STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
 WAKE_CHECKS = 500          # refusals judged per wake_plan call at most
 QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
                          "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder", "GroupUnplaceable"})
+CAPACITY_CAUSES = frozenset({"QuotaFreed", "QueueChanged"})
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -664,8 +665,12 @@ class Extender:
 
     def wake_plan(self) -> list[Wake]:
         """The refused pods whose refusal no longer holds in Quotient's own state, within act/'s rate
-        limits; at most WAKE_CHECKS refusals are judged per call, the oldest first, then the others."""
+        limits; at most WAKE_CHECKS refusals are judged per call, the oldest first, then the others. For
+        quota freed (or a queue changed) one pod per ClusterQueue is woken: once it binds, kube-scheduler
+        tries every pod it parked again by itself (an assigned pod added moves them all)."""
         state, now, out = self.state, self.state.clock(), []
+        capacity: set[str] = set()          # ClusterQueues with a pod woken for quota in this call
+        state.expire_reservations()           # a hold or reservation past its time clears refusals too
         for uid in list(itertools.islice(self.refusals, WAKE_CHECKS)):
             r, pod = self.refusals.pop(uid), state.pods.get(uid)
             if pod is None or pod.node_name or pod.terminal or pod.deleting:
@@ -676,9 +681,14 @@ class Extender:
             cause = self._cleared(pod, r)
             if not cause:
                 continue
+            if cause in CAPACITY_CAUSES:
+                cq = state.queue_of(pod)[1]
+                if cq is None or cq.name in capacity:
+                    continue
+                capacity.add(cq.name)
             if r.cleared_at is None:
                 r.cleared_at, r.cause = now, cause
-            if self.actions.may_wake(uid):
+            if self.actions.may_wake():
                 r.woken_at = now
                 out.append(Wake(pod, cause))
         return out

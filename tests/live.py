@@ -1,13 +1,20 @@
-"""Quotient's live source (app/sync/watch.py) in a test: a WatchSource running against tests/fakeapi.py,
-waiting for a condition, and what a fresh list must reproduce of a state."""
+"""Quotient live in a test: a WatchSource running against tests/fakeapi.py, waiting for a condition, what a
+fresh list must reproduce of a state, and Live: the watch, the state and the KubeWriter together."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
+import orjson
+
+from app.act.kube import KubeWriter
+from app.config import Configuration
+from app.extender import Extender
 from app.state.cluster import ClusterState
-from app.sync.watch import WatchSource
-from helpers import all_usage
+from app.sync.watch import WatchSource, make_api_client
+from fakeapi import FakeApiServer
+from helpers import FakeClock, all_usage
 
 FAST = dict(page_size=3, request_timeout=2.0, watch_timeout=5, read_timeout=1.0, backoff_base=0.005,
             backoff_max=0.05, absent_retry=0.2, heartbeat=0.05)
@@ -62,3 +69,47 @@ async def fresh_state(client) -> ClusterState:
     async with Running(client, state) as source:
         await until(lambda: source.ready, what="fresh list")
     return state
+
+
+class Live:
+    """Quotient as `serve --kubeconfig` runs it: the watch feeding a ClusterState, the KubeWriter writing."""
+
+    def __init__(self, api: FakeApiServer, client, config: Configuration):
+        self.api, self.client = api, client
+        self.clock = FakeClock()
+        self.state = ClusterState(config, clock=self.clock)
+        self.ext = Extender(self.state, KubeWriter(client, self.state))
+
+    def filter(self, obj: dict, nodes=("n1",)) -> dict:
+        body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
+        return orjson.loads(self.ext.filter(orjson.dumps(body)))
+
+    async def bind(self, obj: dict, node_name: str = "n1") -> str:
+        m = obj["metadata"]
+        body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
+        return orjson.loads(await self.ext.bind(orjson.dumps(body)))["Error"]
+
+    def knows(self, obj: dict, **fields) -> bool:
+        """The watch has delivered this pod with these PodInfo fields."""
+        p = self.state.pods.get(obj["metadata"]["uid"])
+        return p is not None and all(getattr(p, k) == v for k, v in fields.items())
+
+    async def equal_to_a_fresh_list(self) -> None:
+        fresh = fingerprint(await fresh_state(self.client))
+        await until(lambda: fingerprint(self.state) == fresh, what="state equal to a fresh list")
+
+
+@contextlib.asynccontextmanager
+async def started(directory, objects, config: Configuration | None = None):
+    """A fake API server holding objects, and Quotient live against it once its watch has listed them."""
+    async with FakeApiServer(bookmark_interval=0.3) as api:
+        for obj in objects:
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(directory))
+        kit = Live(api, client, config or Configuration())
+        try:
+            async with Running(client, kit.state) as source:
+                await until(lambda: source.ready, what="initial list")
+                yield kit
+        finally:
+            await client.close()

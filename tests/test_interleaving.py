@@ -10,14 +10,9 @@ import orjson
 import pytest
 
 from app.act.intents import BACKOFF_BASE
-from app.act.kube import KubeWriter
-from app.config import Configuration, decode_configuration
-from app.extender import Extender
-from app.state.cluster import ClusterState
-from app.sync.watch import make_api_client
-from fakeapi import FakeApiServer
-from helpers import FakeClock, cq, flavor, lq, namespace, node, pod
-from live import Running, fingerprint, fresh_state, until
+from app.config import decode_configuration
+from helpers import cq, flavor, lq, namespace, node, pod
+from live import Live, started, until
 
 LOWER = {"withinClusterQueue": "LowerPriority"}
 
@@ -29,49 +24,12 @@ def _local_only(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
 
-class Live:
-    """Quotient as `serve --kubeconfig` runs it: the watch feeding a ClusterState, the KubeWriter writing."""
-
-    def __init__(self, api: FakeApiServer, client, config: Configuration):
-        self.api, self.client = api, client
-        self.clock = FakeClock()
-        self.state = ClusterState(config, clock=self.clock)
-        self.ext = Extender(self.state, KubeWriter(client, self.state))
-
-    def filter(self, obj: dict, nodes=("n1",)) -> dict:
-        body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
-        return orjson.loads(self.ext.filter(orjson.dumps(body)))
-
-    async def bind(self, obj: dict, node_name: str = "n1") -> str:
-        m = obj["metadata"]
-        body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
-        return orjson.loads(await self.ext.bind(orjson.dumps(body)))["Error"]
-
-    def knows(self, obj: dict, **fields) -> bool:
-        """The watch has delivered this pod with these PodInfo fields."""
-        p = self.state.pods.get(obj["metadata"]["uid"])
-        return p is not None and all(getattr(p, k) == v for k, v in fields.items())
-
-    async def equal_to_a_fresh_list(self) -> None:
-        fresh = fingerprint(await fresh_state(self.client))
-        await until(lambda: fingerprint(self.state) == fresh, what="state equal to a fresh list")
-
-
 @pytest.fixture
-async def live(tmp_path, request):
-    config = getattr(request, "param", None) or Configuration()
-    async with FakeApiServer(bookmark_interval=0.3) as api:
-        for obj in (namespace("team-a"), node("n1", cpu="64"), node("n2", cpu="64"), flavor("default-flavor"),
-                    cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption=LOWER), lq("team-a", "lq", "cq")):
-            api.apply(obj)
-        client = await make_api_client(api.kubeconfig_path(tmp_path))
-        kit = Live(api, client, config)
-        try:
-            async with Running(client, kit.state) as source:
-                await until(lambda: source.ready, what="initial list")
-                yield kit
-        finally:
-            await client.close()
+async def live(tmp_path):
+    objects = (namespace("team-a"), node("n1", cpu="64"), node("n2", cpu="64"), flavor("default-flavor"),
+               cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption=LOWER), lq("team-a", "lq", "cq"))
+    async with started(tmp_path, objects) as kit:
+        yield kit
 
 
 def uid(obj: dict) -> str:
@@ -227,18 +185,10 @@ async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evic
 async def live_ready(tmp_path):
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
-    async with FakeApiServer(bookmark_interval=0.3) as api:
-        for obj in (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
-                    cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq")):
-            api.apply(obj)
-        client = await make_api_client(api.kubeconfig_path(tmp_path))
-        kit = Live(api, client, config)
-        try:
-            async with Running(client, kit.state) as source:
-                await until(lambda: source.ready, what="initial list")
-                yield kit
-        finally:
-            await client.close()
+    objects = (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
+               cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq"))
+    async with started(tmp_path, objects, config) as kit:
+        yield kit
 
 
 async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):

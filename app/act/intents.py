@@ -22,7 +22,6 @@ BACKOFF_BASE = 1.0       # seconds before the first retry of a failed eviction, 
 BACKOFF_MAX = 60.0
 DONE_TTL = 60.0          # an eviction written is not issued again meanwhile (the watch shows it by then)
 WAKE_RATE = 50.0         # wake-ups written per second at most, overall (a burst of WAKE_RATE first)
-WAKE_PER_POD = 5.0       # seconds between two wake-ups of one pod at least
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,6 @@ class Actions:
         self.failed: dict[str, Failure] = {}
         self.done: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
-        self.woken: dict[str, float] = {}        # pod uid -> its last wake-up
         self._tokens = WAKE_RATE
         self._refilled = clock()
 
@@ -125,18 +123,16 @@ class Actions:
         self._record(intent.verb, pod, intent.outcome, intent.message, reasons=[intent.reason], **intent.record)
         return True
 
-    def may_wake(self, uid: str) -> bool:
-        """Within the rate limits: one wake-up per pod per WAKE_PER_POD, WAKE_RATE per second overall.
-        True takes the write's token."""
+    def may_wake(self) -> bool:
+        """Within the overall rate limit, WAKE_RATE wake-ups per second (a burst of as many first); True takes
+        the write's token. Per pod, the limit is the caller's: one wake-up per refusal, and a new refusal
+        needs kube-scheduler to have tried the pod again (after its backoff of 1 to 10 s)."""
         now = self.clock()
-        if now - self.woken.get(uid, float("-inf")) < WAKE_PER_POD:
-            return False
         self._tokens = min(WAKE_RATE, self._tokens + (now - self._refilled) * WAKE_RATE)
         self._refilled = now
         if self._tokens < 1:
             return False
         self._tokens -= 1
-        self.woken[uid] = now
         return True
 
     async def wake(self, intents: list[Wake]) -> int:
@@ -156,7 +152,7 @@ class Actions:
 
     def prune(self, pods: dict) -> None:
         """Forget the pods that are gone: nothing about their evictions matters any more."""
-        for book in (self.failed, self.done, self.woken):
+        for book in (self.failed, self.done):
             for uid in [u for u in book if u not in pods]:
                 del book[uid]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..core.placement import shortfall, static_misfit
 from ..objects.meta import format_time, stable_uid
@@ -52,6 +53,23 @@ class SimCluster:
     evictions: list[tuple[float, str, str]] = field(default_factory=list)   # (time, pod, reason)
     preempted: set[str] = field(default_factory=set)
     resource_version: int = 0
+    defer: Callable[[Callable[[], None]], None] | None = None   # Quotient's watch lags: deliver later
+
+    def deliver(self, obj: dict, deleted: bool = False) -> None:
+        """A pod change, as Quotient's watch delivers it: at once, or later through defer (a copy, as it was)."""
+        if self.defer is None:
+            apply_object(self.state, obj, deleted=deleted)
+            return
+        seen = copy.deepcopy(obj)
+        self.defer(lambda: apply_object(self.state, seen, deleted=deleted))
+
+    def _info(self, pod: SimPod) -> PodInfo:
+        """The API's pod: Quotient's record of it when its watch is not behind (priority resolved)."""
+        info = decode_pod(pod.obj)
+        if self.defer is None:
+            return self.state.pods.get(info.uid, info)
+        self.state.resolve_priority(info)
+        return info
 
     # ---- the API side -----------------------------------------------------
     def add_object(self, obj: dict) -> None:
@@ -63,8 +81,8 @@ class SimCluster:
     def add_pod(self, pod: SimPod) -> None:
         self.pods[pod.info.key] = pod
         self.write(pod.obj)
-        apply_object(self.state, pod.obj)
-        pod.info = self.state.pods.get(pod.info.uid, pod.info)
+        self.deliver(pod.obj)
+        pod.info = self._info(pod)
 
     def update_pod(self, pod: SimPod, *, node: str | None = None, ready: bool | None = None,
                    phase: str | None = None, nominated: str | None = None, deleting: float | None = None,
@@ -88,9 +106,8 @@ class SimCluster:
         if nominated is not None:
             status["nominatedNodeName"] = nominated
         self.write(obj)
-        pod.info = decode_pod(obj)
-        apply_object(self.state, obj)
-        pod.info = self.state.pods.get(pod.info.uid, pod.info)
+        self.deliver(obj)
+        pod.info = self._info(pod)
 
     def write(self, obj: dict) -> None:
         """A new resourceVersion (a string, as the API server's) for every write."""
@@ -100,7 +117,7 @@ class SimCluster:
     def delete_pod(self, key: str) -> SimPod | None:
         pod = self.pods.pop(key, None)
         if pod is not None:
-            apply_object(self.state, pod.obj, deleted=True)
+            self.deliver(pod.obj, deleted=True)
         return pod
 
     def evict(self, key: str, now: float, reason: str, preemption: bool) -> SimPod | None:

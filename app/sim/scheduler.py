@@ -15,7 +15,8 @@ import itertools
 import httpx
 import orjson
 
-from ..act.writer import PREEMPTION_REASONS, RETRY_ANNOTATION
+from ..act.writer import PREEMPTION_REASONS, RETRY_ANNOTATION, WriteError
+from ..core.preemption import spent_budgets
 from ..api.app import create_app
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
@@ -43,6 +44,10 @@ class SimWriter:
         self.sim.on_bound(pod.key, node)
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
+        """As the Eviction API: refused (429) while a PodDisruptionBudget allows the pod no disruption."""
+        if pod.uid in spent_budgets(self.sim.state):
+            self.sim.log("refused", f"eviction of {pod.key}: it would violate its PodDisruptionBudget (429)")
+            raise WriteError(f"evicting {pod.key}: a PodDisruptionBudget allows no disruption now")
         self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True,
                             preemption=reason in PREEMPTION_REASONS)
 
@@ -70,6 +75,7 @@ class SimScheduler:
         self.timeline: list[str] = []
         self.last_reason: dict[str, str] = {}
         self.later: dict[str, SimPod] = {}     # pods submitted later, by uid
+        self.deliveries: dict[str, object] = {}   # changes Quotient's lagging watch has yet to deliver
         self.violations: list[str] = []        # instants the quota invariant did not hold
 
     # ---- output -------------------------------------------------------------
@@ -87,6 +93,12 @@ class SimScheduler:
     # ---- events ---------------------------------------------------------------
     def at(self, when: float, what: str, pod: SimPod) -> None:
         heapq.heappush(self.events, (when, next(self.seq), what, pod.info.key, pod.info.uid))
+
+    def lagging(self, deliver) -> None:
+        """Quotient's watch delivers this change scenario.watch_lag after kube-scheduler saw it."""
+        n = next(self.seq)
+        self.deliveries[str(n)] = deliver
+        heapq.heappush(self.events, (self.now + self.scenario.watch_lag, n, "deliver", str(n), ""))
 
     def on_bound(self, key: str, node: str) -> None:
         pod = self.cluster.pods.get(key)
@@ -313,6 +325,8 @@ class SimScheduler:
 
     async def run(self, until: float | None) -> None:
         self.load()
+        if self.scenario.watch_lag > 0:
+            self.cluster.defer = self.lagging
         end = self.scenario.start + until if until is not None else None
         try:
             while True:
@@ -345,6 +359,9 @@ class SimScheduler:
                 self.changed = False
                 while self.events and self.events[0][0] <= self.now:
                     _, _, what, key, uid = heapq.heappop(self.events)
+                    if what == "deliver":               # Quotient's watch, not a change kube-scheduler sees
+                        self.deliveries.pop(key)()
+                        continue
                     if what == "submit_pod":
                         self.cluster.add_pod(self.later.pop(uid))
                         what = "submit"
