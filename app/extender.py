@@ -33,7 +33,7 @@ log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
 WAKE_CHECKS = 500          # refusals judged per wake_plan call at most
 QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
-                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder", "GroupUnplaceable"})
+                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
 CAPACITY_CAUSES = frozenset({"QuotaFreed", "QueueChanged"})
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
@@ -676,7 +676,7 @@ class Extender:
             if pod is None or pod.node_name or pod.terminal or pod.deleting:
                 continue                                 # bound or gone: out of the book
             self.refusals[uid] = r                       # judged again after the others
-            if r.woken_at is not None:
+            if r.woken_at is not None or r.futile:
                 continue                                 # once per refusal; filter's next answer books anew
             cause = self._cleared(pod, r)
             if not cause:

@@ -20,6 +20,7 @@ class Refusal:
     cleared_at: float | None = None
     cause: str = ""                          # why it cleared: the wake-up's reason
     woken_at: float | None = None
+    futile: bool = False                     # refused again as before its wake-up: not woken for it again
 
 
 class Refusals(dict):
@@ -30,7 +31,10 @@ class Refusals(dict):
         if old is not None and old.rule == rule and old.woken_at is None:
             old.reason = reason          # the same refusal, asked again: it keeps its time
             return
-        self[uid] = Refusal(rule, reason, now, holds)
+        # Woken, then refused word for word as before: the refusal had not cleared after all (a rule the
+        # wake-up judged otherwise than filter). No second wake-up for it: no loop of wake and refuse.
+        futile = old is not None and old.woken_at is not None and (old.rule, old.reason) == (rule, reason)
+        self[uid] = Refusal(rule, reason, now, holds, futile=futile)
 
     def view(self, uid: str, shown) -> dict | None:
         """For /debug/pods: the refusal, when it cleared (and why), when Quotient woke the pod."""

@@ -41,7 +41,7 @@ class SchedulingQueue:
         n = self.failures.get(key, 0)
         if not n:
             return 0.0
-        return self.failed_at[key] + min(MAX_BACKOFF, INITIAL_BACKOFF * 2 ** (n - 1))
+        return self.failed_at[key] + min(MAX_BACKOFF, INITIAL_BACKOFF * 2 ** min(n - 1, 16))
 
     def changed(self, now: float) -> None:
         """A pod or node changed: every unschedulable pod moves, to be tried once its backoff is over."""
