@@ -60,7 +60,8 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   - PUT/PATCH pods/{name}/status and clusterqueues/{name}/status: only .status changes (MODIFIED).
   - POST events (core v1 and events.k8s.io/v1): stored, 201; read them back with api.objects("Event").
 - Every request is recorded in api.requests as (method, path, query dict); api.writes holds
-  (method, path, body) of non-GET requests. A bearer token other than api.token is 401.
+  (method, path, body) of non-GET requests, and api.write_times, index for index, the time.time() at which
+  each arrived (before its body was read: a benchmark's "request arrived", its answer time excluded). A bearer token other than api.token is 401.
 
 Fault injection, api.fault(action, resource=None, verb=None, times=1, **params): the next `times` matching
 requests (resource plural such as "pods" or None for any; verb "list", "watch", "write" or None) get:
@@ -121,6 +122,8 @@ KINDS = [
     Kind("Event", "events.k8s.io", "v1", "events", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
 ]
+# time.time() when a request arrived, for api.write_times (a typed key where aiohttp has them)
+ARRIVED = web.RequestKey("arrived", float) if hasattr(web, "RequestKey") else "arrived"
 BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 BY_KIND = {}
 for _k in KINDS:
@@ -222,6 +225,7 @@ class FakeApiServer:
         self.faults: list[Fault] = []
         self.requests: list[tuple[str, str, dict]] = []
         self.writes: list[tuple[str, str, object]] = []
+        self.write_times: list[float] = []      # time.time() of each write's arrival, index for index with writes
         self._snapshots: dict[str, tuple[int, list[dict]]] = {}
         self._snapshot_limit = page_snapshots
         self._snapshot_ids = itertools.count(1)
@@ -473,6 +477,7 @@ class FakeApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler):
+        request[ARRIVED] = time.time()
         self.requests.append((request.method, request.path, dict(request.query)))
         auth = request.headers.get("Authorization", "")
         if self.token and auth != f"Bearer {self.token}":
@@ -529,8 +534,10 @@ class FakeApiServer:
             except orjson.JSONDecodeError:
                 return _status(400, "BadRequest", "body is not JSON")
             self.writes.append((request.method, request.path, body))
+            self.write_times.append(request[ARRIVED])
         elif request.method == "DELETE":
             self.writes.append((request.method, request.path, None))
+            self.write_times.append(request[ARRIVED])
         if name is None:
             if request.method == "GET":
                 if verb == "watch":

@@ -73,6 +73,31 @@ async def test_eviction_says_who_and_why_then_evicts_and_a_retry_is_harmless(fak
     await writer.evict(victim, "InCohortReclamation", message)       # already gone (404): success
 
 
+async def test_eviction_waits_for_the_condition_not_for_the_event(fake):
+    """Issue 21: the eviction request follows the DisruptionTarget condition (on the pod before it goes),
+    while the Event, about the pod, is written alongside: an Event the API is slow to take does not hold
+    the eviction back, and is still written."""
+    api, client = fake
+    api.apply(pod_obj("victim", node="node-1"))
+    writer = KubeWriter(client, state=None)
+    api.fault("pause", resource="events", verb="write")
+    evicting = asyncio.create_task(writer.evict(decode_pod(pod_obj("victim", node="node-1")), "InClusterQueue", "m"))
+    await api.paused_request()
+    for _ in range(200):
+        if api.get("Pod", "team-a", "victim") is None:
+            break
+        await asyncio.sleep(0.01)
+    assert api.get("Pod", "team-a", "victim") is None            # evicted while the Event waits
+    paths = [p for _, p, _ in api.writes]
+    assert paths.index("/api/v1/namespaces/team-a/pods/victim/status") < \
+        paths.index("/api/v1/namespaces/team-a/pods/victim/eviction")
+    assert not evicting.done()                                    # evict() returns once the Event is written
+    api.resume()
+    await asyncio.wait_for(evicting, 5)
+    assert [e["reason"] for e in api.objects("Event", "events.k8s.io/v1")] == ["InClusterQueue"]
+    assert len(api.write_times) == len(api.writes)                # each write stamped with its arrival
+
+
 async def test_eviction_refused_by_a_pod_disruption_budget_is_not_forced(fake):
     api, client = fake
     api.apply(pod_obj("guarded", node="node-1", labels={"app": "db"}))
@@ -243,3 +268,56 @@ async def test_two_replicas_one_leads_and_hands_over(tmp_path):
                     except asyncio.TimeoutError:
                         p.kill()
                         await p.wait()
+
+
+async def test_the_environment_is_read_once_not_per_request(fake, tmp_path, monkeypatch):
+    """Issue 21: the API client looks the environment's proxy up when it is made, not on every request
+    (aiohttp's trust_env asks the environment and ~/.netrc in a worker thread per request, most of an
+    eviction's CPU when 100 are written at once)."""
+    import aiohttp.client
+
+    from app.sync.watch import make_api_client
+
+    api, _ = fake
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    lookups = []
+
+    def no_proxy(url):
+        lookups.append(url)
+        raise LookupError("no proxy")
+    monkeypatch.setattr(aiohttp.client, "get_env_proxy_for_url", no_proxy)
+    client = await make_api_client(api.kubeconfig_path(tmp_path))
+    try:
+        api.apply(pod_obj("victim", node="node-1"))
+        await KubeWriter(client, state=None).evict(decode_pod(pod_obj("victim", node="node-1")), "InClusterQueue", "m")
+        assert api.get("Pod", "team-a", "victim") is None
+        assert lookups == [] and client.rest_client.proxy is None
+    finally:
+        await client.close()
+
+
+async def test_a_proxy_the_environment_names_is_kept(tmp_path, monkeypatch):
+    """HTTP_PROXY (with its credentials) still applies to the API server, read once; NO_PROXY still exempts it."""
+    from app.sync.watch import make_api_client
+
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://user:secret@proxy.example:3128")
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    server = FakeApiServer()          # not started: only its kubeconfig is read
+    server.port = 6443
+    client = await make_api_client(server.kubeconfig_path(tmp_path))
+    try:
+        assert client.rest_client.proxy == "http://proxy.example:3128"
+        assert client.rest_client.proxy_headers["Proxy-Authorization"].startswith("Basic ")
+        assert not client.rest_client.pool_manager.trust_env
+    finally:
+        await client.close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    client = await make_api_client(server.kubeconfig_path(tmp_path))
+    try:
+        assert client.rest_client.proxy is None
+    finally:
+        await client.close()

@@ -93,13 +93,24 @@ class KubeWriter:
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         """Say why (a DisruptionTarget condition and an Event, best effort, once: an eviction a
-        PodDisruptionBudget refuses is tried again every reconcile), then evict through policy/v1."""
+        PodDisruptionBudget refuses is tried again every reconcile), then evict through policy/v1.
+        The condition goes on the pod before the eviction (a pod deleted at once could not take it);
+        the Event, about the pod rather than on it, is written alongside, so the eviction waits for
+        one round trip, not two (issue 21: time from the decision to the eviction request)."""
+        event = None
         if (pod.uid, reason) not in self._announced:
             if len(self._announced) > 10_000:     # victims deleted by others: at worst said again
                 self._announced.clear()
             self._announced.add((pod.uid, reason))
+            event = asyncio.ensure_future(self._best_effort(self._event(pod, reason, message)))
             await self._best_effort(self._condition(pod, reason, message))
-            await self._best_effort(self._event(pod, reason, message))
+        try:
+            await self._evict(pod, reason)
+        finally:
+            if event is not None:
+                await event
+
+    async def _evict(self, pod: PodInfo, reason: str) -> None:
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
         try:
             await self._retry(f"eviction {pod.key}", lambda: self.core.create_namespaced_pod_eviction(
