@@ -987,6 +987,19 @@ def timeline_times(outcome, what: str) -> list[float]:
     return [float(line.split("s", 1)[0]) for line in outcome.timeline if line.split()[1] == what]
 
 
+async def test_a_preemptor_whose_victims_leave_at_once_is_bound_within_2s_of_its_submission():
+    """Issue 21 target: tests/scenarios/preempt-at-once.yaml with kube-scheduler's queue modelled (FORMAT.md step 4):
+    the eviction is written by the filter that chose the victim, at once, and the preemptor runs after its first
+    backoff (1 s). Before, the eviction waited for the reconcile (up to reconcileInterval, 5 s)."""
+    scenario = load_scenario(str(OWN / "preempt-at-once.yaml"))
+    out = await simulate(scenario)
+    assert differences(scenario, out) == []
+    submitted = timeline_times(out, "submitted")
+    bound = [float(line.split("s", 1)[0]) for line in out.timeline if "bound" in line and "team-a/h1" in line]
+    assert timeline_times(out, "preempted") == submitted == [10.0]
+    assert bound and bound[0] - submitted[0] <= 2.0, out.timeline
+
+
 async def test_delay_scenario_preempts_at_30s_not_before():
     """seed 002 抢占逻辑 (delay): tests/scenarios/preemption-delay.yaml - l2 is preempted at 30s, no earlier."""
     scenario = load_scenario(str(OWN / "preemption-delay.yaml"))
