@@ -217,3 +217,23 @@ async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
     live.clock.advance(2 * BACKOFF_BASE)
     assert await live.ext.reconcile() == 1 and evictions() == 3
     assert live.ext.actions.view(uid(victim)) is None
+
+
+async def test_a_bind_while_the_reconcile_publishes_queue_status(live):
+    """The reconcile's other await: a ClusterQueue status write, paused; a filter and a bind go through meanwhile,
+    and the next status written shows the pod admitted."""
+    p = pod("p", cpu="2")
+    await pending(live, p)
+    live.api.fault("pause", resource="clusterqueues", verb="write", sub="status")
+    reconcile = asyncio.create_task(live.ext.reconcile())
+    await live.api.paused_request()
+    assert live.filter(p)["NodeNames"] == ["n1"]
+    assert await live.bind(p) == ""
+    live.api.resume()
+    assert await reconcile == 0
+    await until(lambda: live.knows(p, node_name="n1"))
+    await live.equal_to_a_fresh_list()
+    live.clock.advance(10)
+    await live.ext.reconcile()
+    status = live.api.get("ClusterQueue", None, "cq")["status"]
+    assert status["admittedWorkloads"] == 1 and status["flavorsUsage"][0]["resources"][0]["total"] == "2000m"

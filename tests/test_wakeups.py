@@ -94,8 +94,8 @@ def wakes(kit, name: str | None = None) -> list[dict]:
             and not path.endswith("/status") and (name is None or path.endswith(f"/pods/{name}"))]
 
 
-async def test_exactly_one_wake_up_per_cleared_refusal_and_none_while_it_holds(tmp_path):
-    async with started(tmp_path, objects()) as kit:
+async def test_exactly_one_wake_up_per_cleared_refusal_and_none_while_it_holds(tmp_path, api):
+    async with started(tmp_path, objects()) as kit, api(kit.ext) as http:
         running, waiting = pod("big", cpu="4", node="n1"), pod("p", cpu="2")
         await pending(kit, running)
         await pending(kit, waiting)
@@ -113,8 +113,12 @@ async def test_exactly_one_wake_up_per_cleared_refusal_and_none_while_it_holds(t
         [patch] = wakes(kit, "p")
         assert patch["metadata"]["annotations"][RETRY_ANNOTATION].endswith(" QuotaFreed")
         await until(lambda: RETRY_ANNOTATION in kit.state.pods[uid(waiting)].annotations, what="the woken pod")
-        shown = kit.ext.refusals.view(uid(waiting), str)
-        assert shown["clearedBecause"] == "QuotaFreed" and shown["clearedAt"] and shown["wokenAt"]
+        shown = (await http.get("/debug/pods/team-a/p")).json()["refusal"]
+        assert shown["rule"] == "QuotaExceeded" and shown["clearedBecause"] == "QuotaFreed"
+        assert shown["at"] <= shown["clearedAt"] == shown["wokenAt"]
+        assert "Woken:" in (await http.get("/debug/pods/team-a/p?format=text")).text
+        metrics = (await http.get("/metrics")).text
+        assert 'quotient_refused_pods_woken_total{cause="QuotaFreed"} 1.0' in metrics
         assert kit.filter(waiting)["NodeNames"] == ["n1"]      # kube-scheduler's retry passes
         assert uid(waiting) not in kit.ext.refusals
 
