@@ -30,6 +30,14 @@ QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
+@pytest.fixture(autouse=True)
+def _local_only(monkeypatch):
+    """Nothing in the tests talks beyond 127.0.0.1: no proxy from the environment (a test may set one)."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
 @pytest.fixture
 def write_yaml(tmp_path):
     """write_yaml(text, name="snapshot.yaml") -> path of the dedented text written under tmp_path."""

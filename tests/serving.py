@@ -77,3 +77,16 @@ def _wait_ready(server: Server, within: float) -> None:
                 pass
             time.sleep(0.05)
     raise AssertionError(f"quotient serve did not answer /livez within {within} s:\n{server.log()[-3000:]}")
+
+
+async def stop(proc) -> None:
+    """Stop an asyncio subprocess (a `quotient serve` a test started): terminate, then kill."""
+    import asyncio
+
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()

@@ -28,16 +28,9 @@ from app.sim.scenario import load_scenario
 from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
 from fakeapi import FakeApiServer
-from serving import QUOTIENT_BIN, free_port
+from serving import QUOTIENT_BIN, free_port, stop
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-
-
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
 
 
 class Clock:
@@ -136,16 +129,6 @@ async def served(api: FakeApiServer, tmp_path: Path):
         stdin=asyncio.subprocess.DEVNULL)
     log.close()
     return proc, f"http://127.0.0.1:{port}"
-
-
-async def stop(proc) -> None:
-    if proc.returncode is None:
-        proc.terminate()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
 
 
 def fresh_state(api: FakeApiServer) -> ClusterState:

@@ -17,13 +17,6 @@ from live import Live, started, until
 LOWER = {"withinClusterQueue": "LowerPriority"}
 
 
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-
-
 @pytest.fixture
 async def live(tmp_path):
     objects = (namespace("team-a"), node("n1", cpu="64"), node("n2", cpu="64"), flavor("default-flavor"),

@@ -27,13 +27,6 @@ WAKE_SCENARIOS = {"ready-timeout-backoff": "PodsReadyGateCleared", "wake-preempt
                   "wake-victims-gone": "VictimsGone", "wake-hold-expires": "HoldExpired"}
 
 
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-
-
 # ---- the simulator: kube-scheduler's queue, and the scenarios that need a wake-up -----------------------
 
 @pytest.mark.parametrize("name", sorted(WAKE_SCENARIOS))

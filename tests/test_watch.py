@@ -25,13 +25,6 @@ from helpers import CPU, cq, flavor, lq, namespace, node, pod
 from live import FAST, Running, fingerprint, fresh_state, until
 
 
-@pytest.fixture(autouse=True)
-def _local_only(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-
-
 @pytest.fixture
 async def fake_api():
     async with FakeApiServer(bookmark_interval=0.3) as api:
@@ -362,7 +355,7 @@ async def test_fault_storm_ends_equal_to_a_fresh_list(fake_api, api_client, seed
 async def test_serve_kubeconfig_end_to_end(fake_api, tmp_path):
     """`quotient serve --kubeconfig`: not ready while an initial list hangs, ready after; /livez from the loop;
     a bind through the verbs is written to the API server (KubeWriter) and comes back through the watch."""
-    from serving import QUOTIENT_BIN, free_port
+    from serving import QUOTIENT_BIN, free_port, stop
 
     seed(fake_api)
     fake_api.apply(pod("e2e", phase="Pending"))
@@ -397,13 +390,7 @@ async def test_serve_kubeconfig_end_to_end(fake_api, tmp_path):
             assert r.status_code == 200, r.text
             assert fake_api.get("Pod", "team-a", "e2e")["spec"]["nodeName"] == "n1"
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop(proc)
 
 
 def test_serve_kubeconfig_unreadable_exits_2(tmp_path):
