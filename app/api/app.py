@@ -21,11 +21,14 @@ from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from .debug import debug_router
+from .limits import BodyLimit, too_many_items
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
 JSON = "application/json"
-MAX_BODY = 64 * 2**20      # 64 MiB: far above any NodeList kube-scheduler sends
+
+
+VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
 class VerbMiddleware:
@@ -39,7 +42,7 @@ class VerbMiddleware:
         self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
                            f"{prefix}/preempt": extender.preempt}
         self.bind_path = f"{prefix}/bind"
-        self.timers = {verb: metrics.timer(verb) for verb in ("filter", "prioritize", "preempt", "bind")} \
+        self.timers = {verb: metrics.timer(verb) for verb in VERBS} \
             if metrics is not None else {}
 
     async def __call__(self, scope, receive, send) -> None:
@@ -55,9 +58,10 @@ class VerbMiddleware:
         try:
             if scope["method"] != "POST":
                 return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
-            body = await _read_body(receive)
-            if body is None:
-                return await _answer(send, 413, orjson.dumps({"error": f"{verb}: body larger than {MAX_BODY} bytes"}))
+            body = await _read_body(receive)     # BodyLimit (outside) bounds its size
+            crowded = too_many_items(body)
+            if crowded:
+                return await _answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
             try:
                 out = await self.extender.bind(body) if handler is None else handler(body)
             except WireError as e:
@@ -73,17 +77,13 @@ class VerbMiddleware:
                 timer.observe(perf_counter() - started)
 
 
-async def _read_body(receive) -> bytes | None:
-    chunks, size = [], 0
+async def _read_body(receive) -> bytes:
+    chunks = []
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body"):
             break
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -128,8 +128,10 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     observers = attach(extender)
     app.state.extender = extender
     app.state.metrics = observers.metrics
-    app.add_middleware(VerbMiddleware, extender=extender, prefix=path_prefix.rstrip("/"), metrics=observers.metrics,
-                       leading=leading)
+    prefix = path_prefix.rstrip("/")
+    app.add_middleware(VerbMiddleware, extender=extender, prefix=prefix, metrics=observers.metrics, leading=leading)
+    # Added last, so outermost: no route reads a byte of a body over its limit.
+    app.add_middleware(BodyLimit, verb_paths=frozenset(f"{prefix}/{verb}" for verb in VERBS))
     if leading is not None:
         only_ready = ready
         ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)

@@ -24,7 +24,6 @@ from . import text
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
-MAX_EXPLAIN_BODY = 4 * 2**20
 DEFAULT_LIMIT = 50
 
 
@@ -59,7 +58,7 @@ async def respond(request: Request, build: Callable[[], Awaitable[dict]], render
     except BadManifest as e:
         return _error(as_text, 400, {"error": f"explain: {e}"})
     if as_text:
-        return Response(render(view), media_type=TEXT)
+        return Response(text.printable(render(view)), media_type=TEXT)
     return Response(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS), media_type=JSON)
 
 
@@ -69,7 +68,7 @@ def _as_json_text(view: dict) -> str:
 
 def _error(as_text: bool, status: int, view: dict) -> Response:
     if as_text:
-        return Response(text.render_error(view), status_code=status, media_type=TEXT)
+        return Response(text.printable(text.render_error(view)), status_code=status, media_type=TEXT)
     return Response(orjson.dumps(view), status_code=status, media_type=JSON)
 
 
@@ -149,9 +148,7 @@ def debug_router(extender) -> APIRouter:
     async def explain_pod(request: Request) -> Response:
         body = await request.body()
 
-        def build() -> dict:
-            if len(body) > MAX_EXPLAIN_BODY:
-                raise DebugError(413, f"explain: body larger than {MAX_EXPLAIN_BODY} bytes")
+        def build() -> dict:       # app.api.limits.BodyLimit has bounded the body's size
             obj, names = parse_manifest(body, request.headers.get("content-type", ""))
             return explain(state, obj, names)
         return await respond(request, now(build), text.render_explain)

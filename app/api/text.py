@@ -5,7 +5,17 @@ an empty value is "-". Quantities arrive already in human units from the views.
 """
 from __future__ import annotations
 
+import re
+
 GAP = "   "
+# What a terminal would obey instead of print: C0 and C1 controls (ESC starts colour, cursor and
+# title sequences) and the bidirectional overrides that reorder a line. Newline stays.
+_UNPRINTABLE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """The text with every control character taken from names and reasons shown as an escape (ESC -> \\x1b)."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def cell(value: object) -> str:

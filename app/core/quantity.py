@@ -20,7 +20,11 @@ _SUFFIX = {
     "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30),
     "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
 }
-_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
+# ASCII digits only (Python's \d also matches Arabic-Indic and other Unicode digits), and no two
+# adjacent repeats that can share a digit, so a failed match backtracks in linear time.
+_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
+# No real quantity is longer ("123456789.123456789e-9" is 22); a longer one is refused unread.
+MAX_QUANTITY_TEXT = 64
 
 MILLI_RESOURCES = frozenset({"cpu"})
 
@@ -48,8 +52,11 @@ def _parse(value: object, resource: str) -> int:
         text = repr(value) if isinstance(value, float) else str(value)
     elif isinstance(value, str):
         text = value.strip()
+        if len(text) > MAX_QUANTITY_TEXT:
+            raise QuantityError(f"{resource or 'quantity'}: {_shown(text)} is longer than "
+                                f"{MAX_QUANTITY_TEXT} characters, not a Kubernetes quantity")
     else:
-        raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a quantity")
+        raise QuantityError(f"{resource or 'quantity'}: {_shown(value)} is not a quantity")
     m = _RE.match(text)
     if not m:
         raise QuantityError(f"{resource or 'quantity'}: {value!r} is not a Kubernetes quantity")
@@ -67,6 +74,12 @@ def _parse(value: object, resource: str) -> int:
     if amount > MAX_QUANTITY:
         raise QuantityError(f"{resource or 'quantity'}: {value!r} is absurdly large")
     return int(amount.to_integral_value(rounding=ROUND_CEILING))
+
+
+def _shown(value: object) -> str:
+    """The start of a value for an error message: a 16,000-digit quantity is not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:32]}...({len(text)} characters)"
 
 
 def format_quantity(amount: int, resource: str) -> str:

@@ -124,17 +124,22 @@ def _resource_groups(raw: object, kind: str, name: str, has_parent: bool) -> lis
     groups: list[ResourceGroup] = []
     seen_flavors: set[str] = set()
     seen_resources: set[str] = set()
-    for gi, g in enumerate(listing(raw, kind, name, "spec.resourceGroups")):
+    raw_groups = listing(raw, kind, name, "spec.resourceGroups")
+    _at_most(raw_groups, MAX_RESOURCE_GROUPS, kind, name, "spec.resourceGroups")
+    for gi, g in enumerate(raw_groups):
         g = mapping(g, kind, name, f"resourceGroups[{gi}]")
         covered = listing(g.get("coveredResources"), kind, name, f"resourceGroups[{gi}].coveredResources")
         if not covered or not all(isinstance(r, str) and r for r in covered):
             raise InvalidObject(kind, name, f"resourceGroups[{gi}].coveredResources must list resource names")
+        _at_most(covered, MAX_GROUP_ITEMS, kind, name, f"resourceGroups[{gi}].coveredResources")
         for r in covered:
             if r in seen_resources:
                 raise InvalidObject(kind, name, f"resource {r} is covered by more than one resource group")
             seen_resources.add(r)
         flavors: list[FlavorQuotas] = []
-        for fi, f in enumerate(listing(g.get("flavors"), kind, name, f"resourceGroups[{gi}].flavors")):
+        raw_flavors = listing(g.get("flavors"), kind, name, f"resourceGroups[{gi}].flavors")
+        _at_most(raw_flavors, MAX_GROUP_ITEMS, kind, name, f"resourceGroups[{gi}].flavors")
+        for fi, f in enumerate(raw_flavors):
             where = f"resourceGroups[{gi}].flavors[{fi}]"
             f = mapping(f, kind, name, where)
             fname = f.get("name")
@@ -169,7 +174,23 @@ def _resource_groups(raw: object, kind: str, name: str, has_parent: bool) -> lis
         if not flavors:
             raise InvalidObject(kind, name, f"resourceGroups[{gi}] needs at least one flavor")
         groups.append(ResourceGroup(tuple(covered), flavors))
+    for what, total in (("flavors", len(seen_flavors)), ("coveredResources", len(seen_resources))):
+        if total > MAX_TOTAL_ITEMS:
+            raise InvalidObject(kind, name, f"{total} {what} across resourceGroups; Kueue allows at most "
+                                f"{MAX_TOTAL_ITEMS}")
     return groups
+
+
+# Kueue's own validation (apis/kueue/v1beta1 clusterqueue_types.go): up to 16 resource groups, each
+# covering up to 64 resources with up to 64 flavors, and 256 flavors and resources across all groups.
+MAX_RESOURCE_GROUPS = 16
+MAX_GROUP_ITEMS = 64
+MAX_TOTAL_ITEMS = 256
+
+
+def _at_most(items: list, limit: int, kind: str, name: str, where: str) -> None:
+    if len(items) > limit:
+        raise InvalidObject(kind, name, f"{where} has {len(items)} items; Kueue allows at most {limit}")
 
 
 def _weight(spec: dict, kind: str, name: str) -> float:

@@ -2,7 +2,8 @@
 
 A ClusterQueue naming a cohort that has no Cohort object gets an implicit one,
 as in Kueue. A ClusterQueue is inactive (admits nothing, says why) when a
-flavor it names does not exist or its cohort chain has a cycle.
+flavor it names does not exist, or its cohort chain has a cycle or is deeper than
+MAX_COHORT_DEPTH (a chain built to exhaust the recursion of every tree walk).
 """
 from __future__ import annotations
 
@@ -24,21 +25,29 @@ def _limits(groups: list[ResourceGroup]) -> dict:
             for g in groups for fq in g.flavors for r, q in fq.resources.items()}
 
 
-def _cycle(start: str, cohorts: dict[str, Cohort]) -> bool:
+# Kueue sets no depth; real hierarchies are a handful of levels, and every walk of the tree
+# (subtree quota, fair-sharing shares) recurses once per level.
+MAX_COHORT_DEPTH = 100
+
+
+def _chain_problem(start: str, cohorts: dict[str, Cohort]) -> str | None:
+    """Why the parentName chain from `start` up cannot be used, or None."""
     seen, name = set(), start
     while name:
         if name in seen:
-            return True
+            return "is in a parentName cycle"
+        if len(seen) >= MAX_COHORT_DEPTH:
+            return f"is more than {MAX_COHORT_DEPTH} parentName levels below its root"
         seen.add(name)
         c = cohorts.get(name)
         name = c.parent if c else ""
-    return False
+    return None
 
 
 def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
                flavors: dict[str, ResourceFlavor]) -> QuotaTree:
     tree = QuotaTree()
-    cyclic = {name for name in cohorts if _cycle(name, cohorts)}
+    broken = {name: why for name in cohorts if (why := _chain_problem(name, cohorts))}
 
     def cohort_node(name: str) -> QuotaNode:
         node = tree.cohorts.get(name)
@@ -46,7 +55,7 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
             spec = cohorts.get(name)
             node = QuotaNode(name, True, quotas=_limits(spec.resource_groups) if spec else {})
             tree.cohorts[name] = node
-            if spec and spec.parent and name not in cyclic:
+            if spec and spec.parent and name not in broken:
                 parent = cohort_node(spec.parent)
                 node.parent = parent
                 parent.children.append(node)
@@ -62,8 +71,8 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
             tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
                                    f"{', '.join(missing)} does not exist")
         if cq.cohort:
-            if cq.cohort in cyclic:
-                tree.inactive[name] = f"ClusterQueue {name} is inactive: cohort {cq.cohort} is in a parentName cycle"
+            if cq.cohort in broken:
+                tree.inactive[name] = f"ClusterQueue {name} is inactive: cohort {cq.cohort} {broken[cq.cohort]}"
                 continue
             parent = cohort_node(cq.cohort)
             node.parent = parent
