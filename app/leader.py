@@ -1,6 +1,11 @@
 """Leader election on a coordination.k8s.io/v1 Lease: several replicas keep their state in sync,
 exactly one answers the verbs. A leader that cannot renew before its lease would expire stops
-leading at once (it may no longer be the only one)."""
+leading at once (it may no longer be the only one).
+
+As client-go does it, a renewal counts from the moment it was sent, not from when its answer
+came back: the lease it wrote expires lease_seconds after a time no later than that, so leading
+ends renew_seconds after the send, before any other replica can see the lease expired. Each
+attempt is bounded by renew_seconds, so a hanging API server cannot hold one open."""
 from __future__ import annotations
 
 import asyncio
@@ -35,7 +40,7 @@ class LeaderElector:
     async def run(self) -> None:
         while not self._stop.is_set():
             try:
-                await self._try_acquire_or_renew()
+                await asyncio.wait_for(self._try_acquire_or_renew(), self.renew_seconds)
             except (ApiException, asyncio.TimeoutError, OSError) as e:
                 log.warning("lease %s/%s: %s", self.namespace, self.name, getattr(e, "reason", e))
             wait = self.retry_seconds * (0.8 + 0.4 * random.random())
@@ -55,6 +60,7 @@ class LeaderElector:
                                   acquire_time=acquired or now, renew_time=now, lease_transitions=transitions)
 
     async def _try_acquire_or_renew(self) -> None:
+        sent = _now()           # every renew_time this attempt writes is at or after this instant
         try:
             lease = await self.api.read_namespaced_lease(self.name, self.namespace)
         except ApiException as e:
@@ -63,7 +69,7 @@ class LeaderElector:
             body = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
                                   spec=self._spec(0, None))
             await self.api.create_namespaced_lease(self.namespace, body)
-            self._became_leader()
+            self._became_leader(sent)
             return
         spec = lease.spec or client.V1LeaseSpec()
         mine = spec.holder_identity == self.identity
@@ -78,12 +84,12 @@ class LeaderElector:
         lease.spec = self._spec(transitions, spec.acquire_time if mine else None)
         await self.api.replace_namespaced_lease(self.name, self.namespace, lease)   # 409 if someone won first
         if not mine:
-            self._became_leader()
-        self._renewed = _now()
+            self._became_leader(sent)
+        self._renewed = sent
 
-    def _became_leader(self) -> None:
+    def _became_leader(self, sent: datetime) -> None:
         log.info("%s now leads (lease %s/%s)", self.identity, self.namespace, self.name)
-        self._renewed = _now()
+        self._renewed = sent
 
     async def _release(self) -> None:
         try:

@@ -72,12 +72,15 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
   "slow"     watch: each event is delayed by `delay` seconds (default 0.2)
   "error"    answers `code` (default 500) with a Status (reason InternalError for 500)
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
+api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
+resourceVersion newer than the server's answers 504 "Too large resource version".
 Faults are consumed in the order they were added; api.clear_faults() drops those not yet used.
 """
 from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import itertools
 import time
 import uuid
@@ -424,6 +427,20 @@ class FakeApiServer:
             if w.bookmarks:
                 w.queue.put_nowait(("BOOKMARK", self._bookmark_obj(w.kind)))
 
+    def backup(self) -> tuple[int, dict]:
+        """What an etcd backup holds now: every object and the resourceVersion (see restore)."""
+        return self.rv, copy.deepcopy(self.store)
+
+    def restore(self, backup: tuple[int, dict]) -> None:
+        """The API server comes back from a backup: objects and resourceVersion as they were then, no
+        history, every watch cut. A watch from a newer resourceVersion (a client that saw what came after
+        the backup) is then answered 504 "Too large resource version", as a real API server does."""
+        self.rv, store = backup
+        self.store = copy.deepcopy(store)
+        self.compacted = self.rv
+        self.history.clear()
+        self.drop_watches()
+
     def drop_watches(self) -> None:
         """Cut every open watch now (as an apiserver restart would)."""
         for w in list(self.watchers):
@@ -676,6 +693,8 @@ class FakeApiServer:
                     wire.setdefault("kind", k.kind)
                     wire.setdefault("apiVersion", k.api_version)
                     queue.put_nowait(("ADDED", wire))
+        elif since.isdigit() and int(since) > self.rv:
+            return _status(504, "Timeout", f"Too large resource version: {since}, current: {self.rv}")
         elif not since.isdigit() or int(since) < self.compacted or (f is not None and f.action == "gone"):
             queue.put_nowait(("ERROR", status_body(410, "Expired",
                                                    f"too old resource version: {since} ({self.compacted})")))

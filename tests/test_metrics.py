@@ -165,12 +165,12 @@ async def test_watch_counters_are_defined_for_the_live_source(ext, api):
     async with api(ext) as c:
         text = (await c.get("/metrics")).text
         observers.metrics.watch_restarted("Pod")
-        observers.metrics.relisted("Pod")
+        observers.metrics.relisted("Pod", "http 504")
         m = await scrape(c)
     assert "# TYPE quotient_watch_restarts_total counter" in text
     assert "# TYPE quotient_watch_relists_total counter" in text
     assert value(m, "quotient_watch_restarts_total", kind="Pod") == 1
-    assert value(m, "quotient_watch_relists_total", kind="Pod") == 1
+    assert value(m, "quotient_watch_relists_total", kind="Pod", reason="http 504") == 1
 
 
 def test_attach_is_once_per_extender(ext):

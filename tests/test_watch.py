@@ -152,9 +152,9 @@ async def test_gone_relists_and_reconciles(fake_api, api_client):
         await until(lambda: source.ready)
         state = source.state
         assert cq_cpu(state, "cq-a") == 4 * CPU
-        fake_api.fault("error", resource="pods", verb="watch", times=10_000)
+        fake_api.fault("error", resource="pods", verb="watch", times=10_000, code=429)     # resumed, not relisted
         fake_api.drop_watches()
-        await until(lambda: source.errors[("Pod", "http 500")] >= 1, what="disconnected")
+        await until(lambda: source.errors[("Pod", "http 429")] >= 1, what="disconnected")
         fake_api.delete("Pod", "team-a", "p0")
         fake_api.apply(pod("p1", node="n2", phase="Running", cpu="3"))
         fake_api.apply(pod("p9", node="n1", phase="Running"))
@@ -241,9 +241,11 @@ async def test_server_errors_and_hangs_back_off_and_recover(fake_api, api_client
         fake_api.drop_watches()
         for i in range(4):
             fake_api.apply(pod(f"s{i}", node="n1", phase="Running"))
-        await until(lambda: len(state.pods) == 4, timeout=10, what="recovered")
+        await until(lambda: len(state.pods) == 4 and not fake_api.faults and source.ready, timeout=10,
+                    what="recovered")
         assert cq_cpu(state, "cq-a") == 4 * CPU
         assert source.errors[("Pod", "http 500")] == 3
+        assert source.relist_reasons[("Pod", "http 500")] >= 1       # a server error relists (issue 16.10)
         assert source.errors[("Pod", "watch idle")] + source.errors[("Pod", "timeout")] == 1
         assert source.alive
 
@@ -275,7 +277,7 @@ async def test_restart_and_relist_metrics(fake_api, api_client):
         await until(lambda: source.relists["Node"] == 1 and source.errors[("Pod", "connection dropped")] >= 1,
                     what="relist and drop")
         text = metrics.render().decode()
-        assert 'quotient_watch_relists_total{kind="Node"} 1.0' in text
+        assert 'quotient_watch_relists_total{kind="Node",reason="expired"} 1.0' in text
         assert 'quotient_watch_restarts_total{kind="Pod"}' in text
         assert 'quotient_watch_errors_total{cause="connection dropped",kind="Pod"}' in text
 

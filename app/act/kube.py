@@ -3,6 +3,8 @@
 Every write is idempotent (a binding already made to the same node, an eviction of a pod
 already gone, are successes), retried with a short jittered backoff on errors that may pass
 (5xx, 429 other than a PodDisruptionBudget's, timeouts), and counted when it fails for good.
+Every call is bounded by API_TIMEOUT: an API server that accepts the connection and never
+answers costs one timeout per try, never a reconcile that waits forever.
 A PodDisruptionBudget's 429 is not retried here: the eviction is refused, and the preemption
 that wanted it tries again at the next reconcile (or another victim set is chosen).
 """
@@ -25,6 +27,7 @@ from .writer import PREEMPTION_REASONS, RETRY_ANNOTATION, WriteError
 log = logging.getLogger("quotient.act")
 KUEUE = ("kueue.x-k8s.io", "v1beta1")
 RETRIES = 3
+API_TIMEOUT = 10.0       # seconds for one API call, its answer's body included
 
 
 def _now() -> str:
@@ -50,7 +53,8 @@ def _is_pdb_refusal(e: ApiException) -> bool:
 
 
 class KubeWriter:
-    def __init__(self, api: client.ApiClient, state, component: str = "quotient"):
+    def __init__(self, api: client.ApiClient, state, component: str = "quotient", timeout: float = API_TIMEOUT):
+        self.timeout = timeout
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
         self.custom = client.CustomObjectsApi(api)
@@ -63,7 +67,7 @@ class KubeWriter:
         """call() with retries on what may pass; ApiException for the rest, WriteError after the last try."""
         for attempt in range(RETRIES):
             try:
-                return await _checked(await call())
+                return await self._bounded(call())
             except ApiException as e:
                 if e.status and e.status < 500 and e.status != 429 or _is_pdb_refusal(e):
                     raise
@@ -83,7 +87,8 @@ class KubeWriter:
         except ApiException as e:
             if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
                 try:
-                    current = await self.core.read_namespaced_pod(pod.name, pod.namespace)
+                    current = await asyncio.wait_for(self.core.read_namespaced_pod(pod.name, pod.namespace),
+                                                     self.timeout)
                 except (ApiException, asyncio.TimeoutError, OSError):
                     current = None
                 if current is not None and current.spec.node_name == node:
@@ -138,9 +143,15 @@ class KubeWriter:
             self.failures["wake"] += 1
             raise WriteError(f"waking {pod.key}: HTTP {e.status} {e.reason}") from None
 
+    async def _bounded(self, write):
+        """One API call and the reading of its answer, within self.timeout (asyncio.TimeoutError after)."""
+        async def call():
+            return await _checked(await write)
+        return await asyncio.wait_for(call(), self.timeout)
+
     async def _best_effort(self, write) -> None:
         try:
-            await _checked(await write)
+            await self._bounded(write)
         except (ApiException, asyncio.TimeoutError, OSError) as e:
             self.failures["annotation"] += 1
             log.debug("best-effort write failed: %s", e)

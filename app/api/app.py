@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from time import perf_counter
+from time import monotonic, perf_counter
 
 import orjson
 from fastapi import FastAPI
@@ -96,17 +96,51 @@ async def _answer(send, status: int, body: bytes) -> None:
 
 
 WAKE_INTERVAL = 1.0     # seconds between two looks for refused pods whose refusal cleared
+STALL_ROUNDS = 6        # a loop that has not finished a round for this many intervals is stuck
+MIN_STALL = 30.0        # seconds, whatever the interval: a long round under load is not a stall
 
 
-async def _every(interval: float, work, what: str, leading=None) -> None:
+class Loops:
+    """When each background loop last finished a round. A loop stuck in an await (an API call that
+    never answers, a lock never released) makes /livez fail, so the kubelet restarts the process
+    instead of leaving a replica that answers the verbs but never evicts or publishes again."""
+
+    def __init__(self, clock=monotonic):
+        self.clock = clock
+        self.intervals: dict[str, float] = {}
+        self.finished: dict[str, float] = {}
+
+    def start(self, what: str, interval: float) -> None:
+        self.intervals[what] = interval
+        self.finished[what] = self.clock()
+
+    def finish(self, what: str) -> None:
+        self.finished[what] = self.clock()
+
+    def age(self, what: str) -> float:
+        """Seconds since `what` last finished a round (or started)."""
+        return self.clock() - self.finished.get(what, self.clock())
+
+    def stuck(self) -> str | None:
+        """Why the process is not live, or None."""
+        for what, interval in self.intervals.items():
+            limit = max(MIN_STALL, STALL_ROUNDS * interval)
+            age = self.age(what)
+            if age > limit:
+                return f"{what} loop has not finished a round for {age:.0f}s (limit {limit:.0f}s)"
+        return None
+
+
+async def _every(interval: float, work, what: str, loops: Loops, leading=None) -> None:
+    loops.start(what, interval)
     while True:
         await asyncio.sleep(interval)
-        if leading is not None and not leading():
-            continue                 # standbys keep their state but decide and write nothing
-        try:
-            await work()
-        except Exception:   # a bug must not stop the loop: it is logged and tried again next time
-            log.exception("%s failed", what)
+        if leading is None or leading():     # standbys keep their state but decide and write nothing
+            try:
+                await work()
+            except Exception:   # a bug must not stop the loop: it is logged and tried again next time
+                log.exception("%s failed", what)
+        loops.finish(what)
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
@@ -115,10 +149,13 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     with leading (leader election), only the leader answers the verbs and reports ready; alive says
     whether the state's source still runs (the live watch loop), for /livez."""
 
+    loops = Loops()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        tasks = [asyncio.create_task(_every(reconcile_interval, extender.reconcile, "reconcile", leading)),
-                 asyncio.create_task(_every(min(WAKE_INTERVAL, reconcile_interval), extender.wake, "wake", leading))] \
+        tasks = [asyncio.create_task(_every(reconcile_interval, extender.reconcile, "reconcile", loops, leading)),
+                 asyncio.create_task(_every(min(WAKE_INTERVAL, reconcile_interval), extender.wake, "wake", loops,
+                                            leading))] \
             if reconcile_interval else []
         yield
         for task in tasks:
@@ -128,6 +165,8 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     observers = attach(extender)
     app.state.extender = extender
     app.state.metrics = observers.metrics
+    app.state.loops = loops
+    observers.metrics.watch_loops(loops)
     prefix = path_prefix.rstrip("/")
     app.add_middleware(VerbMiddleware, extender=extender, prefix=prefix, metrics=observers.metrics, leading=leading)
     # Added last, so outermost: no route reads a byte of a body over its limit.
@@ -143,9 +182,10 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
 
     @app.get("/livez")
     async def livez() -> Response:
-        if alive():
+        reason = "watch loop not running" if not alive() else loops.stuck()
+        if reason is None:
             return Response(b'{"live":true}', media_type=JSON)
-        return Response(b'{"live":false,"reason":"watch loop not running"}', status_code=503, media_type=JSON)
+        return Response(orjson.dumps({"live": False, "reason": reason}), status_code=503, media_type=JSON)
 
     @app.get("/readyz")
     async def readyz() -> Response:

@@ -7,7 +7,7 @@ ClusterQueue, a flavor or resource, never a reason's free text.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
@@ -55,8 +55,10 @@ class Metrics:
             ["kind"], registry=registry)
         self.watch_relists = Counter(
             "quotient_watch_relists_total",
-            "Full relists after a watch could not resume (410 Gone; fed by the live watch source).",
-            ["kind"], registry=registry)
+            "Full relists after a watch could not resume, by kind and reason (expired: 410 Gone; http 504: too "
+            "large resource version, as after a restore from a backup; any error the server reported; fed by the "
+            "live watch source). /readyz is 503 until the relist is applied.",
+            ["kind", "reason"], registry=registry)
         self.watch_errors = Counter(
             "quotient_watch_errors_total",
             "Problems the live watch source met and survived, by kind and cause (invalid object, undecodable "
@@ -76,6 +78,7 @@ class Metrics:
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
         self._timers: dict[str, object] = {}
+        self._loops = None              # app.api.app.Loops, once an application runs the background loops
 
     # ---- event side: cheap, on the verb path ------------------------------------
     def timer(self, verb: str):
@@ -125,9 +128,21 @@ class Metrics:
         """For the live watch source: a watch of `kind` was restarted."""
         self.watch_restarts.labels(kind).inc()
 
-    def relisted(self, kind: str) -> None:
-        """For the live watch source: `kind` was listed again from scratch."""
-        self.watch_relists.labels(kind).inc()
+    def watch_loops(self, loops) -> None:
+        """Export how long ago each background loop (reconcile, wake) finished a round (the last
+        application built on this state is the one watched)."""
+        first = self._loops is None
+        self._loops = loops
+        if first:
+            gauge = Gauge("quotient_loop_seconds_since_round",
+                          "Seconds since a background loop (reconcile, wake) last finished a round; /livez fails "
+                          "when one is stuck for several intervals.", ["loop"], registry=self.registry)
+            for what in ("reconcile", "wake"):
+                gauge.labels(what).set_function(lambda what=what: self._loops.age(what))
+
+    def relisted(self, kind: str, reason: str = "expired") -> None:
+        """For the live watch source: `kind` was listed again from scratch, because of `reason` (a bounded cause)."""
+        self.watch_relists.labels(kind, reason).inc()
 
     def watch_error(self, kind: str, cause: str) -> None:
         """For the live watch source: a bounded cause (never an object's name) met while listing or watching."""

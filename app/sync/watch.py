@@ -6,16 +6,19 @@ resourceVersion with bookmarks. Every object goes through sync.dispatch.apply_ob
 same door the snapshot uses.
 
 - The first lists of all resources are applied in one bulk pass (pods last), so the quota
-  tree is built once; `ready` turns True only then and stays True afterwards (a relist keeps
-  serving from the last good state until the new list is in).
-- A watch that ends (timeoutSeconds), drops, sends garbage, answers an error or hangs past
-  the read timeout is started again from the last resourceVersion seen (an applied event or a
-  BOOKMARK), after a jittered exponential backoff when it failed. Events are applied in
-  order and the resourceVersion advances only past events handled, so a reconnect neither
-  loses nor repeats one.
-- 410 Gone (an ERROR event or an HTTP 410) relists and reconciles: the objects of that kind
-  the new list lacks are deleted through apply_object(..., deleted=True), the rest upserted
-  (those whose resourceVersion did not change are left alone). The source keeps, per
+  tree is built once; `ready` turns True only then, and is False again while a resource
+  waits for a relist (its state may be wrong: /readyz says so until the new list is in).
+- A watch that ends (timeoutSeconds), times out, or whose connection fails or drops is
+  started again from the last resourceVersion seen (an applied event or a BOOKMARK), after a
+  jittered exponential backoff when it failed; so is one answered 429 (the server asks for
+  patience). Events are applied in order and the resourceVersion advances only past events
+  handled, so a reconnect neither loses nor repeats one.
+- Every other error the server reports (410 Gone, a 504 "too large resource version" from an
+  API server restored from a backup, any other HTTP error or ERROR event, an undecodable
+  event) relists after the backoff, as client-go's reflector does: resuming from a
+  resourceVersion the server rejected would fail for good. A relist reconciles: the objects of
+  that kind the new list lacks are deleted through apply_object(..., deleted=True), the rest
+  upserted (those whose resourceVersion did not change are left alone). The source keeps, per
   resource, key -> (uid, resourceVersion), so a pod recreated under the same name with a new
   uid replaces the old one instead of being counted twice.
 - An object that fails validation (InvalidObject) is skipped through state.skip (logged once
@@ -26,7 +29,7 @@ same door the snapshot uses.
   as empty for readiness and is looked for again every `absent_retry` seconds.
 
 Errors are counted in `errors[(kind, cause)]`, watch restarts in `restarts[kind]`, relists in
-`relists[kind]`, and fed to the metrics hooks (Metrics.watch_restarted, .relisted,
+`relists[kind]` (and by reason in `relist_reasons`), and fed to the metrics hooks (Metrics.watch_restarted, .relisted,
 .watch_error) when `metrics` is given. Each (kind, cause) is logged at warning once, then at
 debug. HTTP goes through a kubernetes_asyncio ApiClient (call_api with the BearerToken auth
 setting), so TLS, tokens and kubeconfig handling are kubernetes-asyncio's: see make_api_client.
@@ -84,6 +87,12 @@ RESOURCES = (
     Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, optional=True),
     Resource("Pod", "", "v1", "pods", True),
 )
+
+
+# A watch that failed with one of these is resumed from its resourceVersion; every other error
+# relists. Timeouts and broken connections say nothing about the resourceVersion; a 429 asks
+# for patience.
+RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection dropped", "http 429"})
 
 
 class Gone(Exception):
@@ -184,6 +193,8 @@ class WatchSource:
         self.events: Counter = Counter()                      # (kind, type) -> events handled
         self._logged: set = set()
         self._ready = False
+        self.stale: dict[str, str] = {}          # kind -> why it must be listed again
+        self.relist_reasons: Counter = Counter()  # (kind, reason)
         self._beat = 0.0
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -191,8 +202,17 @@ class WatchSource:
     # ---- health ---------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        """True once the first list of every resource has been applied."""
-        return self._ready
+        """True once the first list of every resource has been applied, and no resource awaits a relist."""
+        return self._ready and not self.stale
+
+    @property
+    def readiness(self) -> str:
+        """Why the source is not ready ("" when it is), for /readyz."""
+        if not self._ready:
+            return "initial lists not yet applied"
+        if self.stale:
+            return "relisting " + ", ".join(f"{kind} ({why})" for kind, why in sorted(self.stale.items()))
+        return ""
 
     @property
     def alive(self) -> bool:
@@ -254,10 +274,11 @@ class WatchSource:
         if self.metrics is not None:
             self.metrics.watch_restarted(res.kind)
 
-    def _relisted(self, res: Resource) -> None:
+    def _relisted(self, res: Resource, reason: str) -> None:
         self.relists[res.kind] += 1
+        self.relist_reasons[(res.kind, reason)] += 1
         if self.metrics is not None:
-            self.metrics.relisted(res.kind)
+            self.metrics.relisted(res.kind, reason)
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2**attempt capped."""
@@ -449,6 +470,9 @@ class WatchSource:
                     self._apply_lists([(res, (items, rv))])
                     absent = False
                     log.info("%s now served: %d listed", res.plural, len(items))
+                if res.kind in self.stale:
+                    await self._relist(res)
+                    attempt = 0
                 progressed = await self._watch_once(res)
                 self._restarted(res)
                 if progressed:
@@ -460,35 +484,34 @@ class WatchSource:
             except Absent:
                 absent = True
                 self.rv.pop(res.kind, None)
+                self.stale.pop(res.kind, None)
+                self._apply_lists([(res, ([], ""))])
                 continue
             except Gone as e:
                 self._error(res, "expired", str(e) or "410 Gone")
-                try:
-                    items, rv = await self._list(res)
-                except Absent:
-                    absent = True
-                    self._apply_lists([(res, ([], ""))])
-                    continue
-                except WatchError as e2:
-                    self._error(res, e2.cause, str(e2))
-                    self.rv[res.kind] = ""          # still stale: list again after the backoff
-                    await asyncio.sleep(self._backoff(attempt))
-                    attempt += 1
-                    continue
-                self._apply_lists([(res, (items, rv))])
-                self._relisted(res)
-                attempt = 0
-                continue
+                self.stale[res.kind] = "expired"
+                continue                            # relist at once: nothing to wait for
             except WatchError as e:
                 self._error(res, e.cause, e.detail)
+                if res.kind in self.stale or e.cause not in RESUMABLE:
+                    self.stale[res.kind] = e.cause      # the server said no: resuming would fail again
             except asyncio.CancelledError:
                 raise
             except Exception as e:      # a bug must not stop the source
                 self._error(res, "internal error", f"{type(e).__name__}: {e}")
                 log.debug("internal error", exc_info=True)
+                self.stale[res.kind] = "internal error"
             self._restarted(res)
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
+
+    async def _relist(self, res: Resource) -> None:
+        """List `res` again and reconcile the state with it; ready again once every stale kind is relisted."""
+        items, rv = await self._list(res)
+        self._apply_lists([(res, (items, rv))])
+        self._relisted(res, self.stale.pop(res.kind))
+        if not self.stale:
+            log.info("relisted %s: ready again", res.plural)
 
     async def _watch_once(self, res: Resource) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.

@@ -1,0 +1,190 @@
+"""Issue 16, points 8-10: a faulty control plane. API calls that never answer are bounded and a stuck
+reconcile fails /livez; a lease renewal answered late never extends leadership; an API server
+restored from a backup (watch answers 504 "Too large resource version") is relisted, and /readyz
+says 503 until the relist is in. Point 11 (one Binding per pod at a time) is
+tests/test_interleaving.py::test_a_second_bind_of_the_same_pod_waits_for_the_first.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+import app.api.app as app_module
+from app.act.kube import KubeWriter
+from app.act.writer import SnapshotWriter, WriteError
+from app.api.app import Loops, create_app
+from app.extender import Extender
+from app.leader import LeaderElector
+from app.objects.pod import decode_pod
+from app.observe import attach
+from app.state.cluster import ClusterState
+from app.sync.watch import make_api_client
+from fakeapi import FakeApiServer
+from helpers import pod
+from live import Running, fingerprint, fresh_state, until
+from test_watch import cq_cpu, seed
+
+
+@pytest.fixture
+async def fake_api():
+    async with FakeApiServer(bookmark_interval=0.3) as api:
+        yield api
+
+
+@pytest.fixture
+async def api_client(fake_api, tmp_path):
+    client = await make_api_client(fake_api.kubeconfig_path(tmp_path))
+    yield client
+    await client.close()
+
+
+# ---- point 8: every API call has a timeout; a stuck loop fails /livez ----------------------------
+
+@pytest.mark.parametrize("write", ["eviction", "binding", "wake"])
+async def test_a_write_the_api_never_answers_fails_within_its_timeouts(fake_api, api_client, write):
+    fake_api.apply(pod("victim", node="n1" if write == "eviction" else "", phase="Running" if write == "eviction"
+                       else "Pending"))
+    info = decode_pod(fake_api.get("Pod", "team-a", "victim"))
+    writer = KubeWriter(api_client, ClusterState(), timeout=0.2)
+    fake_api.fault("hang", resource="pods", times=100)
+    call = {"eviction": lambda: writer.evict(info, "Preempted", "test"),
+            "binding": lambda: writer.bind(info, "n1"),
+            "wake": lambda: writer.wake(info, "QuotaFreed")}[write]
+    started = time.monotonic()
+    with pytest.raises(WriteError, match="TimeoutError"):
+        await asyncio.wait_for(call(), 10)         # before: it waited for as long as the server held it
+    assert time.monotonic() - started < 5           # three tries of 0.2 s and their backoff
+    fake_api.release()
+
+
+async def test_a_reconcile_stuck_in_an_await_makes_livez_fail(load_extender, monkeypatch):
+    from test_bad_input import SNAPSHOT
+    monkeypatch.setattr(app_module, "MIN_STALL", 0.3)
+    ext = load_extender(SNAPSHOT)
+    never = asyncio.Event()
+    calls = []
+
+    async def reconcile():
+        calls.append(1)
+        if len(calls) > 2:
+            await never.wait()                      # as an API call without a timeout did
+
+    ext.reconcile = reconcile
+    app = create_app(ext, reconcile_interval=0.02)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            assert (await c.get("/livez")).status_code == 200
+            await until(lambda: len(calls) > 2, what="reconcile stuck")
+            await asyncio.sleep(0.5)
+            r = await c.get("/livez")
+            assert r.status_code == 503, r.text
+            assert r.json()["reason"].startswith("reconcile loop has not finished a round for")
+            metrics = (await c.get("/metrics")).text
+            age = [line for line in metrics.splitlines()
+                   if line.startswith('quotient_loop_seconds_since_round{loop="reconcile"}')]
+            assert age and float(age[0].split()[-1]) > 0.3
+            never.set()
+            await until(lambda: len(calls) > 3, what="reconcile going again")
+            await asyncio.sleep(0.1)
+            assert (await c.get("/livez")).status_code == 200
+
+
+def test_loops_say_which_loop_is_stuck_after_several_intervals():
+    now = [100.0]
+    loops = Loops(clock=lambda: now[0])
+    loops.start("reconcile", 10.0)
+    loops.start("wake", 1.0)
+    now[0] += 59
+    loops.finish("wake")
+    assert loops.stuck() is None                    # 6 intervals of 10 s not yet passed
+    now[0] += 2
+    loops.finish("wake")
+    assert loops.stuck() == "reconcile loop has not finished a round for 61s (limit 60s)"
+    loops.finish("reconcile")
+    assert loops.stuck() is None
+
+
+# ---- point 9: a lease counts from before the renewal was sent -----------------------------------
+
+async def test_a_renewal_answered_late_does_not_extend_leadership(fake_api, api_client):
+    a = LeaderElector(api_client, "quotient-system", "quotient", "replica-a", lease_seconds=3, renew_seconds=1.0,
+                      retry_seconds=0.1)
+    running = asyncio.create_task(a.run())
+    await until(lambda: a.leading, what="leading")
+    fake_api.fault("pause", resource="leases", verb="write", when="after")   # the renewal lands, its answer waits
+    await fake_api.paused_request()
+    sent_by = time.monotonic()                      # the renewal was sent before this
+    fake_api.fault("error", resource="leases", times=1000)   # and no renewal succeeds after it
+    await asyncio.sleep(0.8)
+    fake_api.resume()                               # answered 0.8 s after it was sent: a success
+    await asyncio.sleep(max(0.0, sent_by + 1.15 - time.monotonic()))
+    # Leadership ends renew_seconds after the send (before: after the answer, 0.8 s too late)
+    assert not a.leading
+    fake_api.clear_faults()
+    a.stop()
+    await running
+
+
+async def test_a_renewal_that_hangs_is_given_up_and_the_elector_goes_on(fake_api, api_client):
+    a = LeaderElector(api_client, "quotient-system", "quotient", "replica-a", lease_seconds=3, renew_seconds=0.5,
+                      retry_seconds=0.1)
+    running = asyncio.create_task(a.run())
+    await until(lambda: a.leading, what="leading")
+    fake_api.fault("hang", resource="leases", times=3)
+    await asyncio.sleep(0.8)
+    assert not a.leading
+    # Each hanging attempt was abandoned at the renew deadline; the next ones renew again.
+    await until(lambda: a.leading, timeout=5, what="leading again")
+    fake_api.release()
+    a.stop()
+    await running
+
+
+# ---- point 10: a restore from a backup relists; /readyz is 503 until it is in -----------------------
+
+async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_client):
+    seed(fake_api, pods=2)
+    state = ClusterState()
+    extender = Extender(state, SnapshotWriter(state))
+    metrics = attach(extender).metrics
+    async with Running(api_client, state, metrics=metrics) as source:
+        app = create_app(extender, ready=lambda: source.ready)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            await until(lambda: source.ready and fake_api.open_watches > 0, what="watching")
+            backup = fake_api.backup()
+            fake_api.apply(pod("after-backup", node="n2", phase="Running", cpu="5"))
+            await until(lambda: "uid-team-a-after-backup" in state.pods, what="pod seen")
+            assert cq_cpu(state, "cq-a") == 7 * 1000
+            fake_api.fault("pause", resource="pods", verb="list")        # hold the relist to look at /readyz
+            fake_api.restore(backup)                 # the pod created after the backup is gone for good
+            await fake_api.paused_request()
+            assert not source.ready and "Pod (http 504)" in source.readiness
+            assert (await c.get("/readyz")).status_code == 503
+            fake_api.resume()
+            await until(lambda: source.ready, what="relisted")
+            assert (await c.get("/readyz")).status_code == 200
+            assert "uid-team-a-after-backup" not in state.pods and cq_cpu(state, "cq-a") == 2 * 1000
+            assert source.relist_reasons[("Pod", "http 504")] == 1
+            text = (await c.get("/metrics")).text
+            assert 'quotient_watch_relists_total{kind="Pod",reason="http 504"} 1.0' in text
+            assert fingerprint(state) == fingerprint(await fresh_state(api_client))
+
+
+async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client):
+    seed(fake_api, pods=1)
+    async with Running(api_client) as source:
+        await until(lambda: source.ready and fake_api.open_watches > 0, what="watching")
+        fake_api.fault("error", resource="pods", verb="watch", code=503)
+        fake_api.drop_watches()
+        await until(lambda: source.relist_reasons[("Pod", "http 503")] == 1 and source.ready, what="relisted")
+        fake_api.fault("hang", resource="pods", verb="watch")         # a plain timeout: resumed, not relisted
+        fake_api.drop_watches()
+        await until(lambda: source.errors[("Pod", "timeout")] + source.errors[("Pod", "watch idle")] >= 1,
+                    timeout=10, what="timed out")
+        fake_api.apply(pod("later", node="n1", phase="Running"))
+        await until(lambda: "uid-team-a-later" in source.state.pods, timeout=10, what="resumed")
+        assert source.relists["Pod"] == 1 and source.ready
+        fake_api.release()
