@@ -72,7 +72,8 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
         app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
-                         leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive)
+                         leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
+                         clients_verified=bool(args.tls_client_ca))
         server = uvicorn.Server(uvicorn.Config(app, host=args.host,
                                                port=args.port, log_level=args.log_level, access_log=False,
                                                log_config=None, **(tls or {})))
@@ -111,11 +112,13 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .api.app import create_app
+    from .api.exposure import ExposureError, check_exposure
     from .api.tls import TLSError, uvicorn_tls_options
 
     try:
         tls = uvicorn_tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
-    except TLSError as e:
+        check_exposure(args.host, args.tls_client_ca, args.insecure_no_client_auth)
+    except (TLSError, ExposureError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
     # Live mode: --kubeconfig, or in a pod (KUBERNETES_SERVICE_HOST) when no --snapshot is given.
@@ -141,7 +144,8 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
-    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval), host=args.host,
+    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
+                           clients_verified=bool(args.tls_client_ca)), host=args.host,
                 port=args.port, log_level=args.log_level, access_log=False, log_config=None, **tls)
     return 0
 
@@ -209,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     s.add_argument("--tls-client-ca", metavar="FILE",
                    help="require client certificates signed by this PEM CA (only kube-scheduler may call)")
+    s.add_argument("--insecure-no-client-auth", action="store_true",
+                   help="allow a non-loopback --host without --tls-client-ca: anyone who reaches the port can "
+                        "then bind pods and reserve quota (a NetworkPolicy must fence it); a warning is logged")
     s.set_defaults(func=serve)
     m = sub.add_parser("simulate", help="run a scenario file through a simulated kube-scheduler")
     m.add_argument("file")

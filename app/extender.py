@@ -111,8 +111,8 @@ class Extender:
         obj, offered, nodes = self._offer(raw)
         state = self.state
         state.expire_reservations()
+        state.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
         pod = self._pod(obj)
-        state.forget_stale_learned()
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
             gate = self._ready_gate(pod)
             if gate:

@@ -573,7 +573,8 @@ async def test_prioritize_packs_onto_the_fuller_node(kit, load_extender, api):
 
 async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit, build_extender, api):
     """Pods known only from filter requests (a snapshot has no watch to report deletions) are forgotten
-    after learnedPodTimeout without a request, so a deleted pod cannot hold its place in queue order."""
+    learnedPodTimeout after they were first learned, so a deleted pod cannot hold its place in queue order;
+    one still asked about is learned anew (issue 16 point 7: a ghost asked about for ever is forgotten too)."""
     clock = kit.Clock()
     ext = build_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  queueingStrategy: StrictFIFO"),
                          config=Configuration(learned_pod_timeout=600.0, reservation_timeout=5.0), clock=clock)
@@ -589,7 +590,8 @@ async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit,
         clock.advance(601)                                                # old has gone quiet
         r = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
     assert r["NodeNames"] == ALL_NODES
-    assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 1
+    assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 2   # old and new
+    assert ext.state.learned[uid(new)] == (clock(), clock())             # new, asked about, learned anew
 
 
 async def test_hold_and_drain_evicts_what_the_queue_admitted(load_extender):

@@ -144,10 +144,12 @@ async def _every(interval: float, work, what: str, loops: Loops, leading=None) -
 
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
-               reconcile_interval: float | None = None, leading=None, alive=lambda: True) -> FastAPI:
+               reconcile_interval: float | None = None, leading=None, alive=lambda: True,
+               clients_verified: bool = False) -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs and reports ready; alive says
-    whether the state's source still runs (the live watch loop), for /livez."""
+    whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
+    server requires client certificates, so every caller may reach routes that change state."""
 
     loops = Loops()
 
@@ -174,7 +176,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     if leading is not None:
         only_ready = ready
         ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)
-    app.include_router(debug_router(extender))
+    app.include_router(debug_router(extender, clients_verified))
 
     @app.get("/metrics")
     async def metrics() -> Response:

@@ -3,7 +3,7 @@
 JSON by default; `?format=text` (or `Accept: text/plain`) renders the same view as
 aligned tables (app.api.text). An unknown queue or pod is a 404 naming what was
 looked up, a body explain cannot read is a 400 naming the problem. Nothing here
-changes the state.
+changes the state but reactivate, which only a trusted caller may call.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ..observe.explain import BadManifest, explain, parse_manifest
+from .exposure import trusted_caller
 from ..observe.podview import pod_view
 from ..observe.views import (PENDING_SHOWN, NotFound, decisions_view, pending_rows, queue_view, queues_view,
                              shown_limit)
@@ -85,7 +86,8 @@ def _int_param(request: Request, name: str, default: int) -> int:
     return value
 
 
-def debug_router(extender) -> APIRouter:
+def debug_router(extender, clients_verified: bool = False) -> APIRouter:
+    """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure)."""
     state, journal = extender.state, extender.journal
     router = APIRouter(prefix="/debug")
 
@@ -139,6 +141,10 @@ def debug_router(extender) -> APIRouter:
     async def reactivate(key: str, request: Request) -> Response:
         """Clear a workload's PodsReadyTimeout evictions (its deactivation and backoff)."""
         def build() -> dict:
+            if not trusted_caller(request.scope, clients_verified):
+                raise DebugError(403, "reactivate changes state: it is served only to loopback callers (kubectl "
+                                 "exec, kubectl port-forward) or over TLS with a verified client certificate "
+                                 "(--tls-client-ca)")
             if not extender.reactivate(key):
                 raise DebugError(404, f"no requeued workload {key!r}; GET /debug/workloads lists them")
             return {"reactivated": key}

@@ -130,7 +130,7 @@ class ClusterState:
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
         self.requeues: dict[str, Requeue] = {}            # waitForPodsReady: PodsReadyTimeout evictions
-        self.learned: dict[str, float] = {}             # pods known only from requests -> last seen
+        self.learned: dict[str, tuple[float, float]] = {}   # pods known only from requests -> (first, last) seen
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
         self.generation = 0     # bumps on every change; the simulator watches it
@@ -387,21 +387,30 @@ class ClusterState:
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
         self.upsert_pod(pod)
-        self.learned[pod.uid] = self.clock()
+        now = self.clock()
+        self.learned[pod.uid] = (now, now)
 
     def seen(self, uid: str) -> None:
-        if uid in self.learned:
-            self.learned[uid] = self.clock()
+        known = self.learned.get(uid)
+        if known is not None:
+            self.learned[uid] = (known[0], self.clock())
+
+    def spoken_for(self, uid: str) -> None:
+        """The API (or, without one, the snapshot writer that stands for it) now speaks for a pod
+        Quotient learned from a request and bound: it is no longer only learned."""
+        self.learned.pop(uid, None)
+        self._confirmed(uid)
 
     def forget_stale_learned(self) -> int:
-        """Forget learned pods kube-scheduler stopped asking about (it retries a pending pod at
-        least every 5 minutes), so a deleted pod cannot hold its place in queue order for ever."""
+        """Forget pods known only from requests once learnedPodTimeout has passed since they were first
+        learned, bound or not: a real pod shows up on the API (and stops being only learned) within
+        seconds, so this is a deleted pod or a ghost a caller made up, and neither may hold a place in
+        queue order or quota for ever, however often it is asked about or whatever its bind answered."""
         now = self.clock()
         if not self.learned or now - self._learned_sweep < 60:
             return 0
         self._learned_sweep = now
-        stale = [uid for uid, seen in self.learned.items()
-                 if now - seen > self.config.learned_pod_timeout and not self.pods[uid].node_name]
+        stale = [uid for uid, (first, _) in self.learned.items() if now - first > self.config.learned_pod_timeout]
         for uid in stale:
             self.remove_pod(uid)
             self.skips["learned pod forgotten"] += 1
@@ -442,7 +451,8 @@ class ClusterState:
         if pod.node_name and not force:
             self._confirmed(pod.uid)       # the API shows a binding (ours, or another's that won)
         self.resolve_priority(pod)
-        self.learned.pop(pod.uid, None)     # a source, or a binding, now speaks for it
+        if not force:
+            self.learned.pop(pod.uid, None)     # a source now speaks for it (Quotient's own bind does not)
         if old is not None:
             self._unlink(old)
         self.pods[pod.uid] = pod

@@ -1,0 +1,54 @@
+"""Who may reach what: the verbs and the one debug route that changes state are served only to
+callers Quotient can trust, a process on the same host (loopback) or one holding a client
+certificate the --tls-client-ca signed.
+
+Quotient holds cluster-wide pods/binding and pods/eviction, so a caller of `bind` can place any
+pending pod on any node, and a caller of `filter` can make Quotient learn and reserve quota for
+pods that do not exist. `quotient serve` therefore refuses a non-loopback --host without client
+certificates unless the admin says so with INSECURE_FLAG.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+log = logging.getLogger("quotient.api")
+INSECURE_FLAG = "--insecure-no-client-auth"
+
+
+class ExposureError(ValueError):
+    """`quotient serve` would let any caller that reaches the port change state."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, client_ca: str | None, insecure: bool) -> None:
+    """Raise ExposureError for a --host others can reach without client certificates, unless `insecure`
+    (then a warning is logged: the admin has chosen another fence, a NetworkPolicy or a private network)."""
+    if is_loopback(host) or client_ca:
+        return
+    if insecure:
+        log.warning("serving on %s without client certificates (%s): anyone who can reach this port can bind "
+                    "pods, reserve quota and reactivate workloads; only a NetworkPolicy or the network stands "
+                    "in their way", host, INSECURE_FLAG)
+        return
+    raise ExposureError(
+        f"--host {host} is not a loopback address and no --tls-client-ca verifies callers: anyone who can reach "
+        "the port could bind any pending pod to any node, make Quotient reserve quota for pods that do not exist "
+        "and reactivate workloads. Serve on 127.0.0.1 beside kube-scheduler, or add --tls-cert, --tls-key and "
+        f"--tls-client-ca (deploy/README.md, TLS), or pass {INSECURE_FLAG} to allow it anyway")
+
+
+def trusted_caller(scope, clients_verified: bool) -> bool:
+    """A request that may change state: the server verifies client certificates, or it came over loopback."""
+    if clients_verified:
+        return True
+    client = scope.get("client")
+    return bool(client) and is_loopback(str(client[0]))
