@@ -157,8 +157,19 @@ def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = 
 
     url = args.server.rstrip("/") + path
     params = {"format": args.format}
+    verify: object = True
+    if args.ca or args.cert:           # a Quotient that requires client certificates (deploy/certs.sh)
+        import ssl
+
+        try:
+            verify = ssl.create_default_context(cafile=args.ca)
+            if args.cert:
+                verify.load_cert_chain(args.cert, args.key)
+        except OSError as e:           # ssl.SSLError too: a missing file, a key that does not match
+            print(f"quotient: --ca/--cert/--key: {e}", file=sys.stderr)
+            return 2
     try:
-        with httpx.Client(timeout=args.timeout, trust_env=False) as client:
+        with httpx.Client(timeout=args.timeout, trust_env=False, verify=verify) as client:
             r = client.request(method, url, params=params, content=body)
     except httpx.HTTPError as e:
         print(f"quotient: cannot reach Quotient at {args.server}: {e}", file=sys.stderr)
@@ -230,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="where Quotient serves (default: $QUOTIENT_SERVER, else %(default)s)")
         c.add_argument("--format", choices=("text", "json"), default="text")
         c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer")
+        for flag, env, what in (("--ca", "QUOTIENT_CA", "CA file that signed Quotient's serving certificate"),
+                                ("--cert", "QUOTIENT_CERT", "client certificate to present (deploy/certs.sh: admin.crt)"),
+                                ("--key", "QUOTIENT_KEY", "its private key")):
+            c.add_argument(flag, metavar="FILE", default=os.environ.get(env), help=f"{what} (default: ${env})")
         c.set_defaults(func=func)
     args = parser.parse_args(argv)
     if args.command == "serve":

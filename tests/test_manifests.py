@@ -16,7 +16,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 import types
 from pathlib import Path
 
@@ -52,7 +55,7 @@ def ids(p: Path) -> str:
 def test_every_expected_manifest_exists():
     names = {ids(p) for p in MANIFESTS}
     assert {"deploy/namespace.yaml", "deploy/crds.yaml", "deploy/rbac.yaml", "deploy/quotient.yaml",
-            "deploy/scheduler.yaml", "scheduler-config/http.yaml", "scheduler-config/https.yaml",
+            "deploy/scheduler.yaml", "deploy/networkpolicy.yaml", "scheduler-config/http.yaml", "scheduler-config/https.yaml",
             "scheduler-config/main-scheduler.yaml"} <= names
 
 
@@ -74,7 +77,7 @@ BUILTIN = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-    ("policy/v1", "PodDisruptionBudget"),
+    ("policy/v1", "PodDisruptionBudget"), ("networking.k8s.io/v1", "NetworkPolicy"),
 }
 OTHER = {("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")}
 
@@ -585,7 +588,8 @@ def test_https_config_uses_a_client_certificate_mounted_into_the_scheduler():
     for f in ("caFile", "certFile", "keyFile"):
         assert tls[f].startswith(mount["mountPath"] + "/"), tls[f]
     volume = next(v for v in pod["volumes"] if v["name"] == "tls")
-    assert volume["secret"]["optional"] is True
+    assert volume["secret"]["secretName"] == "quotient-scheduler-tls"
+    assert not volume["secret"].get("optional")        # the secure layout is the default: no Secret, no start
 
 
 def test_second_scheduler_profile_and_url_point_at_the_deployed_service():
@@ -638,9 +642,18 @@ def test_deployment_runs_the_image_with_the_mounted_config_and_probes():
     pod = kinds["Deployment"][0]["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert c["image"] == "quotient:0.1.0"
-    assert c["args"] == ["serve", "--host", "0.0.0.0", "--config", "/etc/quotient/config/config.yaml"]
-    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert c["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert c["args"] == ["serve", "--host", "0.0.0.0", "--tls-cert", "/etc/quotient/tls/tls.crt",
+                         "--tls-key", "/etc/quotient/tls/tls.key", "--tls-client-ca", "/etc/quotient/tls/ca.crt",
+                         "--config", "/etc/quotient/config/config.yaml"]
+    # kubelet's httpGet probes cannot present a client certificate: exec probes that do
+    assert c["readinessProbe"]["exec"]["command"][-1] == "/readyz"
+    assert c["livenessProbe"]["exec"]["command"][-1] == "/livez"
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["QUOTIENT_HEALTH_URL"] == "https://127.0.0.1:8888"
+    assert (env["QUOTIENT_HEALTH_CA"], env["QUOTIENT_HEALTH_CERT"], env["QUOTIENT_HEALTH_KEY"]) == \
+        tuple(c["args"][c["args"].index(f) + 1] for f in ("--tls-client-ca", "--tls-cert", "--tls-key"))
+    tls = next(v for v in pod["volumes"] if v["name"] == "tls")
+    assert tls["secret"]["secretName"] == "quotient-tls" and not tls["secret"].get("optional")
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["serviceAccountName"] == "quotient"
@@ -685,7 +698,7 @@ def test_pods_mount_only_volumes_they_define_and_services_select_their_pods():
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
     ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
     assert all(p["targetPort"] in ports for p in service["spec"]["ports"])
-    assert ports["http"] == 8888
+    assert ports["https"] == 8888
 
 
 def rbac_grants(*files: str, kinds=("ClusterRole", "Role")) -> dict[str, set[tuple]]:
@@ -743,10 +756,10 @@ def scheduler_deployment() -> dict:
     return by_kind(ROOT / "deploy" / "scheduler.yaml")["Deployment"][0]
 
 
-def test_second_scheduler_runs_a_pinned_stock_image_with_the_http_config_verbatim():
+def test_second_scheduler_runs_a_pinned_stock_image_with_the_https_config_verbatim():
     kinds = by_kind(ROOT / "deploy" / "scheduler.yaml")
     (cm,) = kinds["ConfigMap"]
-    assert cm["data"]["config.yaml"] == (ROOT / "scheduler-config" / "http.yaml").read_text()
+    assert cm["data"]["config.yaml"] == (ROOT / "scheduler-config" / "https.yaml").read_text()
     pod = scheduler_deployment()["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v\d+\.\d+\.\d+", c["image"]), c["image"]
@@ -835,3 +848,61 @@ def test_the_readme_deploy_steps_apply_every_manifest_in_order():
     for needle in ("schedulerName: quotient-scheduler", "kueue.x-k8s.io/queue-name", "/readyz", "port-forward",
                    "main-scheduler.yaml", "--tls-client-ca"):
         assert needle in text, needle
+
+
+# --- The secure layout ---------------------------------------------------------------------
+
+def test_the_network_policy_lets_only_the_second_scheduler_reach_quotient():
+    (policy,) = documents(ROOT / "deploy" / "networkpolicy.yaml")
+    pod = quotient_deployment()["spec"]["template"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+    scheduler_pod = scheduler_deployment()["spec"]["template"]
+    assert source["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
+    assert [p["port"] for p in rule["ports"]] == [pod["spec"]["containers"][0]["ports"][0]["containerPort"]]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_certs_script_makes_what_the_manifests_mount_and_quotient_verifies(tmp_path):
+    """deploy/certs.sh --no-apply: a CA, a serving certificate for the Service name and 127.0.0.1 (the exec
+    probes), and client certificates; `quotient serve` with them answers the scheduler's and the admin's
+    certificate and refuses a caller without one."""
+    import ssl
+
+    import httpx
+
+    from test_tls import serve_tls
+
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "certs.sh"), "--dir", str(tmp_path), "--no-apply",
+                           "--days", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for name in ("ca", "server", "scheduler", "admin"):
+        assert (tmp_path / f"{name}.crt").exists() and (tmp_path / f"{name}.key").exists()
+    san = subprocess.run(["openssl", "x509", "-in", str(tmp_path / "server.crt"), "-noout", "-ext",
+                          "subjectAltName"], capture_output=True, text=True, check=True).stdout
+    (ext,) = scheduler_config("https.yaml")["extenders"]
+    assert f"DNS:{ext['tlsConfig']['serverName']}" in san and "IP Address:127.0.0.1" in san
+    shutil.copy(tmp_path / "scheduler.crt", tmp_path / "client.crt")      # what serve_tls presents
+    shutil.copy(tmp_path / "scheduler.key", tmp_path / "client.key")
+    shutil.copy(ROOT / "app" / "data" / "demo-snapshot.yaml", tmp_path / "snapshot.yaml")
+    with serve_tls(tmp_path, "--tls-cert", str(tmp_path / "server.crt"), "--tls-key", str(tmp_path / "server.key"),
+                   "--tls-client-ca", str(tmp_path / "ca.crt"), "--host", "0.0.0.0") as port:
+        url = f"https://127.0.0.1:{port}/livez"
+        for who in ("scheduler", "admin", "server"):        # server: the exec probes present it
+            ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+            ctx.load_cert_chain(str(tmp_path / f"{who}.crt"), str(tmp_path / f"{who}.key"))
+            assert httpx.get(url, verify=ctx, timeout=5).status_code == 200, who
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(url, verify=ssl.create_default_context(cafile=str(tmp_path / "ca.crt")), timeout=5)
+        # the admin's CLI, as the README's step 6 runs it
+        env = {**os.environ, "QUOTIENT_SERVER": f"https://127.0.0.1:{port}", "QUOTIENT_CA": str(tmp_path / "ca.crt"),
+               "QUOTIENT_CERT": str(tmp_path / "admin.crt"), "QUOTIENT_KEY": str(tmp_path / "admin.key")}
+        cli = subprocess.run([str(ROOT / ".venv" / "bin" / "quotient"), "queues"], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert cli.returncode == 0 and "team-a-cq" in cli.stdout, cli.stderr
+        env.pop("QUOTIENT_CERT")
+        cli = subprocess.run([str(ROOT / ".venv" / "bin" / "quotient"), "queues"], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert cli.returncode == 2 and "cannot reach Quotient" in cli.stderr
