@@ -21,7 +21,7 @@ from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_cluster_queue
 from app.state.tree import MAX_COHORT_DEPTH
 from app.sync.snapshot import SnapshotError
-from conftest import QUOTIENT_BIN
+from serving import QUOTIENT_BIN
 from test_bad_input import NODES, SNAPSHOT, fingerprint
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
