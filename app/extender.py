@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from dataclasses import replace
 
 import orjson
 
@@ -48,6 +49,7 @@ class Extender:
         self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._planned: list[Eviction] | None = None      # a reconcile's evictions, while it plans
+        self._timed_out: dict[str, Eviction] = {}        # waitForPodsReady's evictions, until the pod goes
         self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
@@ -564,7 +566,8 @@ class Extender:
             chosen = self._planned
         finally:
             self._planned = None
-        return chosen + self._victims_to_evict() + self._pods_ready_timeouts() + self._drains()
+        return chosen + self._victims_to_evict() + self._timed_out_still_running() + self._pods_ready_timeouts() \
+            + self._drains()
 
     def _issue(self, evictions: list[Eviction]) -> None:
         """Evictions a preemption decided: written at once by act/ (a request's decision), or with the rest
@@ -648,6 +651,19 @@ class Extender:
                 if m.node_name:
                     out.append(Eviction(m, readiness.PODS_READY_TIMEOUT, message, "ready",
                                         record={"workload": key, "requeues": q.count, "deactivated": q.deactivated}))
+        self._timed_out.update((e.pod.uid, e) for e in out)
+        return out
+
+    def _timed_out_still_running(self) -> list[Eviction]:
+        """The safety net for waitForPodsReady: a timed-out member whose eviction failed (a PodDisruptionBudget,
+        an API error) is evicted again, after act/'s backoff, until it is gone; the workload is requeued once."""
+        state, out = self.state, []
+        for uid, eviction in list(self._timed_out.items()):
+            pod = state.pods.get(uid)
+            if pod is None or pod.deleting or pod.terminal or not pod.node_name:
+                del self._timed_out[uid]
+                continue
+            out.append(replace(eviction, pod=pod))
         return out
 
     def _drains(self) -> list[Eviction]:

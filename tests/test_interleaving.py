@@ -230,3 +230,28 @@ async def test_a_bind_while_the_reconcile_publishes_queue_status(live):
     await live.ext.reconcile()
     status = live.api.get("ClusterQueue", None, "cq")["status"]
     assert status["admittedWorkloads"] == 1 and status["flavorsUsage"][0]["resources"][0]["total"] == "2000m"
+
+
+async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once(tmp_path):
+    """waitForPodsReady: an eviction of a timed-out member that the API refused is issued again by the next
+    reconcile once its backoff has passed, and the workload is requeued once, not once per attempt. Before:
+    the readiness record was dropped with the first attempt, so nothing wanted the eviction any more."""
+    config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
+                                                        "requeuingStrategy": {"backoffBaseSeconds": 60}}})
+    objects = (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
+               cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq"))
+    async with started(tmp_path, objects, config) as kit:
+        stuck = pod("j-0", cpu="1", node="n1")
+        await pending(kit, stuck)
+        kit.clock.advance(11)
+        kit.api.fault("error", resource="pods", verb="write", sub="eviction", code=500, times=3)
+        assert await kit.ext.reconcile() == 0                   # three tries, all refused
+        (requeue,) = kit.state.requeues.values()
+        assert requeue.count == 1
+        assert kit.ext.actions.view(uid(stuck))["attempts"] == 1
+        kit.clock.advance(BACKOFF_BASE)
+        assert await kit.ext.reconcile() == 1                   # the safety net: written now
+        assert requeue.count == 1                               # requeued once for one timeout
+        await until(lambda: kit.state.pods[uid(stuck)].deleting or uid(stuck) not in kit.state.pods,
+                    what="the eviction seen")
+        assert await kit.ext.reconcile() == 0
