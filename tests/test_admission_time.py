@@ -236,6 +236,9 @@ def test_scheduled_at_annotation_and_a_podscheduled_condition_give_running_pods_
     assert (charges["team-a/a"].admitted_at, charges["team-a/a"].admitted_from) == \
         (parse_time("2026-01-01T00:01:00Z"), "PodScheduled")
     assert charges["team-a/b"].admitted_at == parse_time("2026-01-01T00:02:00Z")
+    # and, as a kubelet would have set it, a startTime: when it was bound, to the second
+    started = {k: sim.state.pods[sim.state.uid_by_key[k]].started for k in ("team-a/a", "team-a/b")}
+    assert started == {"team-a/a": parse_time("2026-01-01T00:01:00Z"), "team-a/b": parse_time("2026-01-01T00:02:00Z")}
 
 
 @pytest.mark.parametrize("meta, spec, why", [

@@ -199,6 +199,12 @@ class SimScheduler:
                     status = plan.obj.setdefault("status", {})
                     status["phase"] = "Running"
                     set_condition(status, "Ready", True, None)     # a PodScheduled entry the file gives is kept
+                    # As a kubelet: it started when it was bound (or, unknown, created), to the second.
+                    scheduled = next((c.get("lastTransitionTime") for c in status.get("conditions") or ()
+                                      if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
+                    started = scheduled or (plan.obj.get("metadata") or {}).get("creationTimestamp")
+                    if started:
+                        status.setdefault("startTime", started)
                     pod = SimPod(plan.obj, decode_pod(plan.obj), plan.ready_after, plan.finish_after, plan.unready_after,
                              terminate_after=plan.terminate_after)
                     self.cluster.add_pod(pod)
