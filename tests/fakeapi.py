@@ -49,7 +49,7 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
     answers 201 Status Success. 409 Conflict when spec.nodeName is already set — as the real API, also when
     it is the same node (message: `pod NAME is already assigned to node "NODE"`), so a retrying writer must
     read that 409 naming its own node as success. A metadata.uid precondition that does not match is 409.
-  - POST pods/{name}/eviction: a policy/v1 Eviction. Every PodDisruptionBudget in the pod's namespace whose
+  - POST pods/{name}/eviction: a policy/v1 Eviction (deleteOptions.preconditions.uid checked: 409 for another pod). Every PodDisruptionBudget in the pod's namespace whose
     selector matches the pod's labels is checked (status.disruptionsAllowed when the test set it, else
     computed from minAvailable / maxUnavailable over the matching Running pods); a budget with no
     disruption left answers 429 TooManyRequests with cause DisruptionBudget, as the real API. A pod that is
@@ -784,6 +784,10 @@ class FakeApiServer:
         pod = self._table(k).get(key)
         if pod is None:
             return self._not_found(k, key[1])
+        want = (((body or {}).get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+        if want and want != pod["metadata"].get("uid"):
+            return _status(409, "Conflict", f"Precondition failed: UID in precondition: {want}, UID in object "
+                           f"meta: {pod['metadata'].get('uid')}")
         if (pod.get("status") or {}).get("phase") == "Running":
             labels = pod["metadata"].get("labels") or {}
             pdbs = self._table(BY_KIND["PodDisruptionBudget"])

@@ -73,6 +73,21 @@ async def test_eviction_says_who_and_why_then_evicts_and_a_retry_is_harmless(fak
     await writer.evict(victim, "InCohortReclamation", message)       # already gone (404): success
 
 
+async def test_an_eviction_never_takes_a_pod_recreated_under_the_victims_name(fake):
+    """The victim's UID goes as the eviction's precondition: a StatefulSet's pod recreated under the same name
+    in the meantime is not evicted in its place, and the eviction counts as done (its victim is gone)."""
+    api, client = fake
+    api.apply(pod_obj("web-0", node="node-1"))
+    victim = decode_pod(api.get("Pod", "team-a", "web-0"))
+    api.delete("Pod", "team-a", "web-0")
+    successor = {**pod_obj("web-0", node="node-2"), "metadata": {**pod_obj("web-0")["metadata"], "uid": "uid-new"}}
+    api.apply(successor)
+    await KubeWriter(client, state=None).evict(victim, "InCohortReclamation", "Preempted")
+    assert api.get("Pod", "team-a", "web-0")["metadata"]["uid"] == "uid-new"      # still there
+    (body,) = [b for m, p, b in api.writes if p.endswith("/pods/web-0/eviction")]
+    assert body["deleteOptions"]["preconditions"]["uid"] == victim.uid
+
+
 async def test_eviction_waits_for_the_condition_not_for_the_event(fake):
     """Issue 21: the eviction request follows the DisruptionTarget condition (on the pod before it goes),
     while the Event, about the pod, is written alongside: an Event the API is slow to take does not hold

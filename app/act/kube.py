@@ -116,13 +116,17 @@ class KubeWriter:
                 await event
 
     async def _evict(self, pod: PodInfo, reason: str) -> None:
-        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
+        # The UID as a precondition: a pod recreated under the same name (a StatefulSet's) is not the victim.
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace),
+                                 delete_options=client.V1DeleteOptions(
+                                     preconditions=client.V1Preconditions(uid=pod.uid)))
         try:
             await self._retry(f"eviction {pod.key}", lambda: self.core.create_namespaced_pod_eviction(
                 pod.name, pod.namespace, body, _preload_content=False))
             self._announced.discard((pod.uid, reason))
         except ApiException as e:
-            if e.status == 404:          # already gone: the eviction happened
+            if e.status == 404 or e.status == 409 and "precondition" in (e.body or "").lower():
+                # already gone (the eviction happened), or the name now belongs to another pod
                 self._announced.discard((pod.uid, reason))
                 return
             self.failures["eviction"] += 1
