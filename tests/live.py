@@ -57,7 +57,8 @@ def fingerprint(state: ClusterState) -> dict:
         "local_queues": state.local_queues,
         "extra": {k: sorted(v) for k, v in state.extra.items() if v},
         "usage": all_usage(state),
-        "admitted": {uid: (c.cluster_queue, tuple(sorted(c.usage.items()))) for uid, c in state.admitted.items()},
+        "admitted": {uid: (c.cluster_queue, tuple(sorted(c.usage.items())), c.admitted_at, c.admitted_from)
+                     for uid, c in state.admitted.items()},
         "node_requested": {n: {r: v for r, v in used.items() if v} for n, used in state.node_requested.items()
                            if n in state.nodes and any(used.values())},
         "pending": {q: [uid for _, uid in items] for q, items in state.pending.items() if items},
@@ -95,8 +96,11 @@ class Live:
         return p is not None and all(getattr(p, k) == v for k, v in fields.items())
 
     async def equal_to_a_fresh_list(self) -> None:
+        """The state equals what a fresh list builds (admission times included), and nothing is left only
+        assumed: every binding Quotient made has been confirmed or taken back by the watch."""
         fresh = fingerprint(await fresh_state(self.client))
-        await until(lambda: fingerprint(self.state) == fresh, what="state equal to a fresh list")
+        await until(lambda: fingerprint(self.state) == fresh and not self.state.assumed and not self.state.held_back,
+                    what="state equal to a fresh list")
 
 
 @contextlib.asynccontextmanager

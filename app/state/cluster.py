@@ -469,6 +469,10 @@ class ClusterState:
         charge = self.admitted.pop(pod.uid, None)
         if charge is not None:
             self._release(charge, planned=pod.uid not in self.going)
+            if charge.admitted_from == BOUND_HERE and not force and old is not None and old.node_name \
+                    and pod.node_name and pod.node_name != old.node_name:
+                # Another's binding won over Quotient's: the admission is when the API says it was bound.
+                charge.admitted_at, charge.admitted_from = pod.observed_admission()
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
