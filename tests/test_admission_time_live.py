@@ -118,9 +118,10 @@ async def schedule(api: FakeApiServer, http: httpx.AsyncClient, within: float = 
                                                           if not p["spec"].get("nodeName")))
 
 
-async def served(api: FakeApiServer, tmp_path: Path):
+async def served(api: FakeApiServer, tmp_path: Path, fair_sharing: bool = False):
     config = tmp_path / "config.yaml"
-    config.write_text("apiVersion: quotient.dev/v1alpha1\nkind: Configuration\nreconcileInterval: 0.1s\n")
+    config.write_text("apiVersion: quotient.dev/v1alpha1\nkind: Configuration\nreconcileInterval: 0.1s\n"
+                      + ("fairSharing: {enable: true}\n" if fair_sharing else ""))
     port = free_port()
     log = open(tmp_path / "serve.log", "wb")
     proc = await asyncio.create_subprocess_exec(
@@ -142,18 +143,20 @@ def fresh_state(api: FakeApiServer) -> ClusterState:
     return state
 
 
-@pytest.mark.parametrize("name, tied", [("admission-time-reclaim", [f"a{i}" for i in range(1, 8)]),
-                                         ("admission-time-lower-or-newer", ["a1", "a2", "a3", "a4"])])
+@pytest.mark.parametrize("name, tied", [
+    ("admission-time-reclaim", [f"team-a/a{i}" for i in range(1, 8)]),
+    ("admission-time-lower-or-newer", ["team-a/a1", "team-a/a2", "team-a/a3", "team-a/a4"]),
+    ("admission-time-fair-sharing", [f"team-b/b{i}" for i in range(1, 8)] + [f"team-c/c{i}" for i in range(1, 6)])])
 async def test_serve_kubeconfig_picks_the_simulators_victims(name, tied, tmp_path):
     """The victims `quotient simulate` picks for the file, through `quotient serve --kubeconfig`; then each running
     pod's admission time in the server's /debug equals what a fresh list rebuilds (a restart keeps the order)."""
     clock = Clock(0.0)
     async with FakeApiServer(clock=clock, bookmark_interval=0.3) as api:
         scenario = load_into(api, clock, SCENARIOS / f"{name}.yaml")
-        created = {api.get("Pod", "team-a", n)["metadata"]["creationTimestamp"] for n in tied}
+        created = {api.get("Pod", *key.split("/"))["metadata"]["creationTimestamp"] for key in tied}
         assert len(created) == 1          # the candidates share one creation second: PodScheduled decides
         clock.now = scenario.start + 600
-        proc, url = await served(api, tmp_path)
+        proc, url = await served(api, tmp_path, scenario.config.fair_sharing)
         try:
             async with httpx.AsyncClient(base_url=url, trust_env=False, timeout=5) as http:
                 deadline = time.monotonic() + 20
