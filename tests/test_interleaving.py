@@ -255,3 +255,72 @@ async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once
         await until(lambda: kit.state.pods[uid(stuck)].deleting or uid(stuck) not in kit.state.pods,
                     what="the eviction seen")
         assert await kit.ext.reconcile() == 0
+
+
+# ---- the remaining awaits: the DisruptionTarget patch, bind's 409 re-read, the reconcile's own reclaim ---------
+
+async def test_the_victim_deleted_while_its_disruption_condition_is_written(live):
+    """KubeWriter.evict first patches the DisruptionTarget condition: pause it, delete the victim meanwhile; the
+    eviction then finds nothing (404, a success), the preemptor passes, and the state equals a fresh list."""
+    victim = pod("low", cpu="4", node="n1", priority=1)
+    await pending(live, victim)
+    high = pod("high", cpu="4", priority=100)
+    await pending(live, high)
+    live.api.fault("pause", resource="pods", verb="write", sub="status")
+    assert "preempting team-a/low" in refusal(live.filter(high))
+    assert (await live.api.paused_request()).endswith("/pods/low/status")
+    assert "waiting for 1 preempted pod(s) to leave" in refusal(live.filter(high))
+    live.api.delete("Pod", "team-a", "low")
+    await until(lambda: uid(victim) not in live.state.pods, what="the victim's deletion")
+    live.api.resume()
+    await live.ext.actions.settle()
+    assert live.ext.actions.view(uid(victim)) is None            # not failed: the victim is gone
+    assert live.filter(high)["NodeNames"] == ["n1"] and await live.bind(high) == ""
+    await until(lambda: live.knows(high, node_name="n1"))
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_binding_answered_409_is_read_again_while_the_watch_moves(live):
+    """A Binding whose answer is 409 (already bound) is read back: pause that read while the watch delivers the
+    binding; the bind answers success (it was Quotient's own, retried) and nothing is undone."""
+    p = pod("p", cpu="2")
+    await pending(live, p)
+    assert live.filter(p)["NodeNames"] == ["n1"]
+    live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=500)
+    bind = asyncio.create_task(live.bind(p))
+    await live.api.paused_request()                     # the binding landed; its answer is an error, delayed
+    live.api.fault("pause", resource="pods", verb="get")
+    live.api.resume()                                   # the retry gets 409 and reads the pod back: paused
+    await live.api.paused_request()
+    await until(lambda: live.knows(p, node_name="n1"), what="the watch to show the binding")
+    live.api.resume()
+    assert await bind == ""
+    assert sum(v for (_, r), v in live.state.tree.queues["cq"].bound.items() if r == "cpu") == 2000
+    await live.equal_to_a_fresh_list()
+
+
+async def test_a_bind_while_the_reconciles_own_reclaim_evicts(tmp_path):
+    """The reconcile's reclaim for a queue head kube-scheduler never asks about: its eviction is paused; a bind
+    of another pod into the quota the victim still holds is refused meanwhile, and once the victim is gone the
+    head is admitted and the state equals a fresh list."""
+    objects = (namespace("team-a"), namespace("team-b"), node("n1", cpu="8"), flavor("default-flavor"),
+               cq("cq-a", "org", flavors=[("default-flavor", {"cpu": "4"})]),
+               cq("cq-b", "org", flavors=[("default-flavor", {"cpu": "4"})], preemption={"reclaimWithinCohort": "Any"}),
+               lq("team-a", "lq", "cq-a"), lq("team-b", "lq", "cq-b"))
+    async with started(tmp_path, objects) as kit:
+        borrower = pod("borrower", cpu="8", node="n1")             # cq-a borrows all of cq-b's quota
+        await pending(kit, borrower)
+        head = pod("head", ns="team-b", cpu="4")
+        await pending(kit, head)
+        kit.api.fault("pause", resource="pods", verb="write", sub="eviction")
+        reconcile = asyncio.create_task(kit.ext.reconcile())
+        await kit.api.paused_request()
+        other = pod("other", ns="team-b", cpu="4")
+        await pending(kit, other)
+        assert kit.filter(other)["NodeNames"] == []                 # the room is held for head, the victim runs
+        kit.api.resume()
+        assert await reconcile == 1
+        await until(lambda: uid(borrower) not in kit.state.pods, what="the victim gone")
+        assert kit.filter(head)["NodeNames"] == ["n1"] and await kit.bind(head) == ""
+        await until(lambda: kit.knows(head, node_name="n1"))
+        await kit.equal_to_a_fresh_list()
