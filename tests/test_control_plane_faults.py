@@ -21,24 +21,9 @@ from app.leader import LeaderElector
 from app.objects.pod import decode_pod
 from app.observe import attach
 from app.state.cluster import ClusterState
-from app.sync.watch import make_api_client
-from fakeapi import FakeApiServer
 from helpers import pod
 from live import Running, fingerprint, fresh_state, until
-from test_watch import cq_cpu, seed
-
-
-@pytest.fixture
-async def fake_api():
-    async with FakeApiServer(bookmark_interval=0.3) as api:
-        yield api
-
-
-@pytest.fixture
-async def api_client(fake_api, tmp_path):
-    client = await make_api_client(fake_api.kubeconfig_path(tmp_path))
-    yield client
-    await client.close()
+from test_watch import api_client, cq_cpu, fake_api, seed  # noqa: F401  (fixtures)
 
 
 # ---- point 8: every API call has a timeout; a stuck loop fails /livez ----------------------------
