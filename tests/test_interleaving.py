@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import orjson
 import pytest
 
 from app.act.intents import BACKOFF_BASE
+from app.api.app import create_app
 from app.config import decode_configuration
 from helpers import cq, flavor, lq, namespace, node, pod
 from live import Live, started, until
@@ -202,6 +204,11 @@ async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
     shown = live.ext.actions.view(uid(victim))
     assert shown["attempts"] == 1 and "disruption" in shown["lastError"].lower()
     assert shown["retryIn"] == BACKOFF_BASE
+    app = create_app(live.ext)                     # as an admin sees it
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        assert (await c.get("/debug/pods/team-a/low")).json()["evictionWrite"] == shown
+        text = (await c.get("/debug/pods/team-a/low?format=text")).text
+        assert "disruption" in text.lower() and "attempt" in text.lower()
     assert await live.ext.reconcile() == 0 and evictions() == 1          # still backing off
     live.clock.advance(BACKOFF_BASE)
     assert await live.ext.reconcile() == 0 and evictions() == 2

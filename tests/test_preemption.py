@@ -1000,6 +1000,18 @@ async def test_a_preemptor_whose_victims_leave_at_once_is_bound_within_2s_of_its
     assert bound and bound[0] - submitted[0] <= 2.0, out.timeline
 
 
+async def test_the_same_preemptor_waits_for_the_reconcile_when_evictions_are_not_written_at_once(monkeypatch):
+    """The counter-proof: with the filter's hand-off to act/ switched off, the reconcile (every 5 s of simulated
+    time in this scenario, as `serve` runs it) is what evicts l2, and h1 is not bound within 2 s."""
+    from app.act.intents import Actions
+
+    monkeypatch.setattr(Actions, "submit", lambda self, intents: None)
+    scenario = load_scenario(str(OWN / "preempt-at-once.yaml"))
+    out = await simulate(scenario)
+    bound = [float(line.split("s", 1)[0]) for line in out.timeline if "bound" in line and "team-a/h1" in line]
+    assert not bound or bound[0] - timeline_times(out, "submitted")[0] > 2.0, out.timeline
+
+
 async def test_delay_scenario_preempts_at_30s_not_before():
     """seed 002 抢占逻辑 (delay): tests/scenarios/preemption-delay.yaml - l2 is preempted at 30s, no earlier."""
     scenario = load_scenario(str(OWN / "preemption-delay.yaml"))

@@ -21,6 +21,9 @@ TERMINATE_AFTER = "scenario.quotient.dev/terminate-after"   # once evicted, Term
 READY_WITH_PEERS = "scenario.quotient.dev/ready-with-peers"   # extension: Ready only once all its owner's pods run
 SCHEDULED_AT = "scenario.quotient.dev/scheduled-at"   # extension: a running pod's PodScheduled time (RFC 3339)
 WATCH_LAG = "scenario.quotient.dev/watch-lag"   # on the Expectation: Quotient's watch sees changes this late
+# On the Expectation: the background reconcile runs this often in simulated time, as `serve` runs it every
+# reconcileInterval (default: at every step, so a scenario does not depend on when it falls).
+RECONCILE_EVERY = "scenario.quotient.dev/reconcile-interval"
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
 EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}
@@ -63,6 +66,7 @@ class Scenario:
     expectation: Expectation | None
     start: float
     watch_lag: float = 0.0       # kube-scheduler sees a change this long before Quotient's watch delivers it
+    reconcile_every: float = 0.0  # the background reconcile's period in simulated time (0: at every step)
 
 
 def _duration(doc: Document, annotations: dict, key: str, allow_never: bool = False) -> float | None:
@@ -169,11 +173,13 @@ def load_scenario(path: str) -> Scenario:
                             _duration(doc, annotations, UNREADY_AFTER),
                             _duration(doc, annotations, TERMINATE_AFTER) or 0.0))
     start = max([start] + [parse_time(p.obj["metadata"]["creationTimestamp"]) for p in pods if not p.submit_at])
-    expectation, lag = None, 0.0
+    expectation, lag, every = None, 0.0, 0.0
     if own.get("Expectation"):
         if len(own["Expectation"]) > 1:
             raise ScenarioError(f"{path}: more than one Expectation")
         doc = own["Expectation"][0]
         expectation = _expectation(path, doc, {p.key for p in pods})
-        lag = _duration(doc, (doc.obj.get("metadata") or {}).get("annotations") or {}, WATCH_LAG) or 0.0
-    return Scenario(path, cluster, pods, config, expectation, start, lag)
+        annotations = (doc.obj.get("metadata") or {}).get("annotations") or {}
+        lag = _duration(doc, annotations, WATCH_LAG) or 0.0
+        every = _duration(doc, annotations, RECONCILE_EVERY) or 0.0
+    return Scenario(path, cluster, pods, config, expectation, start, lag, every)

@@ -68,6 +68,7 @@ class SimScheduler:
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(self.extender, prefix)),
                                         base_url="http://quotient", timeout=5.0)
         self.events: list[tuple[float, int, str, str, str]] = []   # (time, seq, what, pod key, uid)
+        self.next_reconcile = scenario.start
         self.seq = itertools.count()
         self.queue = SchedulingQueue()
         self.changed = False
@@ -329,6 +330,13 @@ class SimScheduler:
         pod = self.cluster.pods.get(key)
         return ClusterState.order_key(pod.info) if pod else (0, 0.0, key)
 
+    async def reconcile(self) -> int:
+        """The background reconcile: at every step, or every reconcile-interval of simulated time."""
+        if self.now < self.next_reconcile:
+            return 0
+        self.next_reconcile = self.now + self.scenario.reconcile_every
+        return await self.extender.reconcile()
+
     async def run(self, until: float | None) -> None:
         self.load()
         if self.scenario.watch_lag > 0:
@@ -339,7 +347,7 @@ class SimScheduler:
                 await self.drain()
                 self.changed = False
                 await self.extender.wake()
-                if await self.extender.reconcile() or self.changed:
+                if await self.reconcile() or self.changed:
                     self.queue.changed(self.now)
                     continue
                 queued = self.queue.next_time()
@@ -347,7 +355,7 @@ class SimScheduler:
                     queued = None        # without `until`, the run ends rather than wait for the 5-minute flush
                 times = [t for t in (self.events[0][0] if self.events else None, queued) if t is not None]
                 if end is not None:      # time passes: the reconcile's timeouts and delays come due
-                    times.append(self.now + RETRY_TICK)
+                    times += [self.now + RETRY_TICK] + ([self.next_reconcile] if self.next_reconcile > self.now else [])
                 nxt = min(times) if times else None
                 if nxt is None:
                     generation = self.state.generation

