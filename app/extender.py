@@ -77,6 +77,16 @@ class Extender:
         self.journal.record({"time": self.state.clock(), "verb": verb, "pod": pod.key,
                              "outcome": outcome, "reason": reason, **extra})
 
+    def _repeats(self, pod: PodInfo, verb: str, outcome: str, reason: str, queue: str) -> bool:
+        """The pod's newest decision by verb is this one already. Every reconcile looks again at each
+        ClusterQueue's head that filter may never see; recording its unchanged NoPreemption each time
+        filled the journal with copies (0.5 KB a cycle on a steady cluster, until the ring was full,
+        pushing every other decision out of it: issue 16, point 12). Recorded again once it changed."""
+        for entry in reversed(self.journal.by_pod.get(pod.key, ())):
+            if entry["verb"] == verb:
+                return entry["outcome"] == outcome and entry["reason"] == reason and entry.get("queue") == queue
+        return False
+
     def _offer(self, raw: bytes) -> tuple[dict, OfferedNodes, dict | None]:
         """(the Pod object, the offered nodes, Node objects by name when nodeCacheCapable is false)."""
         fast = self.offered.split(raw)
@@ -387,7 +397,8 @@ class Extender:
         found, why = preemption.plans(state, pod, cq, a, self._flavor_nodes(a), state.rooms(pod.uid))
         if not found:
             verdict.reason += f"; no preemption: {why}"
-            self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
+            if not self._repeats(pod, "reclaim", "NoPreemption", why, cq.name):
+                self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
             return ""
         best = found[0]
         chosen = [(t.reason, m) for t in best.targets for m in t.candidate.pods()]     # a group counts whole

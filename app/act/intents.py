@@ -112,7 +112,9 @@ class Actions:
         except WriteError as e:
             previous = self.failed.get(pod.uid)
             attempts = previous.attempts + 1 if previous else 1
-            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
+            # The exponent is capped: an eviction a PodDisruptionBudget refuses for a day counts over 1,024
+            # attempts, and 2.0 ** 1024 overflows (OverflowError, every reconcile from then on).
+            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** min(attempts - 1, 30))
             self.failed[pod.uid] = Failure(attempts, str(e), self.clock() + delay, intent.reason)
             log.warning("evicting %s failed (attempt %d, next in %gs): %s", pod.key, attempts, delay, e)
             return False

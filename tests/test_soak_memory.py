@@ -1,0 +1,94 @@
+"""Memory stays flat on a steady live cluster (issue 16, point 12): reconcile and wake, cycle after cycle with
+nothing changing, add nothing to what Quotient keeps. tests/bench/bench_soak.py measures the process (RSS,
+tracemalloc over thousands of cycles); this asserts on the sizes of the structures that could grow.
+
+Before: every reconcile journaled the same "reclaim NoPreemption" decision again for a ClusterQueue head that
+may preempt but finds no victim, about 0.5 KB a cycle until the journal's ring of 1,000 entries was full.
+"""
+from __future__ import annotations
+
+from app.observe import attach
+from helpers import cq, flavor, lq, namespace, node, pod
+from live import started
+from test_interleaving import pending, refusal
+
+CYCLES = 200
+
+
+def objects() -> list[dict]:
+    """ClusterQueue cq (4 cpu, may preempt lower priorities) used up by four running pods of priority 100."""
+    out = [namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
+           cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption={"withinClusterQueue": "LowerPriority"}),
+           lq("team-a", "lq", "cq")]
+    return out + [pod(f"run-{i}", cpu="1", node="n1", priority=100, created=i) for i in range(4)]
+
+
+def sizes(kit, metrics) -> dict:
+    ext, state = kit.ext, kit.state
+    return {"journal": len(ext.journal.entries), "journal per pod": sum(map(len, ext.journal.by_pod.values())),
+            "journal pods": len(ext.journal.by_pod), "decisions counted": sum(metrics.decision_counts.values()),
+            "refusals": len(ext.refusals), "evictions failed": len(ext.actions.failed),
+            "evictions done": len(ext.actions.done), "announced": len(ext.writer._announced),
+            "timed out": len(ext._timed_out), "pods": len(state.pods), "holds": len(state.holds),
+            "reservations": len(state.reservations), "learned": len(state.learned), "skips": sum(state.skips.values()),
+            "expiry heap": len(state._expiry)}
+
+
+async def test_steady_reconcile_and_wake_cycles_add_nothing(tmp_path):
+    async with started(tmp_path, objects()) as kit:
+        metrics = attach(kit.ext).metrics
+        waiting = pod("wait", cpu="1", priority=0, created=100)        # over quota, no victim of lower priority
+        await pending(kit, waiting)
+        assert "cpu request 1 > 0 available" in refusal(kit.filter(waiting))
+
+        async def cycle() -> None:
+            kit.clock.advance(kit.state.config.reconcile_interval)
+            assert await kit.ext.reconcile() == 0
+            assert await kit.ext.wake() == 0
+
+        await cycle()
+        newest = next(e for e in kit.ext.journal.of_pod("team-a/wait") if e["verb"] == "reclaim")
+        assert newest["outcome"] == "NoPreemption"      # the head's preemption search, journaled
+        before = sizes(kit, metrics)
+        for _ in range(CYCLES):
+            await cycle()
+        assert sizes(kit, metrics) == before
+
+
+async def test_a_changed_outcome_is_journaled_again(tmp_path):
+    """Only the unchanged repeat is left out: once the pod's newest reclaim decision differs, NoPreemption
+    is journaled again (once)."""
+    async with started(tmp_path, objects()) as kit:
+        waiting = pod("wait", cpu="1", priority=0, created=100)
+        await pending(kit, waiting)
+        refusal(kit.filter(waiting))
+        await kit.ext.reconcile()
+        kit.ext.journal.record({"time": kit.clock(), "verb": "reclaim", "pod": "team-a/wait", "outcome": "Preempting",
+                                "reason": "(another decision)", "queue": "cq"})
+        for _ in range(3):
+            kit.clock.advance(5)
+            await kit.ext.reconcile()
+        outcomes = [e["outcome"] for e in kit.ext.journal.of_pod("team-a/wait") if e["verb"] == "reclaim"]
+        assert outcomes == ["NoPreemption", "Preempting", "NoPreemption"]       # newest first
+
+
+async def test_an_eviction_refused_for_a_day_keeps_its_backoff():
+    """A preemption whose victim a PodDisruptionBudget protects is retried every BACKOFF_MAX for as long as it
+    lasts: past 1,024 attempts (17 hours) the backoff overflowed (2.0 ** 1024, OverflowError) and every reconcile
+    failed from then on (found by bench_soak.py --rich)."""
+    from app.act.intents import BACKOFF_MAX, Actions, Eviction, Failure
+    from app.act.writer import WriteError
+    from helpers import FakeClock, make_state, pod_info
+
+    class Refusing:
+        async def evict(self, pod, reason, message):
+            raise WriteError("a PodDisruptionBudget allows no disruption now")
+
+    clock = FakeClock()
+    state = make_state(*objects(), clock=clock)
+    victim = pod_info(state, "team-a", "run-0")
+    actions = Actions(lambda: Refusing(), lambda *a, **k: None, clock)
+    actions.failed[victim.uid] = Failure(1100, "refused", clock(), "InClusterQueue")
+    assert await actions.evict([Eviction(victim, "InClusterQueue", "preempted", "reclaim")]) == 0
+    assert actions.failed[victim.uid].attempts == 1101
+    assert actions.failed[victim.uid].retry_at == clock() + BACKOFF_MAX
