@@ -618,15 +618,16 @@ class Extender:
         return [e for holder, held in self.state.holds.items() for e in self._evictions(holder, held)]
 
     def _evictions(self, holder: str, held) -> list[Eviction]:
-        """The victims of a preemption, still running, whose eviction was not issued yet or failed. The
+        """The victims of a preemption, still running, whose eviction is not in flight, not just written and
+        not backing off: not issued yet, failed, or lost (its task cancelled, no event loop to run it). The
         decision that chose them issues them at once (act/ writes them on the event loop)."""
         state, out = self.state, []
         for uid, (reason, message) in held.victims.items():
             victim = state.pods.get(uid)
             if victim is None or victim.deleting or victim.terminal:
                 continue
-            if uid in held.evicted and uid not in self.actions.failed:
-                continue          # issued: in flight, or written and not yet seen by the watch
+            if not self.actions.wanted(uid):
+                continue          # in flight, just written (the watch shows it soon), or backing off
             held.evicted.add(uid)
             charge = state.admitted.get(uid)
             out.append(Eviction(victim, reason, message, "reclaim", "Preempted",

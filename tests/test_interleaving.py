@@ -331,3 +331,46 @@ async def test_a_bind_while_the_reconciles_own_reclaim_evicts(tmp_path):
         assert kit.filter(head)["NodeNames"] == ["n1"] and await kit.bind(head) == ""
         await until(lambda: kit.knows(head, node_name="n1"))
         await kit.equal_to_a_fresh_list()
+
+
+async def test_an_eviction_lost_before_it_was_written_is_issued_by_the_next_reconcile(live):
+    """The safety net for evictions that were never written: the filter's eviction task is cancelled before it
+    began (a shutdown, a lost task); the next reconcile issues it. Before, the victim was marked issued and no
+    reconcile wrote it until the hold expired (60 s)."""
+    victim = pod("low", cpu="4", node="n1", priority=1)
+    await pending(live, victim)
+    high = pod("high", cpu="4", priority=100)
+    await pending(live, high)
+    assert "preempting team-a/low" in refusal(live.filter(high))
+    tasks = list(live.ext.actions._tasks)
+    for task in tasks:                               # before the event loop ran it
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)                           # its done callbacks
+    assert not [p for m, p, _ in live.api.writes if p.endswith("/low/eviction")]
+    assert uid(victim) not in live.ext.actions.in_flight
+    assert await live.ext.reconcile() == 1
+    await until(lambda: uid(victim) not in live.state.pods or live.state.pods[uid(victim)].deleting)
+    assert live.filter(high)["NodeNames"] == ["n1"]
+
+
+async def test_an_eviction_whose_writer_raised_is_backed_off_and_retried(live, monkeypatch):
+    """Not only a WriteError: any exception of the writer (a client error, a bug) is a failure that act/ backs
+    off and the reconcile retries; it is never taken for a written eviction."""
+    victim = pod("low", cpu="4", node="n1", priority=1)
+    await pending(live, victim)
+    high = pod("high", cpu="4", priority=100)
+    await pending(live, high)
+    real = live.ext.writer.evict
+
+    async def broken(pod_info, reason, message):
+        raise RuntimeError("connection reset in a way nobody expected")
+
+    monkeypatch.setattr(live.ext.writer, "evict", broken)
+    assert "preempting team-a/low" in refusal(live.filter(high))
+    await live.ext.actions.settle()
+    shown = live.ext.actions.view(uid(victim))
+    assert shown["attempts"] == 1 and "RuntimeError" in shown["lastError"] or "nobody expected" in shown["lastError"]
+    monkeypatch.setattr(live.ext.writer, "evict", real)
+    live.clock.advance(BACKOFF_BASE)
+    assert await live.ext.reconcile() == 1

@@ -996,7 +996,7 @@ async def test_a_preemptor_whose_victims_leave_at_once_is_bound_within_2s_of_its
     assert differences(scenario, out) == []
     submitted = timeline_times(out, "submitted")
     bound = [float(line.split("s", 1)[0]) for line in out.timeline if "bound" in line and "team-a/h1" in line]
-    assert timeline_times(out, "preempted") == submitted == [10.0]
+    assert timeline_times(out, "preempted") == submitted == [12.0]
     assert bound and bound[0] - submitted[0] <= 2.0, out.timeline
 
 

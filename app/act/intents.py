@@ -67,15 +67,20 @@ class Actions:
 
     def submit(self, intents: list[Eviction]) -> None:
         """Write these evictions now, on the event loop, outside the decision that chose them (its answer to
-        kube-scheduler does not wait for the API). Without a running loop the next reconcile writes them."""
-        if not intents:
+        kube-scheduler does not wait for the API). They are in flight from this moment, so no reconcile issues
+        them twice; without a running loop they are not, and the next reconcile writes them."""
+        chosen = self._claim(intents)
+        if not chosen:
             return
         try:
-            task = asyncio.get_running_loop().create_task(self.evict(intents))
+            task = asyncio.get_running_loop().create_task(self._write(chosen))
         except RuntimeError:
+            self.in_flight.difference_update(chosen)
             return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        # A task cancelled before it ran never reaches _write's finally: out of flight here too.
+        task.add_done_callback(lambda _, uids=tuple(chosen): self.in_flight.difference_update(uids))
 
     async def settle(self) -> None:
         """Wait until every eviction submitted so far is written or has failed (tests, the simulator)."""
@@ -97,19 +102,30 @@ class Actions:
 
     async def evict(self, intents: list[Eviction]) -> int:
         """Write every eviction, concurrently; returns how many were written."""
+        return await self._write(self._claim(intents))
+
+    def _claim(self, intents: list[Eviction]) -> dict[str, Eviction]:
+        """The evictions that may be issued now (one per pod), marked in flight."""
         chosen: dict[str, Eviction] = {}
         for i in intents:
             if i.pod.uid not in chosen and self.wanted(i.pod.uid):
                 chosen[i.pod.uid] = i
         self.in_flight.update(chosen)
-        results = await asyncio.gather(*(self._one(i) for i in chosen.values()))
-        return sum(results)
+        return chosen
+
+    async def _write(self, chosen: dict[str, Eviction]) -> int:
+        try:
+            return sum(await asyncio.gather(*(self._one(i) for i in chosen.values())))
+        finally:                 # cancelled before a write began: not in flight, so the next decision issues it
+            self.in_flight.difference_update(chosen)
 
     async def _one(self, intent: Eviction) -> bool:
         pod = intent.pod
         try:
             await self._writer().evict(pod, intent.reason, intent.message)
-        except WriteError as e:
+        except Exception as e:      # WriteError, or a bug or a client error: backed off and tried again alike
+            if not isinstance(e, WriteError):
+                log.exception("evicting %s raised", pod.key)
             previous = self.failed.get(pod.uid)
             attempts = previous.attempts + 1 if previous else 1
             # The exponent is capped: an eviction a PodDisruptionBudget refuses for a day counts over 1,024
