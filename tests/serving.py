@@ -56,12 +56,17 @@ def served(*args: str, ready_within: float = 15.0):
             _wait_ready(server, ready_within)
             yield server
         finally:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen, wait: float = 5.0) -> None:
+    """Stop a process a test or benchmark started: terminate, then kill."""
+    proc.terminate()
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(wait)
 
 
 def _wait_ready(server: Server, within: float) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serving import QUOTIENT_BIN, REPO, free_port
+from serving import QUOTIENT_BIN, REPO, free_port, stop_process
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
@@ -134,12 +134,7 @@ def serve_tls(pki: Path, *tls_args: str, ready_within: float = 20.0):
                 time.sleep(0.05)
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)
 
 
 def _refused(call) -> bool:

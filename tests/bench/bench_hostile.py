@@ -55,9 +55,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import gen_cluster  # noqa: E402
 from bench_extender import free_port, percentile, proc_status, source_version  # noqa: E402
+from serving import stop_process  # noqa: E402
 
 GOAL_P99_MS = 50.0
 LEGIT_QUEUE = "cq-000"
@@ -441,12 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in attackers:
             if p.poll() is None:
                 p.kill()
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
+        stop_process(server, 10)
         server_log = Path(log_path).read_text(errors="replace")
         if tmp is not None:
             tmp.cleanup()

@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_extender import proc_status, source_version  # noqa: E402
+from serving import stop_process  # noqa: E402
 
 QUEUES = 4
 NODES = 20
@@ -304,11 +305,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         r = asyncio.run(soak(ready["kubeconfig"], pending, nodes, a))
     finally:
-        fake.terminate()
-        try:
-            fake.wait(10)
-        except subprocess.TimeoutExpired:
-            fake.kill()
+        stop_process(fake, 10)
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
     per_cycle = (r["traced1"] - r["traced0"]) / a.cycles
