@@ -97,7 +97,7 @@ async def _answer(send, status: int, body: bytes) -> None:
 
 WAKE_INTERVAL = 1.0     # seconds between two looks for refused pods whose refusal cleared
 STALL_ROUNDS = 6        # a loop that has not finished a round for this many intervals is stuck
-MIN_STALL = 30.0        # seconds, whatever the interval: a long round under load is not a stall
+MIN_STALL = 60.0        # seconds, whatever the interval: a long round under load (slow API writes) is no stall
 
 
 class Loops:
