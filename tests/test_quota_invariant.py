@@ -256,6 +256,8 @@ async def test_a_hold_waits_for_victims_still_terminating_instead_of_choosing_mo
     assert "waiting for 1 preempted pod(s)" in refusal(filter_(ext, hi))
     await ext.reconcile()
     assert writer.evicted == ["team-a/v2"] and hi["metadata"]["uid"] in state.holds
+    # and its quota with it, as the refusal says (found in review: the reservation expired with holdTimeout)
+    assert hi["metadata"]["uid"] in state.reservations
     apply_deleted(state, v2)
     assert filter_(ext, hi)["NodeNames"] == ["n1"] and await bind(ext, hi) == ""
     holds(state)

@@ -706,6 +706,10 @@ class ClusterState:
             expires, uid = heapq.heappop(self._expiry)
             r = self.reservations.get(uid)
             if r is not None and r.expires == expires:
+                if uid in self.holds:        # its hold lives on (victims still terminating): so does its quota
+                    r.expires = now + self.config.reservation_timeout
+                    heapq.heappush(self._expiry, (r.expires, uid))
+                    continue
                 self.drop_reservation(uid)
                 self.skips["reservation expired"] += 1
                 dropped += 1
