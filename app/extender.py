@@ -60,7 +60,6 @@ class Extender:
         if uid and isinstance(uid, str):
             known = self.state.pods.get(uid)
             if known is not None:
-                self.state.seen(uid)
                 return known
         try:
             pod = decode_pod(obj)
@@ -68,7 +67,6 @@ class Extender:
             raise wire.WireError(f'"Pod": {e}') from None
         known = self.state.pods.get(pod.uid)
         if known is not None:
-            self.state.seen(pod.uid)
             return known
         self.state.learn_pod(pod)
         return pod

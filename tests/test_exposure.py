@@ -89,7 +89,7 @@ async def test_a_ghost_asked_about_for_ever_is_forgotten_after_learned_pod_timeo
             assert r.json()["NodeNames"] == NODES
             clock.advance(61)
         assert ext.state.skips["learned pod forgotten"] == 1  # forgotten at 610 s, then learned anew
-        assert ext.state.learned[ghost["metadata"]["uid"]][0] == clock() - 61
+        assert ext.state.learned[ghost["metadata"]["uid"]] == clock() - 61
 
 
 async def test_a_ghost_whose_bind_the_api_refused_is_forgotten_and_frees_its_quota(tmp_path, kit):

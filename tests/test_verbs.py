@@ -591,7 +591,7 @@ async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit,
         r = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
     assert r["NodeNames"] == ALL_NODES
     assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 2   # old and new
-    assert ext.state.learned[uid(new)] == (clock(), clock())             # new, asked about, learned anew
+    assert ext.state.learned[uid(new)] == clock()                        # new, asked about, learned anew
 
 
 async def test_hold_and_drain_evicts_what_the_queue_admitted(load_extender):

@@ -130,7 +130,7 @@ class ClusterState:
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
         self.requeues: dict[str, Requeue] = {}            # waitForPodsReady: PodsReadyTimeout evictions
-        self.learned: dict[str, tuple[float, float]] = {}   # pods known only from requests -> (first, last) seen
+        self.learned: dict[str, float] = {}               # pods known only from requests -> when first learned
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
         self.generation = 0     # bumps on every change; the simulator watches it
@@ -387,13 +387,7 @@ class ClusterState:
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
         self.upsert_pod(pod)
-        now = self.clock()
-        self.learned[pod.uid] = (now, now)
-
-    def seen(self, uid: str) -> None:
-        known = self.learned.get(uid)
-        if known is not None:
-            self.learned[uid] = (known[0], self.clock())
+        self.learned[pod.uid] = self.clock()
 
     def spoken_for(self, uid: str) -> None:
         """The API (or, without one, the snapshot writer that stands for it) now speaks for a pod
@@ -410,7 +404,7 @@ class ClusterState:
         if not self.learned or now - self._learned_sweep < 60:
             return 0
         self._learned_sweep = now
-        stale = [uid for uid, (first, _) in self.learned.items() if now - first > self.config.learned_pod_timeout]
+        stale = [uid for uid, first in self.learned.items() if now - first > self.config.learned_pod_timeout]
         for uid in stale:
             self.remove_pod(uid)
             self.skips["learned pod forgotten"] += 1
