@@ -207,7 +207,7 @@ class WatchSource:
 
     @property
     def readiness(self) -> str:
-        """Why the source is not ready ("" when it is), for /readyz."""
+        """Why the source is not ready ("" when it is): the initial lists, or the kinds a relist waits for."""
         if not self._ready:
             return "initial lists not yet applied"
         if self.stale:
