@@ -87,8 +87,7 @@ class KubeWriter:
         except ApiException as e:
             if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
                 try:
-                    current = await asyncio.wait_for(self.core.read_namespaced_pod(pod.name, pod.namespace),
-                                                     self.timeout)
+                    current = await self._bounded(self.core.read_namespaced_pod(pod.name, pod.namespace))
                 except (ApiException, asyncio.TimeoutError, OSError):
                     current = None
                 if current is not None and current.spec.node_name == node:
