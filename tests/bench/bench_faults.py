@@ -308,6 +308,16 @@ async def hostile_case(seed: int, steps: int) -> dict:
 
 
 # ---------------------------------------------------------------- main
+
+def crash_safe(case) -> dict:
+    """One case's outcome; a case that raised counts as a failing case, with its traceback."""
+    try:
+        return asyncio.run(case())
+    except Exception as e:
+        return {"instants": 0, "above": 0, "violations": [], "error": f"crashed: {e!r}\n"
+                + traceback.format_exc()[-1500:]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="50 cases of each driver instead of 500")
@@ -350,12 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="quotient-bench-faults-") as workdir:
             for case in numbers:
                 seed = a.seed * 1000 + case
-                try:
-                    out = asyncio.run(sim_case(seed, workdir, a.verbose))
-                except Exception as e:
-                    out = {"instants": 0, "above": 0, "violations": [], "error": f"crashed: {e!r}\n"
-                           + traceback.format_exc()[-1500:]}
-                tally("sim", case, seed, out, sums)
+                tally("sim", case, seed, crash_safe(lambda: sim_case(seed, workdir, a.verbose)), sums)
         print(f"sim: {cases} cases in {time.perf_counter() - started:.1f} s, {sums.get('lagging', 0)} with a lagging "
               f"watch ({sums.get('late', 0)} late deliveries); {sums.get('bound', 0)} binds, {sums.get('preempted', 0)} "
               f"preemptions/evictions, {sums.get('terminating', 0)} victims left Terminating, {sums.get('refused', 0)} "
@@ -368,12 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         for case in numbers:
             seed = a.seed * 7919 + case
-            try:
-                out = asyncio.run(hostile_case(seed, a.steps))
-            except Exception as e:
-                out = {"instants": 0, "above": 0, "violations": [], "error": f"crashed: {e!r}\n"
-                       + traceback.format_exc()[-1500:]}
-            tally("hostile", case, seed, out, sums)
+            tally("hostile", case, seed, crash_safe(lambda: hostile_case(seed, a.steps)), sums)
         print(f"hostile: {cases} cases x {a.steps} steps in {time.perf_counter() - started:.1f} s; "
               f"{sums.get('urgent', 0)} important pods filtered on arrival, "
               f"{sums.get('kube_preemptions', 0)} kube-scheduler preemptions, {sums.get('evicted', 0)} evictions "
