@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import orjson
 
-from .act.intents import Actions, Eviction, Wake
+from .act.intents import Actions, Eviction
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
@@ -27,15 +27,12 @@ from .core.placement import pack_scores, shortfall, static_misfit
 from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
-from .refusals import Refusal, Refusals
+from .refusals import QUOTA_RULES, Refusal, Refusals, retry_cause, retry_message
 from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
-WAKE_CHECKS = 500          # refusals judged per wake_plan call at most
-QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
-                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
-CAPACITY_CAUSES = frozenset({"QuotaFreed", "QueueChanged"})
+WAKE_CHECKS = 500          # refusals judged per note_cleared call at most
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -110,10 +107,20 @@ class Extender:
         """No node passes, for one reason preemption on kube-scheduler's side cannot help with."""
         return cls._filter_answer(nodes, [], b"[]", unresolvable=dict.fromkeys(offered.names, reason))
 
-    def _refuse(self, pod: PodInfo, rule: str, reason: str, nodes: dict | None, offered: OfferedNodes) -> bytes:
-        """_refuse_all, the refusal booked: when it clears, Quotient wakes the pod (wake_plan)."""
-        holds = frozenset(self.state.holds) if rule == "RoomHeld" else frozenset()
-        self.refusals.refused(pod.uid, rule, reason, self.state.clock(), holds)
+    def _refuse(self, pod: PodInfo, rule: str, reason: str, nodes: dict | None, offered: OfferedNodes,
+                cluster_queue: str | None = None, resolvable: bool = False, assignment=None) -> bytes:
+        """No node passes; the refusal booked. One that clears by itself soon is answered as an error, so
+        kube-scheduler tries the pod again after its backoff instead of parking it (app/refusals.py);
+        any other parks it, with FailedNodes when kube-scheduler's preemption may help."""
+        state = self.state
+        retry = retry_cause(state, pod, rule, cluster_queue, resolvable, assignment)
+        holds = frozenset(state.holds) if rule == "RoomHeld" else frozenset()
+        self.refusals.refused(pod.uid, rule, reason, state.clock(), retry, holds)
+        if retry:
+            self.refusals.retries[retry] += 1
+            return wire.encode_filter(nodes, [], {}, {}, retry_message(reason, retry))
+        if resolvable:
+            return self._filter_answer(nodes, [], b"[]", failed=dict.fromkeys(offered.names, reason))
         return self._refuse_all(nodes, offered, reason)
 
     # ---- filter ------------------------------------------------------------
@@ -123,6 +130,7 @@ class Extender:
         state.expire_reservations()
         state.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
         pod = self._pod(obj)
+        self.refusals.asked(pod.uid, state.clock())
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
             gate = self._ready_gate(pod)
             if gate:
@@ -153,14 +161,11 @@ class Extender:
                              offered=len(offered.names), tried=list(verdict.assignment.reasons))
                 return self._refuse(pod, "Preempting", started, nodes, offered)
         if not verdict.admit:
-            rejected = dict.fromkeys(offered.names, verdict.reason)
             self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
                          resolvable=verdict.resolvable, offered=len(offered.names),
                          tried=list(verdict.assignment.reasons) if verdict.assignment else [])
-            self.refusals.refused(pod.uid, verdict.rule, verdict.reason, state.clock())
-            if verdict.resolvable:
-                return self._filter_answer(nodes, [], b"[]", failed=rejected)
-            return self._filter_answer(nodes, [], b"[]", unresolvable=rejected)
+            return self._refuse(pod, verdict.rule, verdict.reason, nodes, offered, verdict.cluster_queue,
+                                verdict.resolvable, verdict.assignment)
         flavor_names = frozenset(flavors.values())
         passing, encoded = offered.on_offer(state, flavor_names)
         if not passing:
@@ -191,7 +196,7 @@ class Extender:
                      tried=list(verdict.assignment.reasons) if verdict.assignment else [])
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
-        self.refusals.pop(pod.uid, None)
+        self.refusals.passed(pod.uid, self.state.clock())
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
 
@@ -224,9 +229,9 @@ class Extender:
         at once, or none is; a member then passes only onto its reserved node."""
         state, key = self.state, group_of(pod)
 
-        def refuse(rule: str, reason: str, **extra) -> bytes:
-            self._record("filter", pod, rule, reason, queue=extra.pop("queue", ""), group=key, **extra)
-            return self._refuse(pod, rule, reason, nodes, offered)
+        def refuse(rule: str, reason: str, queue: str = "") -> bytes:
+            self._record("filter", pod, rule, reason, queue=queue, group=key)
+            return self._refuse(pod, rule, reason, nodes, offered, queue or None)
 
         if pod.node_name:          # already bound: its own node only, the group is not admitted again
             if pod.node_name in offered.names:
@@ -259,14 +264,14 @@ class Extender:
                 return refuse("VictimsStillRunning", self._still_running(over, key))
             if held.node in offered.names:
                 self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
-                self.refusals.pop(pod.uid, None)
+                self.refusals.passed(pod.uid, self.state.clock())
                 return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
             return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
                           "and was not offered; waiting for it")
         rule, reason, queue, mine = self._admit_group(pod, key, gangs.pending_members(state, members),
                                                       set(offered.names))
         if mine and not reason:
-            self.refusals.pop(pod.uid, None)
+            self.refusals.passed(pod.uid, self.state.clock())
             return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
         return refuse(rule, reason, queue=queue)
 
@@ -683,46 +688,31 @@ class Extender:
                          "drain", record={"queue": cq})
                 for pod, cq in drained(self.state)]
 
-    # ---- waking refused pods -------------------------------------------------------
-    async def wake(self) -> int:
-        """Wake the refused pods whose refusal cleared: decided at once (wake_plan), then written by act/.
-        Returns how many were woken."""
-        return await self.actions.wake(self.wake_plan())
-
-    def wake_plan(self) -> list[Wake]:
-        """The refused pods whose refusal no longer holds in Quotient's own state, within act/'s rate
-        limits; at most WAKE_CHECKS refusals are judged per call, the oldest first, then the others. For
-        quota freed (or a queue changed) one pod per ClusterQueue is woken: once it binds, kube-scheduler
-        tries every pod it parked again by itself (an assigned pod added moves them all)."""
-        state, now, out = self.state, self.state.clock(), []
-        capacity: set[str] = set()          # ClusterQueues with a pod woken for quota in this call
+    # ---- refusals that cleared ---------------------------------------------------------
+    def note_cleared(self) -> int:
+        """Note the refusals that no longer hold in Quotient's own state (for /debug/pods and
+        quotient_refusals_cleared_total): at most WAKE_CHECKS per call, the oldest first, then the others.
+        Nothing is written: a pod answered as a retry is tried again by kube-scheduler by itself, and no
+        write would move a parked one (app/refusals.py). Returns how many cleared in this call."""
+        state, now, cleared = self.state, self.state.clock(), 0
         state.expire_reservations()           # a hold or reservation past its time clears refusals too
         for uid in list(itertools.islice(self.refusals, WAKE_CHECKS)):
             r, pod = self.refusals.pop(uid), state.pods.get(uid)
             if pod is None or pod.node_name or pod.terminal or pod.deleting:
                 continue                                 # bound or gone: out of the book
             self.refusals[uid] = r                       # judged again after the others
-            if r.woken_at is not None or r.futile:
+            if r.cleared_at is not None:
                 continue                                 # once per refusal; filter's next answer books anew
             cause = self._cleared(pod, r)
-            if not cause:
-                continue
-            if cause in CAPACITY_CAUSES:
-                cq = state.queue_of(pod)[1]
-                if cq is None or cq.name in capacity:
-                    continue
-                capacity.add(cq.name)
-            if r.cleared_at is None:
+            if cause:
                 r.cleared_at, r.cause = now, cause
-            if self.actions.may_wake():
-                r.woken_at = now
-                out.append(Wake(pod, cause))
-        return out
+                self.refusals.cleared[cause] += 1
+                cleared += 1
+        return cleared
 
     def _cleared(self, pod: PodInfo, r: Refusal) -> str:
-        """Why pod's refusal r no longer holds in Quotient's own state, "" while it does: the cause of the
-        wake-up. Only what may clear without an event kube-scheduler is sure to act on after Quotient
-        saw it: time (backoff, preemption delay, hold expiry), victims gone, quota or queues changed."""
+        """Why pod's refusal r no longer holds in Quotient's own state, "" while it does: time (backoff,
+        preemption delay, hold expiry), victims gone, a group complete, quota or queues changed."""
         state = self.state
         if pod.uid not in state.holds and self._ready_gate(pod):
             return ""

@@ -1,14 +1,37 @@
-"""Pods Quotient refused, and when each refusal cleared: the book that wake-ups are decided from.
+"""Pods Quotient refused: how each refusal is answered so kube-scheduler tries the pod again in time.
 
-kube-scheduler parks a pod an extender refused in its unschedulable pool until a cluster event moves it
-or for 5 minutes (pkg/scheduler/backend/queue/scheduling_queue.go: the pod has no rejecting plugin).
-A refusal that clears with time (a backoff, a preemption delay, a hold that expires), or because of
-an event kube-scheduler acted on before Quotient's watch delivered it, has no event left to move the
-pod: Quotient wakes it with a small update of the pod itself (act/: Wake).
+What kube-scheduler v1.36 does with a refused pod (pkg/scheduler/schedule_one.go handleSchedulingFailure,
+pkg/scheduler/backend/queue/scheduling_queue.go determineSchedulingHintForInFlightPod):
+
+- an extender's FailedNodes make a FitError whose rejecting plugins are the in-tree ones that rejected a
+  node (a full node: NodeResourcesFit; a tainted control plane: TaintToleration). With none the pod is
+  retried after its backoff; with some it is parked until an event one of their queueing hints accepts,
+  or for 5 minutes. Quota freed, a backoff over, a victim Quotient has not yet seen leave: none of them
+  is such an event, and an update of the pod itself (UpdatePodOther) is accepted by no default plugin.
+- an extender's "Error" is not a FitError: the attempt has no rejecting plugin, so the pod always goes to
+  the backoff queue and is tried again after 1 s, doubling to 10 s (wire/README.md, section 6).
+
+So a refusal that clears by itself soon is answered as a retry (the Error field): a backoff or preemption
+delay ending within RETRY_HORIZON, victims leaving, room held for a preemptor, a pod group assembling, the
+head of a ClusterQueue waiting for quota in use. Every other refusal parks the pod (FailedAndUnresolvableNodes,
+or FailedNodes where kube-scheduler's preemption may help): a queue of thousands retried every 10 s would
+take kube-scheduler's time from pods that can run.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+
+from .core import preemption, readiness
+from .core.flavors import PREEMPT
+from .core.gangs import group_of
+
+RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
+RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway
+QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
+                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
+LEAVING_RULES = frozenset({"WaitingForVictims", "Preempting", "GroupPreempting", "VictimsStillRunning"})
+HELD_RULES = frozenset({"RoomHeld", "GroupReserved"})
 
 
 @dataclass
@@ -16,30 +39,92 @@ class Refusal:
     rule: str
     reason: str
     at: float
+    retry: str = ""                          # why it is answered as a retry; "" parks the pod
     holds: frozenset[str] = frozenset()      # the holds in force, when the room they keep refused the pod
     cleared_at: float | None = None
-    cause: str = ""                          # why it cleared: the wake-up's reason
-    woken_at: float | None = None
-    futile: bool = False                     # refused again as before its wake-up: not woken for it again
+    cause: str = ""                          # why it cleared
+    retried_at: float | None = None          # kube-scheduler's first try after it cleared
 
 
 class Refusals(dict):
-    """pod uid -> its last refusal by filter, until it passes, binds or is gone."""
+    """pod uid -> its last refusal by filter, until it passes, binds or is gone; and the counts
+    /metrics exports: retries answered and refusals cleared by cause, how long cleared ones waited."""
 
-    def refused(self, uid: str, rule: str, reason: str, now: float, holds: frozenset[str] = frozenset()) -> None:
+    def __init__(self):
+        super().__init__()
+        self.retries: Counter = Counter()
+        self.cleared: Counter = Counter()
+        self.waited = [0, 0.0]              # kube-scheduler's tries after a clearing: count, seconds in all
+
+    def refused(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
+                holds: frozenset[str] = frozenset()) -> None:
         old = self.get(uid)
-        if old is not None and old.rule == rule and old.woken_at is None:
-            old.reason = reason          # the same refusal, asked again: it keeps its time
+        if old is not None and old.rule == rule and old.cleared_at is None:
+            old.reason, old.retry = reason, retry     # the same refusal, asked again: it keeps its time
             return
-        # Woken, then refused word for word as before: the refusal had not cleared after all (a rule the
-        # wake-up judged otherwise than filter). No second wake-up for it: no loop of wake and refuse.
-        futile = old is not None and old.woken_at is not None and (old.rule, old.reason) == (rule, reason)
-        self[uid] = Refusal(rule, reason, now, holds, futile=futile)
+        self[uid] = Refusal(rule, reason, now, retry, holds)
+
+    def asked(self, uid: str, now: float) -> Refusal | None:
+        """kube-scheduler asks about the pod again: the first time since its refusal cleared is noted."""
+        r = self.get(uid)
+        if r is not None and r.cleared_at is not None and r.retried_at is None:
+            r.retried_at = now
+            self.waited[0] += 1
+            self.waited[1] += now - r.cleared_at
+            return r
+        return None
+
+    def passed(self, uid: str, now: float) -> None:
+        """The pod passed filter: its refusal, if any, is kept for /debug/pods until it binds or is gone, as
+        cleared (at this retry, when the clearing loop had not seen it yet)."""
+        r = self.get(uid)
+        if r is not None and r.cleared_at is None:
+            r.cleared_at = r.retried_at = now
+            r.cause = "SeenAtRetry"
 
     def view(self, uid: str, shown) -> dict | None:
-        """For /debug/pods: the refusal, when it cleared (and why), when Quotient woke the pod."""
+        """For /debug/pods: the refusal, how it was answered, when it cleared (and why), when it was tried again."""
         r = self.get(uid)
         if r is None:
             return None
-        return {"rule": r.rule, "reason": r.reason, "at": shown(r.at), "clearedAt": shown(r.cleared_at),
-                "clearedBecause": r.cause or None, "wokenAt": shown(r.woken_at)}
+        return {"rule": r.rule, "reason": r.reason, "at": shown(r.at),
+                "answer": f"retry ({r.retry})" if r.retry else "park",
+                "clearedAt": shown(r.cleared_at), "clearedBecause": r.cause or None,
+                "retriedAt": shown(r.retried_at)}
+
+
+def retry_message(reason: str, cause: str) -> str:
+    """The Error text of a refusal answered as a retry: the reason, and that the pod is not stuck."""
+    return reason + RETRY_NOTE.format(cause=cause)
+
+
+def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bool, assignment=None) -> str:
+    """Why a refusal of pod by rule clears by itself soon, so kube-scheduler should try the pod again after its
+    backoff rather than park it: the label of the retry, or "" to park it. assignment: the flavors filter
+    found, whose mode PREEMPT says the pod fits once quota in use is freed (not so a pod that never fits)."""
+    now = state.clock()
+    if rule == "PodsReadyGate":
+        q = state.requeues.get(readiness.requeue_key(pod))
+        if q is not None and q.deactivated:
+            return ""                                   # for good, until an admin reactivates it
+        if q is not None and q.at > now:
+            return "PodsReadyBackoff" if q.at - now <= RETRY_HORIZON else ""
+        return "BlockAdmission"                         # clears as admitted pods turn Ready
+    if rule in LEAVING_RULES:
+        return "VictimsLeaving"
+    if rule in HELD_RULES:
+        return "RoomHeld"
+    if rule == "GroupIncomplete":
+        return "GroupIncomplete"
+    cq = state.cluster_queues.get(cluster_queue) if cluster_queue else None
+    if cq is None or rule not in QUOTA_RULES:
+        return ""
+    left = preemption.delay_left(cq, pod, now)
+    if resolvable:      # kube-scheduler's own preemption may act on it: parked, unless only a delay stops it
+        return "PreemptionDelay" if 0 < left <= RETRY_HORIZON else ""
+    if assignment is None or assignment.mode != PREEMPT:
+        return ""
+    head = next(state.pending_pods(cq.name), None)
+    if head is not None and (head.uid == pod.uid or (group_of(pod) and group_of(head) == group_of(pod))):
+        return "QueueHead"
+    return ""

@@ -12,6 +12,8 @@ coveredResources are the resources of its first flavor, in order; pass groups=[.
 """
 from __future__ import annotations
 
+import re
+
 from app.config import Configuration
 from app.objects.meta import format_time
 from app.state.cluster import ClusterState
@@ -258,3 +260,17 @@ def with_pods(text: str, pods) -> str:
 
     return text + "".join("\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
                           for p in pods)
+
+
+RETRY = re.compile(r" \(Quotient: kube-scheduler tries it again after its backoff, (\w+)\)$")
+
+
+def answer_reasons(answer: dict, offered) -> dict[str, str]:
+    """node -> why a filter answer refused it: FailedNodes, FailedAndUnresolvableNodes, or, for a refusal
+    answered as a retry (the Error field, app/refusals.py), every offered node with the reason in it."""
+    if answer.get("Error"):
+        assert not answer["NodeNames"] and not answer["FailedNodes"] and not answer["FailedAndUnresolvableNodes"]
+        match = RETRY.search(answer["Error"])
+        assert match, answer["Error"]
+        return dict.fromkeys(offered, answer["Error"][:match.start()])
+    return {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}

@@ -16,6 +16,7 @@ from app.act.writer import SnapshotWriter  # noqa: E402
 from app.extender import Extender  # noqa: E402
 from app.objects.pod import decode_pod  # noqa: E402
 from fakeapi import FakeApiServer  # noqa: E402
+from helpers import answer_reasons
 from helpers import make_state  # noqa: E402
 
 
@@ -52,7 +53,7 @@ async def test_filter_preempts_by_itself_then_admits_once_the_victim_is_gone():
     body = orjson.dumps({"Pod": preemptor, "Nodes": None, "NodeNames": nodes})
     refused = orjson.loads(extender.filter(body))
     assert refused["NodeNames"] == [] and "preempting cq-burst/victim-" in \
-        next(iter(refused["FailedAndUnresolvableNodes"].values()))
+        next(iter(answer_reasons(refused, nodes).values()))
     await extender.actions.settle()
     assert extender.writer.evictions == 1 and len(state.pods) == 2 + 10      # 12 victims and the preemptor, less the one evicted
     reclaim = [e for e in extender.journal.entries if e["verb"] == "reclaim" and e["outcome"] == "Preempting"]

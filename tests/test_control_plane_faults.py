@@ -28,7 +28,7 @@ from test_watch import api_client, cq_cpu, fake_api, seed  # noqa: F401  (fixtur
 
 # ---- point 8: every API call has a timeout; a stuck loop fails /livez ----------------------------
 
-@pytest.mark.parametrize("write", ["eviction", "binding", "wake"])
+@pytest.mark.parametrize("write", ["eviction", "binding"])
 async def test_a_write_the_api_never_answers_fails_within_its_timeouts(fake_api, api_client, write):
     fake_api.apply(pod("victim", node="n1" if write == "eviction" else "", phase="Running" if write == "eviction"
                        else "Pending"))
@@ -36,8 +36,7 @@ async def test_a_write_the_api_never_answers_fails_within_its_timeouts(fake_api,
     writer = KubeWriter(api_client, ClusterState(), timeout=0.2)
     fake_api.fault("hang", resource="pods", times=100)
     call = {"eviction": lambda: writer.evict(info, "Preempted", "test"),
-            "binding": lambda: writer.bind(info, "n1"),
-            "wake": lambda: writer.wake(info, "QuotaFreed")}[write]
+            "binding": lambda: writer.bind(info, "n1")}[write]
     started = time.monotonic()
     with pytest.raises(WriteError, match="TimeoutError"):
         await asyncio.wait_for(call(), 10)         # before: it waited for as long as the server held it
@@ -81,12 +80,12 @@ def test_loops_say_which_loop_is_stuck_after_several_intervals():
     now = [100.0]
     loops = Loops(clock=lambda: now[0])
     loops.start("reconcile", 10.0)
-    loops.start("wake", 1.0)
+    loops.start("refusals", 1.0)
     now[0] += 59
-    loops.finish("wake")
+    loops.finish("refusals")
     assert loops.stuck() is None                    # 6 intervals of 10 s not yet passed
     now[0] += 2
-    loops.finish("wake")
+    loops.finish("refusals")
     assert loops.stuck() == "reconcile loop has not finished a round for 61s (limit 60s)"
     loops.finish("reconcile")
     assert loops.stuck() is None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from app.core import gangs
 from app.objects.pod import decode_pod
+from helpers import answer_reasons
 from helpers import NODE_YAML, one_queue_yaml, with_pods
 
 CPU = 1000
@@ -83,9 +84,9 @@ def usage(ext, cq: str = "cq", flavor: str = "default-flavor", resource: str = "
 
 
 def refused(answer: dict, offered: list[str]) -> str:
-    """The one reason every offered node was refused with (FailedAndUnresolvableNodes); asserts it."""
-    assert answer["NodeNames"] == [] and answer["Error"] == "" and not answer["FailedNodes"], answer
-    reasons = answer["FailedAndUnresolvableNodes"]
+    """The one reason every offered node was refused with (FailedAndUnresolvableNodes, or a retry); asserts it."""
+    assert answer["NodeNames"] == [] and not answer["FailedNodes"], answer
+    reasons = answer_reasons(answer, offered)
     assert set(reasons) == set(offered), reasons
     assert len(set(reasons.values())) == 1, reasons
     return next(iter(reasons.values()))

@@ -13,6 +13,7 @@ import pytest
 from app.act.intents import BACKOFF_BASE
 from app.api.app import create_app
 from app.config import decode_configuration
+from helpers import answer_reasons
 from helpers import cq, flavor, lq, namespace, node, pod
 from live import Live, started, until
 
@@ -32,7 +33,7 @@ def uid(obj: dict) -> str:
 
 
 def refusal(answer: dict) -> str:
-    reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    reasons = answer_reasons(answer, ["any"])
     assert answer["NodeNames"] == [] and reasons, answer
     return next(iter(reasons.values()))
 

@@ -716,7 +716,7 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
     grants = rbac_grants("rbac.yaml")
     cluster = grants["ClusterRole//quotient"]
     for need in [("", "pods/binding", "create"), ("", "pods/eviction", "create"),
-                 ("", "pods/status", "patch"), ("", "pods", "patch"), ("events.k8s.io", "events", "create"),
+                 ("", "pods/status", "patch"), ("events.k8s.io", "events", "create"),
                  ("kueue.x-k8s.io", "clusterqueues/status", "update"),
                  ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
                  ("scheduling.x-k8s.io", "podgroups", "watch"),
@@ -725,7 +725,7 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
         assert need in cluster, need
     writes = {g for g in cluster if g[2] not in ("get", "list", "watch")}
     assert writes == {("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "pods/status", "patch"),
-                      ("", "pods", "patch"), ("events.k8s.io", "events", "create"), ("kueue.x-k8s.io", "clusterqueues/status", "update"),
+                      ("events.k8s.io", "events", "create"), ("kueue.x-k8s.io", "clusterqueues/status", "update"),
                       ("kueue.x-k8s.io", "clusterqueues/status", "patch")}
     # Leader election: leases in its own namespace only.
     leases = grants[f"Role/{NAMESPACE}/quotient-leader-election"]

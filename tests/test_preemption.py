@@ -23,6 +23,7 @@ from app.extender import Extender
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 
+from helpers import answer_reasons
 from helpers import (BASE_TIME, CPU, FakeClock, all_usage, apply, cohort, cq, delete, flavor, lq, make_state, node,
                      pod, pod_info)
 
@@ -974,7 +975,7 @@ async def test_filter_reclaims_holds_and_evicts_at_once(api, kit):
     h = pod("h", cpu="4", priority=1000, created=10)
     async with api(ext) as client:
         r = (await client.post("/filter", json=kit.filter(h, ["n1", "n2"]))).json()
-        assert r["NodeNames"] == [] and "preempting team-a/l2 (InClusterQueue)" in r["FailedAndUnresolvableNodes"]["n2"]
+        assert r["NodeNames"] == [] and "preempting team-a/l2 (InClusterQueue)" in answer_reasons(r, ["n2"])["n2"]
         assert s.holds[uid("h")].node == "n1"
         await ext.actions.settle()
         assert writer.evictions == 1 and uid("l2") not in s.pods

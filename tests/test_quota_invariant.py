@@ -12,6 +12,7 @@ from app.extender import Extender
 from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
+from helpers import answer_reasons
 from helpers import FakeClock, apply, cq, flavor, lq, make_state, namespace, node, one_queue_yaml, pod, with_pods
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -91,7 +92,7 @@ async def bind(ext: Extender, obj: dict, node_name: str = "n1") -> str:
 
 
 def refusal(answer: dict) -> str:
-    reasons = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    reasons = answer_reasons(answer, ["any"])
     assert answer["NodeNames"] == [] and reasons, answer
     return next(iter(reasons.values()))
 

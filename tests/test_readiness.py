@@ -37,6 +37,7 @@ from app.core.readiness import PODS_READY_TIMEOUT, Readiness, Requeue
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
+from helpers import answer_reasons
 from helpers import one_queue_yaml, with_pods
 
 CPU = 1000
@@ -128,9 +129,9 @@ def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None
 
 
 def refused(answer: dict, offered=ALL) -> str:
-    """The one reason every offered node was refused with, as unresolvable; asserts it."""
-    assert answer["NodeNames"] == [] and answer["Error"] == "" and not answer["FailedNodes"], answer
-    reasons = answer["FailedAndUnresolvableNodes"]
+    """The one reason every offered node was refused with, as unresolvable or as a retry; asserts it."""
+    assert answer["NodeNames"] == [] and not answer["FailedNodes"], answer
+    reasons = answer_reasons(answer, offered)
     assert set(reasons) == set(offered), reasons
     assert len(set(reasons.values())) == 1, reasons
     return next(iter(reasons.values()))

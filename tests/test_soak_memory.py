@@ -1,4 +1,4 @@
-"""Memory stays flat on a steady live cluster (issue 16, point 12): reconcile and wake, cycle after cycle with
+"""Memory stays flat on a steady live cluster (issue 16, point 12): reconcile and the look for cleared refusals, cycle after cycle with
 nothing changing, add nothing to what Quotient keeps. tests/bench/bench_soak.py measures the process (RSS,
 tracemalloc over thousands of cycles); this asserts on the sizes of the structures that could grow.
 
@@ -34,7 +34,7 @@ def sizes(kit, metrics) -> dict:
             "expiry heap": len(state._expiry)}
 
 
-async def test_steady_reconcile_and_wake_cycles_add_nothing(tmp_path):
+async def test_steady_reconcile_and_refusal_cycles_add_nothing(tmp_path):
     async with started(tmp_path, objects()) as kit:
         metrics = attach(kit.ext).metrics
         waiting = pod("wait", cpu="1", priority=0, created=100)        # over quota, no victim of lower priority
@@ -44,7 +44,7 @@ async def test_steady_reconcile_and_wake_cycles_add_nothing(tmp_path):
         async def cycle() -> None:
             kit.clock.advance(kit.state.config.reconcile_interval)
             assert await kit.ext.reconcile() == 0
-            assert await kit.ext.wake() == 0
+            assert kit.ext.note_cleared() == 0
 
         await cycle()
         newest = next(e for e in kit.ext.journal.of_pod("team-a/wait") if e["verb"] == "reclaim")

@@ -259,15 +259,21 @@ async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(kit, load_e
 
 
 async def test_quota_exceeded_without_preemption_policy_is_unresolvable(kit, load_extender, api):
+    """Behind the queue's head: parked (FailedAndUnresolvableNodes). The head itself, which fits once quota in
+    use is freed, is answered as a retry (the Error field: kube-scheduler tries it after its backoff)."""
     ext = load_extender(SMALL.replace("{preemption}", NO_PREEMPTION) + RUNNING_3)
+    head = kit.pod("first", cpu="2", created="2025-12-31T00:00:00Z")
     pod = kit.pod("big", cpu="2")
     async with api(ext) as client:
+        first = (await client.post("/filter", json=kit.filter(head, ALL_NODES))).json()
         answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == []
     assert not answer["FailedNodes"]
     assert set(answer["FailedAndUnresolvableNodes"]) == set(ALL_NODES)
     for reason in answer["FailedAndUnresolvableNodes"].values():
         assert "ClusterQueue small-cq" in reason and "cpu" in reason and "request 2 > 1 available" in reason
+    assert first["NodeNames"] == [] and not first["FailedNodes"] and not first["FailedAndUnresolvableNodes"]
+    assert "request 2 > 1 available" in first["Error"] and first["Error"].endswith("after its backoff, QueueHead)")
 
 
 async def test_unknown_local_queue_is_unresolvable_and_named(kit, load_extender, api):

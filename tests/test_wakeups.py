@@ -1,19 +1,21 @@
-"""A refused pod is retried at once when its refusal clears (issue 20).
+"""A refused pod is tried again in time when its refusal clears by itself (issue 20).
 
-kube-scheduler (pkg/scheduler/backend/queue/scheduling_queue.go, v1.36) parks a pod an extender refused until a
-pod or node event moves it, or for 5 minutes; an update of the pod itself is such an event. The simulator models
-that queue (../shared/scenarios/FORMAT.md, step 4; app/sim/queue.py); Quotient wakes a pod whose refusal cleared
-with one annotation patch (act/: Wake), rate-limited, never while the refusal holds.
+kube-scheduler v1.36 parks a pod an extender refused with FailedNodes when an in-tree plugin also rejected a
+node (a tainted control plane, a full node): only an event that plugin's queueing hint accepts moves it, else
+it waits 5 minutes. An extender Error is no FitError, so the pod goes to the backoff queue (1 s doubling to
+10 s). Quotient answers refusals that clear by themselves soon as such a retry (app/refusals.py) and parks the
+others; nothing is written to the pod. The simulator models that queue (app/sim/queue.py).
 """
 from __future__ import annotations
 
 import pytest
 
-from app.act.intents import WAKE_RATE
-from app.act.writer import RETRY_ANNOTATION
+import app.extender
+from app.api.app import CLEARED_INTERVAL
 from app.config import Configuration, decode_configuration
-from app.extender import Extender
-from app.sim.queue import MAX_UNSCHEDULABLE, SchedulingQueue
+from app.refusals import RETRY_HORIZON
+from app.sim.queue import (ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, MAX_UNSCHEDULABLE, UNSCHEDULED_POD_ADD,
+                           UNSCHEDULED_POD_UPDATE, SchedulingQueue)
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 from helpers import cq, flavor, lq, namespace, node, pod
@@ -21,28 +23,34 @@ from live import started, until
 from test_interleaving import pending, refusal, uid
 
 OWN = __import__("pathlib").Path(__file__).resolve().parent / "scenarios"
-# One scenario per wake-up reason: a podsReady backoff over, a preemption delay over, victims gone after
+# One scenario per retry reason: a podsReady backoff over, a preemption delay over, victims gone after
 # kube-scheduler's last attempt, a hold that expires.
-WAKE_SCENARIOS = {"ready-timeout-backoff": "PodsReadyGateCleared", "wake-preemption-delay": "PreemptionDelayOver",
-                  "wake-victims-gone": "VictimsGone", "wake-hold-expires": "HoldExpired"}
+RETRY_SCENARIOS = {"ready-timeout-backoff": "PodsReadyBackoff", "wake-preemption-delay": "PreemptionDelay",
+                   "wake-victims-gone": "VictimsLeaving", "wake-hold-expires": "VictimsLeaving"}
 
 
-# ---- the simulator: kube-scheduler's queue, and the scenarios that need a wake-up -----------------------
+def no_retries(monkeypatch):
+    """Every refusal parks the pod, as before issue 20."""
+    monkeypatch.setattr(app.extender, "retry_cause", lambda *args: "")
 
-@pytest.mark.parametrize("name", sorted(WAKE_SCENARIOS))
-async def test_each_wake_up_scenario_passes_and_fails_without_its_wake_up(name, monkeypatch):
+
+# ---- the simulator: kube-scheduler's queue, and the scenarios that need a retry -----------------------
+
+@pytest.mark.parametrize("name", sorted(RETRY_SCENARIOS))
+async def test_each_retry_scenario_passes_and_fails_when_refusals_park_the_pod(name, monkeypatch):
     scenario = load_scenario(str(OWN / f"{name}.yaml"))
     out = await simulate(scenario)
     assert differences(scenario, out) == []
-    assert any("woken" in line and WAKE_SCENARIOS[name] in line for line in out.timeline), out.timeline
-    monkeypatch.setattr(Extender, "wake_plan", lambda self: [])
+    assert any("SchedulerError" in line and RETRY_SCENARIOS[name] in line for line in out.timeline), out.timeline
+    no_retries(monkeypatch)
     scenario = load_scenario(str(OWN / f"{name}.yaml"))
-    assert differences(scenario, await simulate(scenario)), f"{name} passes without wake-ups"
+    assert differences(scenario, await simulate(scenario)), f"{name} passes with every refusal parked"
 
 
-async def test_without_a_wake_up_the_pod_waits_for_the_five_minute_flush(monkeypatch, tmp_path):
-    """The real cluster's behaviour the issue reports: parked, then tried again 5 minutes after the last attempt."""
-    monkeypatch.setattr(Extender, "wake_plan", lambda self: [])
+async def test_a_parked_pod_waits_for_the_five_minute_flush(monkeypatch, tmp_path):
+    """The real cluster's behaviour the issue reports: parked by TaintToleration, no event its hint accepts, tried
+    again 5 minutes after its last attempt."""
+    no_retries(monkeypatch)
     text = (OWN / "wake-victims-gone.yaml").read_text().replace("until: 2m", "until: 7m")
     path = tmp_path / "flush.yaml"
     path.write_text(text)
@@ -51,27 +59,51 @@ async def test_without_a_wake_up_the_pod_waits_for_the_five_minute_flush(monkeyp
     assert bound and 40 + MAX_UNSCHEDULABLE <= bound[0] <= 40 + MAX_UNSCHEDULABLE + 10, out.timeline
 
 
+async def test_without_a_tainted_node_kube_scheduler_retries_a_refused_pod_by_itself(monkeypatch, tmp_path):
+    """No in-tree plugin rejected a node: the FitError has no rejector and the pod backs off (1-10 s) however it
+    was refused, so the scenario passes even with every refusal parked."""
+    no_retries(monkeypatch)
+    text = (OWN / "wake-victims-gone.yaml").read_text()
+    start = text.index("apiVersion: v1\nkind: Node\nmetadata: {name: control-plane")
+    path = tmp_path / "untainted.yaml"
+    path.write_text(text[:start] + text[text.index("---\n", start) + 4:])
+    scenario = load_scenario(str(path))
+    assert differences(scenario, await simulate(scenario)) == []
+
+
 def test_queue_backs_off_doubling_to_ten_seconds_and_flushes_after_five_minutes():
     q = SchedulingQueue()
-    q.add("p")
-    q.active.discard("p")
+    fit = frozenset({"NodeResourcesFit"})
     waits = []
     for attempt in range(6):
-        q.failed("p", 100.0)
+        q.failed("p", 100.0, fit)
         waits.append(q.backoff_over("p") - 100.0)
         q.unschedulable.pop("p")
     assert waits == [1, 2, 4, 8, 10, 10]
-    q.failed("p", 200.0)
+    q.failed("p", 200.0, fit)
     q.due(200.0 + MAX_UNSCHEDULABLE - 1)
     assert "p" in q.unschedulable and not q.active           # nothing changed: parked
     q.due(200.0 + MAX_UNSCHEDULABLE)
     assert "p" in q.active                                   # the 5-minute flush, its backoff long over
-    q.active.discard("p")
-    q.failed("p", 600.0)
-    q.changed(600.5)                                         # a pod or node changed: moved, backing off first
-    assert q.backoff == {"p": 610.0} and not q.active
-    q.due(610.0)
-    assert "p" in q.active
+
+
+def test_only_an_event_a_rejectors_hint_accepts_moves_a_parked_pod():
+    q = SchedulingQueue()
+    q.failed("full", 600.0, frozenset({"NodeResourcesFit"}))
+    q.failed("tainted", 600.0, frozenset({"TaintToleration"}))
+    q.changed(600.5, [ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_UPDATE, UNSCHEDULED_POD_ADD])
+    assert set(q.unschedulable) == {"full", "tainted"}       # UpdatePodOther and a new pod move neither
+    q.changed(600.5, [ASSIGNED_POD_DELETE])
+    assert set(q.unschedulable) == {"tainted"}               # a deleted pod may free room: NodeResourcesFit
+    assert q.backoff["full"] > 600.5                          # moved, backing off first
+
+
+def test_a_failure_with_no_rejector_or_a_matching_event_in_flight_backs_off():
+    q = SchedulingQueue()
+    q.failed("error", 10.0)                                  # the extender's Error: no FitError, no rejector
+    q.failed("moved", 10.0, frozenset({"NodeResourcesFit"}), during=[ASSIGNED_POD_DELETE])
+    q.failed("parked", 10.0, frozenset({"NodeResourcesFit"}), during=[ASSIGNED_POD_UPDATE])
+    assert set(q.backoff) == {"error", "moved"} and set(q.unschedulable) == {"parked"}
 
 
 # ---- live, against the fake API server ----------------------------------------------------------------
@@ -81,44 +113,55 @@ def objects(quota: str = "4", **queue):
             cq("cq", flavors=[("default-flavor", {"cpu": quota})], **queue), lq("team-a", "lq", "cq"))
 
 
-def wakes(kit, name: str | None = None) -> list[dict]:
-    """The wake-up patches the fake API received (of one pod)."""
-    return [body for method, path, body in kit.api.writes if method == "PATCH" and "/pods/" in path
-            and not path.endswith("/status") and (name is None or path.endswith(f"/pods/{name}"))]
+def retried(answer: dict) -> str:
+    """The refusal answered as a retry: the Error field, no node passing and no FitError reasons."""
+    assert answer["Error"] and not answer["NodeNames"], answer
+    assert not answer["FailedNodes"] and not answer["FailedAndUnresolvableNodes"], answer
+    return answer["Error"]
 
 
-async def test_exactly_one_wake_up_per_cleared_refusal_and_none_while_it_holds(tmp_path, api):
+def pod_writes(kit) -> list:
+    """Writes to pods themselves (not their binding, eviction or status)."""
+    return [(m, p) for m, p, _ in kit.api.writes if "/pods/" in p and p.rsplit("/", 2)[-2] == "pods"]
+
+
+async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp_path, api):
     async with started(tmp_path, objects()) as kit, api(kit.ext) as http:
-        running, waiting = pod("big", cpu="4", node="n1"), pod("p", cpu="2")
+        running, first, second = pod("big", cpu="4", node="n1"), pod("p", cpu="2"), pod("q", cpu="2")
         await pending(kit, running)
-        await pending(kit, waiting)
-        assert "cpu request 2 > 0 available" in refusal(kit.filter(waiting))
+        await pending(kit, first)
+        kit.clock.advance(1)
+        await pending(kit, second)
+        assert "cpu request 2 > 0 available" in retried(kit.filter(first))        # the head: a retry
+        assert "tries it again after its backoff, QueueHead" in retried(kit.filter(first))
+        assert "cpu request 2 > 0 available" in refusal(kit.filter(second))       # behind it: parked
         for _ in range(3):
-            assert await kit.ext.wake() == 0                  # the quota is still taken: no write
             kit.clock.advance(1)
-        assert wakes(kit) == []
+            assert kit.ext.note_cleared() == 0                                      # the quota is still taken
         kit.api.delete("Pod", "team-a", "big")
         await until(lambda: uid(running) not in kit.state.pods, what="the deletion")
-        assert await kit.ext.wake() == 1
-        for _ in range(3):
-            kit.clock.advance(1)
-            assert await kit.ext.wake() == 0                  # once per refusal
-        [patch] = wakes(kit, "p")
-        assert patch["metadata"]["annotations"][RETRY_ANNOTATION].endswith(" QuotaFreed")
-        await until(lambda: RETRY_ANNOTATION in kit.state.pods[uid(waiting)].annotations, what="the woken pod")
-        shown = (await http.get("/debug/pods/team-a/p")).json()["refusal"]
-        assert shown["rule"] == "QuotaExceeded" and shown["clearedBecause"] == "QuotaFreed"
-        assert shown["at"] <= shown["clearedAt"] == shown["wokenAt"]
-        assert "Woken:" in (await http.get("/debug/pods/team-a/p?format=text")).text
+        assert kit.ext.note_cleared() == 2 and kit.ext.note_cleared() == 0          # once per refusal
+        kit.clock.advance(3)
+        assert kit.filter(first)["NodeNames"] == ["n1"]                              # kube-scheduler's retry passes
+        shown = (await http.get("/debug/pods/team-a/q")).json()["refusal"]
+        assert shown["rule"] == "QuotaExceeded" and shown["answer"] == "park"
+        assert shown["clearedBecause"] == "QuotaFreed" and shown["retriedAt"] is None
+        assert kit.filter(second)["NodeNames"] == ["n1"]
+        shown = (await http.get("/debug/pods/team-a/q")).json()["refusal"]
+        assert shown["at"] <= shown["clearedAt"] < shown["retriedAt"]
+        assert "Tried again:" in (await http.get("/debug/pods/team-a/q?format=text")).text
         metrics = (await http.get("/metrics")).text
-        assert 'quotient_refused_pods_woken_total{cause="QuotaFreed"} 1.0' in metrics
-        assert kit.filter(waiting)["NodeNames"] == ["n1"]      # kube-scheduler's retry passes
-        assert uid(waiting) not in kit.ext.refusals
+        assert 'quotient_refusal_retries_total{cause="QueueHead"} 2.0' in metrics
+        assert 'quotient_refusals_cleared_total{cause="QuotaFreed"} 2.0' in metrics
+        assert "quotient_refusal_cleared_to_retry_seconds_count 2.0" in metrics
+        assert "quotient_refusal_cleared_to_retry_seconds_sum 6.0" in metrics       # 3 s each, as kube-scheduler
+        assert pod_writes(kit) == []
 
 
-async def test_a_burst_of_a_thousand_cleared_refusals_stays_within_the_rate_limit(tmp_path):
-    """1,000 workloads requeued by waitForPodsReady whose backoff ends at once: each is woken once, never more
-    than WAKE_RATE a second (a burst of WAKE_RATE first)."""
+async def test_a_thousand_refusals_in_a_backoff_are_retries_and_write_nothing(tmp_path):
+    """1,000 workloads requeued by waitForPodsReady: each is answered as a retry while its backoff ends within
+    5 minutes (kube-scheduler's own flush bounds any longer wait), parked while it ends later, admitted once it
+    is over; no write to any pod."""
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
     async with started(tmp_path, objects(quota="10000"), config) as kit:
@@ -132,52 +175,48 @@ async def test_a_burst_of_a_thousand_cleared_refusals_stays_within_the_rate_limi
             info = kit.state.pods[uid(p)]
             record = kit.state.requeues.setdefault(requeue_key(info), Requeue(first_created=info.created))
             after_eviction(record, config.wait_for_pods_ready, kit.clock())
-            assert "backoff" in refusal(kit.filter(p))
-        assert await kit.ext.wake() == 0 and wakes(kit) == []
-        kit.clock.advance(61)
-        written, seconds = [], 0
-        while len(wakes(kit)) < 1000:
-            written.append(await kit.ext.wake())
-            assert sum(written) <= WAKE_RATE * (1 + seconds)
-            kit.clock.advance(1)
-            seconds += 1
-            assert seconds < 60
-        assert max(written) <= WAKE_RATE and written[0] == WAKE_RATE
-        assert sorted(p.split("/")[-1] for _, p, _ in [w for w in kit.api.writes if w[0] == "PATCH"
-                                                        and "/pods/" in w[1] and not w[1].endswith("/status")]) \
-            == sorted(p["metadata"]["name"] for p in pods)          # every pod exactly once
+            assert "60s backoff" in retried(kit.filter(p))
+        assert kit.ext.refusals.retries["PodsReadyBackoff"] == 1000
+        far = kit.state.requeues[requeue_key(kit.state.pods[uid(pods[0])])]
+        far.at = kit.clock() + RETRY_HORIZON + 1
+        assert "backoff" in refusal(kit.filter(pods[0]))        # ends after kube-scheduler's flush: parked
+        kit.clock.advance(RETRY_HORIZON + 2)
+        assert kit.ext.note_cleared() + kit.ext.note_cleared() == 1000        # 500 judged per call at most
+        assert all(kit.filter(p)["NodeNames"] == ["n1"] for p in pods)
+        assert pod_writes(kit) == []
 
 
-async def test_a_stopped_queue_started_again_wakes_its_refused_pod(tmp_path):
-    """stopPolicy Hold, then None: a Kueue object kube-scheduler does not watch, so only a wake-up moves the pod."""
+async def test_a_stopped_queue_parks_its_pods_and_notes_when_it_starts_again(tmp_path):
+    """stopPolicy Hold is lifted by an admin, not by time: the pod is parked (kube-scheduler tries it again on
+    an event or within 5 minutes), and the clearing is noted."""
     async with started(tmp_path, objects(stopPolicy="Hold")) as kit:
         waiting = pod("p", cpu="1")
         await pending(kit, waiting)
         assert "stopPolicy" in refusal(kit.filter(waiting))
-        assert await kit.ext.wake() == 0
+        assert kit.ext.note_cleared() == 0
         kit.api.apply(cq("cq", flavors=[("default-flavor", {"cpu": "4"})]))
         await until(lambda: kit.state.cluster_queues["cq"].stop_policy in ("", "None"), what="the queue restarted")
-        assert await kit.ext.wake() == 1
-        assert wakes(kit, "p")[0]["metadata"]["annotations"][RETRY_ANNOTATION].endswith(" QueueChanged")
+        assert kit.ext.note_cleared() == 1
+        assert kit.ext.refusals[uid(waiting)].cause == "QueueChanged"
 
 
-async def test_a_group_completed_after_kube_scheduler_tried_it_is_woken(tmp_path):
-    """The last member's creation moves the first member in kube-scheduler before Quotient's watch has it: the
-    member is refused "GroupIncomplete"; once Quotient has the whole group it wakes it."""
+async def test_an_incomplete_group_is_retried_until_it_is_whole(tmp_path):
+    """The last member's creation may move the first member in kube-scheduler before Quotient's watch has it:
+    "GroupIncomplete" is a retry, so it is tried again once Quotient has the whole group."""
     async with started(tmp_path, objects()) as kit:
         members = [pod(f"g-{i}", cpu="1") for i in range(2)]
         for m in members:
             m["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
             m["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
         await pending(kit, members[0])
-        assert "1 of 2 members exist" in refusal(kit.filter(members[0]))
-        assert await kit.ext.wake() == 0
+        assert "1 of 2 members exist" in retried(kit.filter(members[0]))
+        assert kit.ext.note_cleared() == 0
         await pending(kit, members[1])
-        assert await kit.ext.wake() == 1
-        assert wakes(kit, "g-0")[0]["metadata"]["annotations"][RETRY_ANNOTATION].endswith(" GroupComplete")
+        assert kit.ext.note_cleared() == 1
+        assert kit.ext.refusals[uid(members[0])].cause == "GroupComplete"
+        assert kit.filter(members[0])["NodeNames"] == ["n1"]
 
 
-def test_wake_up_config_of_the_live_service_is_the_reconcile_loops():
-    """The wake loop runs beside the reconcile, at most every second (app/api/app.py)."""
-    from app.api.app import WAKE_INTERVAL
-    assert WAKE_INTERVAL <= 1.0 and Configuration().reconcile_interval >= WAKE_INTERVAL
+def test_the_clearing_loop_runs_beside_the_reconcile():
+    """Refusals that cleared are looked for at most every second (app/api/app.py)."""
+    assert CLEARED_INTERVAL <= 1.0 and Configuration().reconcile_interval >= CLEARED_INTERVAL

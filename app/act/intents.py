@@ -21,7 +21,6 @@ log = logging.getLogger("quotient.act")
 BACKOFF_BASE = 1.0       # seconds before the first retry of a failed eviction, doubling
 BACKOFF_MAX = 60.0
 DONE_TTL = 60.0          # an eviction written is not issued again meanwhile (the watch shows it by then)
-WAKE_RATE = 50.0         # wake-ups written per second at most, overall (a burst of WAKE_RATE first)
 
 
 @dataclass(frozen=True)
@@ -34,13 +33,6 @@ class Eviction:
     verb: str
     outcome: str = "Evicted"
     record: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Wake:
-    """Touch a refused pod whose refusal cleared, so kube-scheduler tries it again (cause: why it cleared)."""
-    pod: PodInfo
-    cause: str
 
 
 @dataclass
@@ -62,8 +54,6 @@ class Actions:
         self.failed: dict[str, Failure] = {}
         self.done: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
-        self._tokens = WAKE_RATE
-        self._refilled = clock()
 
     def submit(self, intents: list[Eviction]) -> None:
         """Write these evictions now, on the event loop, outside the decision that chose them (its answer to
@@ -139,33 +129,6 @@ class Actions:
         self.failed.pop(pod.uid, None)
         self.done[pod.uid] = self.clock()
         self._record(intent.verb, pod, intent.outcome, intent.message, reasons=[intent.reason], **intent.record)
-        return True
-
-    def may_wake(self) -> bool:
-        """Within the overall rate limit, WAKE_RATE wake-ups per second (a burst of as many first); True takes
-        the write's token. Per pod, the limit is the caller's: one wake-up per refusal, and a new refusal
-        needs kube-scheduler to have tried the pod again (after its backoff of 1 to 10 s)."""
-        now = self.clock()
-        self._tokens = min(WAKE_RATE, self._tokens + (now - self._refilled) * WAKE_RATE)
-        self._refilled = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
-
-    async def wake(self, intents: list[Wake]) -> int:
-        """Write the wake-ups (their tokens taken by may_wake); returns how many were written."""
-        results = await asyncio.gather(*(self._wake(w) for w in intents))
-        return sum(results)
-
-    async def _wake(self, w: Wake) -> bool:
-        try:
-            await self._writer().wake(w.pod, w.cause)
-        except WriteError as e:
-            log.warning("waking %s failed: %s", w.pod.key, e)
-            return False
-        self._record("wake", w.pod, "Woken", f"its refusal cleared: {w.cause}; kube-scheduler tries it again",
-                     cause=w.cause)
         return True
 
     def prune(self, pods: dict) -> None:

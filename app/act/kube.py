@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..core.fairsharing import dominant_resource_share
 from ..objects.pod import PodInfo
 from ..observe.views import workload_counts
-from .writer import PREEMPTION_REASONS, RETRY_ANNOTATION, WriteError
+from .writer import PREEMPTION_REASONS, WriteError
 
 log = logging.getLogger("quotient.act")
 KUEUE = ("kueue.x-k8s.io", "v1beta1")
@@ -131,20 +131,6 @@ class KubeWriter:
             self.failures["eviction"] += 1
             why = "a PodDisruptionBudget allows no disruption now" if _is_pdb_refusal(e) else f"HTTP {e.status}"
             raise WriteError(f"evicting {pod.key}: {why}") from None
-
-    async def wake(self, pod: PodInfo, cause: str) -> None:
-        """One merge patch of an annotation on the pending pod (its time and why): to kube-scheduler an update
-        of an unscheduled pod, which tries it again after its backoff instead of up to 5 minutes later."""
-        patch = {"metadata": {"annotations": {RETRY_ANNOTATION: f"{_now()[:19]}Z {cause}"}}}
-        try:
-            await self._retry(f"wake {pod.key}", lambda: self.core.patch_namespaced_pod(
-                pod.name, pod.namespace, patch, _preload_content=False,
-                _content_type="application/merge-patch+json"))
-        except ApiException as e:
-            if e.status == 404:          # gone: nothing to wake
-                return
-            self.failures["wake"] += 1
-            raise WriteError(f"waking {pod.key}: HTTP {e.status} {e.reason}") from None
 
     async def _bounded(self, write):
         """One API call and the reading of its answer, within self.timeout (asyncio.TimeoutError after)."""

@@ -15,9 +15,6 @@ from ..objects.pod import PodInfo
 PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
                                 "InCohortReclaimWhileBorrowing", "LowerPriorityOnNode"})
 CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
-# Written on a refused pod whose refusal cleared: kube-scheduler takes any change of an unscheduled pod's
-# metadata as an update that moves it out of its unschedulable pool (PriorityQueue.Update, isPodUpdated).
-RETRY_ANNOTATION = "quotient.dev/retry-after-refusal"
 
 
 class WriteError(RuntimeError):
@@ -29,8 +26,6 @@ class Writer(Protocol):
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None: ...
 
-    async def wake(self, pod: PodInfo, cause: str) -> None: ...
-
 
 class SnapshotWriter:
     """No API server: a binding is already recorded in the state; an eviction deletes the pod."""
@@ -39,7 +34,6 @@ class SnapshotWriter:
         self.state = state
         self.bindings = 0
         self.evictions = 0
-        self.wakeups = 0
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         self.bindings += 1
@@ -49,7 +43,3 @@ class SnapshotWriter:
         if pod.uid in self.state.pods:
             self.state.remove_pod(pod.uid)
             self.evictions += 1
-
-    async def wake(self, pod: PodInfo, cause: str) -> None:
-        """No kube-scheduler watches a snapshot: counted only."""
-        self.wakeups += 1

@@ -95,7 +95,7 @@ async def _answer(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-WAKE_INTERVAL = 1.0     # seconds between two looks for refused pods whose refusal cleared
+CLEARED_INTERVAL = 1.0     # seconds between two looks for refusals that cleared
 STALL_ROUNDS = 6        # a loop that has not finished a round for this many intervals is stuck
 MIN_STALL = 60.0        # seconds, whatever the interval: a long round under load (slow API writes) is no stall
 
@@ -137,7 +137,9 @@ async def _every(interval: float, work, what: str, loops: Loops, leading=None) -
         await asyncio.sleep(interval)
         if leading is None or leading():     # standbys keep their state but decide and write nothing
             try:
-                await work()
+                done = work()
+                if asyncio.iscoroutine(done):
+                    await done
             except Exception:   # a bug must not stop the loop: it is logged and tried again next time
                 log.exception("%s failed", what)
         loops.finish(what)
@@ -156,8 +158,8 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         tasks = [asyncio.create_task(_every(reconcile_interval, extender.reconcile, "reconcile", loops, leading)),
-                 asyncio.create_task(_every(min(WAKE_INTERVAL, reconcile_interval), extender.wake, "wake", loops,
-                                            leading))] \
+                 asyncio.create_task(_every(min(CLEARED_INTERVAL, reconcile_interval), extender.note_cleared,
+                                            "refusals", loops, leading))] \
             if reconcile_interval else []
         yield
         for task in tasks:

@@ -183,9 +183,9 @@ def render_pod(view: dict) -> str:
         out.append(f"Eviction: {e['at']} {e['reason']}")
     if view.get("refusal"):
         r = view["refusal"]
-        out.append("Refusal (kube-scheduler parks the pod until something changes):\n" + _indent(fields([
-            ("Rule", r["rule"]), ("At", r["at"]), ("Cleared", r["clearedAt"] or "not yet"),
-            ("Because", r["clearedBecause"]), ("Woken", r["wokenAt"] or "not yet")])))
+        out.append("Refusal:\n" + _indent(fields([
+            ("Rule", r["rule"]), ("At", r["at"]), ("Answer", r["answer"]), ("Cleared", r["clearedAt"] or "not yet"),
+            ("Because", r["clearedBecause"]), ("Tried again", r["retriedAt"] or "not yet")])))
     if view.get("evictionWrite"):
         w = view["evictionWrite"]
         out.append("Eviction being written:\n" + _indent(fields([

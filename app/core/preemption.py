@@ -747,18 +747,29 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
         return "preemption.mode Priority leaves preemption to kube-scheduler's priorities"
     if pod.preemption_policy == "Never":
         return "the pod's preemptionPolicy is Never"
-    delay = cq.annotations.get(DELAY)
-    if delay:
-        from ..objects.meta import parse_duration
-        try:
-            wait = parse_duration(delay, DELAY)
-        except ValueError:
-            wait = 30.0         # seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"
-        waited = now - (pod.created or now)
-        if waited < wait:
-            return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {wait:g}s after it was "
-                    f"created, {wait - waited:g}s from now (capacity freed meanwhile is used first)")
+    left = delay_left(cq, pod, now)
+    if left > 0:
+        return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {_delay(cq):g}s after it was "
+                f"created, {left:g}s from now (capacity freed meanwhile is used first)")
     return ""
+
+
+def _delay(cq: ClusterQueue) -> float:
+    """YuniKorn's preemption delay on the ClusterQueue, 0 without one."""
+    delay = cq.annotations.get(DELAY)
+    if not delay:
+        return 0.0
+    from ..objects.meta import parse_duration
+    try:
+        return parse_duration(delay, DELAY)
+    except ValueError:
+        return 30.0         # seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"
+
+
+def delay_left(cq: ClusterQueue, pod: PodInfo, now: float) -> float:
+    """Seconds until pod may preempt under its ClusterQueue's preemption delay (0 or less: it may)."""
+    wait = _delay(cq)
+    return wait - (now - (pod.created or now)) if wait else 0.0
 
 
 def _no_candidate(state, cq: ClusterQueue) -> str:

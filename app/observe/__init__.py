@@ -28,7 +28,7 @@ def attach(extender) -> Observers:
     found = _attached.get(extender)
     if found is not None:
         return found
-    metrics = Metrics(extender.state)
+    metrics = Metrics(extender.state, extender.refusals)
     decision_log = DecisionLog(extender.journal)
     extender.journal.listeners.append(metrics.on_decision)
     extender.journal.listeners.append(decision_log)

@@ -8,7 +8,7 @@ ClusterQueue, a flavor or resource, never a reason's free text.
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -24,7 +24,7 @@ VERB_BUCKETS = (0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 PREEMPT_VERBS = frozenset({"preempt", "reclaim"})
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
 OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
-            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted", "Woken": "woken"}
+            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
 
 
 def amount(value: int, resource: str) -> float:
@@ -33,7 +33,7 @@ def amount(value: int, resource: str) -> float:
 
 
 class Metrics:
-    def __init__(self, state):
+    def __init__(self, state, refusals=None):
         self.state = state
         self.registry = registry = CollectorRegistry()
         self.request_duration = Histogram(
@@ -64,16 +64,12 @@ class Metrics:
             "Problems the live watch source met and survived, by kind and cause (invalid object, undecodable "
             "event, connection dropped, watch idle, timeout, http 500, expired, ...).",
             ["kind", "cause"], registry=registry)
-        self.wakeups = Counter(
-            "quotient_refused_pods_woken_total",
-            "Refused pods Quotient woke (an annotation patch) because their refusal cleared, so kube-scheduler "
-            "tried them again at once rather than up to 5 minutes later, by cause (PodsReadyGateCleared, "
-            "VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged, PreemptionDelayOver).",
-            ["cause"], registry=registry)
         self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
         self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
         registry.register(DecisionCollector(self))
         registry.register(StateCollector(state))
+        if refusals is not None:
+            registry.register(RefusalCollector(refusals))
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
@@ -97,8 +93,6 @@ class Metrics:
         counts[key] = counts.get(key, 0) + 1
         if rule == "Preempted" and verb in PREEMPT_VERBS:
             self._count_preemption(entry)
-        elif verb == "wake":
-            self.wakeups.labels(str(entry.get("cause", ""))).inc()
 
     def _count_preemption(self, entry: dict) -> None:
         """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue."""
@@ -129,15 +123,15 @@ class Metrics:
         self.watch_restarts.labels(kind).inc()
 
     def watch_loops(self, loops) -> None:
-        """Export how long ago each background loop (reconcile, wake) finished a round (the last
+        """Export how long ago each background loop (reconcile, refusals) finished a round (the last
         application built on this state is the one watched)."""
         first = self._loops is None
         self._loops = loops
         if first:
             gauge = Gauge("quotient_loop_seconds_since_round",
-                          "Seconds since a background loop (reconcile, wake) last finished a round; /livez fails "
+                          "Seconds since a background loop (reconcile, refusals) last finished a round; /livez fails "
                           "when one is stuck for several intervals.", ["loop"], registry=self.registry)
-            for what in ("reconcile", "wake"):
+            for what in ("reconcile", "refusals"):
                 gauge.labels(what).set_function(lambda what=what: self._loops.age(what))
 
     def relisted(self, kind: str, reason: str = "expired") -> None:
@@ -187,6 +181,40 @@ class DecisionCollector:
             preempted.add_metric([queue, reason], n)
         yield decisions
         yield preempted
+
+
+class RefusalCollector:
+    """The refusal book's counts (app/refusals.py), read at scrape time."""
+
+    def __init__(self, refusals):
+        self.refusals = refusals
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        r = self.refusals
+        retries = CounterMetricFamily(
+            "quotient_refusal_retries",
+            "Filter refusals answered as a retry (the extender Error field: kube-scheduler tries the pod again "
+            "after its backoff of 1 to 10 s instead of parking it for up to 5 minutes), by cause "
+            "(PodsReadyBackoff, BlockAdmission, PreemptionDelay, VictimsLeaving, RoomHeld, GroupIncomplete, "
+            "QueueHead).", labels=["cause"])
+        for cause, n in sorted(r.retries.items()):
+            retries.add_metric([cause], n)
+        cleared = CounterMetricFamily(
+            "quotient_refusals_cleared",
+            "Refusals that stopped holding in Quotient's own state, by cause (PodsReadyGateCleared, "
+            "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged).",
+            labels=["cause"])
+        for cause, n in sorted(r.cleared.items()):
+            cleared.add_metric([cause], n)
+        waited = SummaryMetricFamily(
+            "quotient_refusal_cleared_to_retry_seconds",
+            "From a refusal clearing to kube-scheduler's next try of the pod: about its backoff for a pod answered "
+            "as a retry; up to 5 minutes for a parked pod no event moved.",
+            count_value=r.waited[0], sum_value=r.waited[1])
+        yield from (retries, cleared, waited)
 
 
 class StateCollector:

@@ -5,7 +5,7 @@ creation time; in-tree filters, then the extender's filter with the surviving
 NodeNames, prioritize when two or more nodes are left, the highest score (ties:
 node name), bind. When no node is left: kube-scheduler's preemption dry run
 (lower-priority victims only, fewest per node) and, if it found candidates, the
-extender's preempt verb. A failed pod waits until the cluster changes.
+extender's preempt verb. A failed pod waits as in kube-scheduler's queue (queue.py).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import itertools
 import httpx
 import orjson
 
-from ..act.writer import PREEMPTION_REASONS, RETRY_ANNOTATION, WriteError
+from ..act.writer import PREEMPTION_REASONS, WriteError
 from ..core.preemption import spent_budgets
 from ..api.app import create_app
 from ..extender import Extender
@@ -23,7 +23,8 @@ from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
-from .queue import SchedulingQueue
+from .queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, NOMINATED_POD_DELETE,
+                    UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_DELETE, SchedulingQueue, rejector)
 from .scenario import READY_WITH_PEERS, Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
@@ -51,9 +52,6 @@ class SimWriter:
         self.sim.on_evicted(pod.key, f"{reason}: {message}", by_quotient=True,
                             preemption=reason in PREEMPTION_REASONS)
 
-    async def wake(self, pod: PodInfo, cause: str) -> None:
-        self.sim.on_woken(pod.key, cause)
-
 
 class SimScheduler:
     def __init__(self, scenario: Scenario, verbose: bool = True):
@@ -71,8 +69,10 @@ class SimScheduler:
         self.next_reconcile = scenario.start
         self.seq = itertools.count()
         self.queue = SchedulingQueue()
-        self.changed = False
+        self.news: list[str] = []        # cluster events kube-scheduler saw since the queue last heard
+        self.rejectors: frozenset[str] = frozenset()   # the in-tree plugins that rejected the current attempt
         self.attempts = 0
+        self.tried: dict[str, int] = {}        # pod key -> the state's generation at its last attempt
         self.timeline: list[str] = []
         self.last_reason: dict[str, str] = {}
         self.later: dict[str, SimPod] = {}     # pods submitted later, by uid
@@ -114,7 +114,7 @@ class SimScheduler:
         self.last_reason.pop(key, None)
         for ready in self._ready_now(pod):
             self.at(self.now + ready.ready_after, "ready", ready)
-        self.changed = True
+        self.news.append(ASSIGNED_POD_ADD)
 
     def check_quota(self) -> None:
         """The quota invariant after a step that charges quota (a bind): bound pods plus evicted pods
@@ -142,7 +142,11 @@ class SimScheduler:
         pod = self.cluster.pods.get(key)
         if pod is None or pod.info.deleting:
             return          # already gone, or terminating: a second eviction changes nothing
+        assigned = pod.info.node_name
         fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)
+        gone = key not in self.cluster.pods
+        self.news.append(ASSIGNED_POD_UPDATE if not gone else ASSIGNED_POD_DELETE if assigned
+                         else NOMINATED_POD_DELETE if pod.info.nominated_node else UNSCHEDULED_POD_DELETE)
         self.log("preempted" if preemption else "evicted",
                  f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
         if pod.info.deleting and key in self.cluster.pods:
@@ -152,26 +156,21 @@ class SimScheduler:
         if fresh is not None:
             self.log("recreated", f"{fresh.info.key} by its {fresh.info.owner.kind}")
             self.queue.add(fresh.info.key)
-        self.changed = True
-
-    def on_woken(self, key: str, cause: str) -> None:
-        """Quotient touched a refused pod (an annotation): an update kube-scheduler moves it on."""
-        pod = self.cluster.pods.get(key)
-        if pod is None or pod.info.node_name:
-            return
-        pod.obj["metadata"].setdefault("annotations", {})[RETRY_ANNOTATION] = f"{self.now:.3f} {cause}"
-        self.cluster.update_pod(pod, now=self.now)
-        self.log("woken", f"{key}: its refusal cleared ({cause})")
-        self.changed = True
+            self.news.append(UNSCHEDULED_POD_ADD)
 
     def handle(self, what: str, key: str, uid: str) -> None:
         pod = self.cluster.pods.get(key)
         if what == "submit":
             self.queue.add(key)
             self.log("submitted", key)
-        elif pod is None or pod.info.uid != uid:
+            return self.news.append(UNSCHEDULED_POD_ADD)
+        if pod is None or pod.info.uid != uid:
             return
-        elif what == "ready":
+        event = ASSIGNED_POD_UPDATE
+        if what == "gone" or what == "finish":
+            event = ASSIGNED_POD_DELETE if pod.info.node_name else \
+                NOMINATED_POD_DELETE if pod.info.nominated_node else UNSCHEDULED_POD_DELETE
+        if what == "ready":
             self.cluster.update_pod(pod, ready=True, now=self.now)
             if pod.finish_after is not None:
                 self.at(self.now + pod.finish_after, "finish", pod)
@@ -187,7 +186,7 @@ class SimScheduler:
             self.cluster.update_pod(pod, phase="Succeeded")
             self.cluster.delete_pod(key)
             self.log("finished", key)
-        self.changed = True
+        self.news.append(event)
 
     # ---- setup -------------------------------------------------------------------
     def load(self) -> None:
@@ -248,6 +247,9 @@ class SimScheduler:
         feasible, failed = self.cluster.in_tree_filter(info)
         if info.nominated_node in feasible:
             feasible = [info.nominated_node]
+        # A FitError names the in-tree plugins that rejected a node; an error (the extender's Error, an
+        # HTTP failure, a failed bind) is no FitError and names none.
+        self.rejectors = frozenset(map(rejector, failed.values()))
         if not feasible:
             self.note_pending(key, _summary(len(self.cluster.nodes), failed))
             return await self.preempt(pod, failed, {})
@@ -255,7 +257,7 @@ class SimScheduler:
         if status != 200 or not isinstance(body, dict):
             return self.fail(key, f"failed filter with extender, code {status}: {body}")
         if body.get("Error"):
-            return self.fail(key, body["Error"])
+            return self.fail(key, f"{body['Error']} (SchedulerError: tried again after its backoff)")
         names = body.get("NodeNames") or []
         extender_failed = body.get("FailedNodes") or {}
         if not names:
@@ -276,6 +278,7 @@ class SimScheduler:
             return self.fail(key, (body or {}).get("Error") if isinstance(body, dict) else f"bind code {status}")
 
     def fail(self, key: str, reason: str) -> None:
+        self.rejectors = frozenset()
         self.note_pending(key, reason)
 
     async def preempt(self, pod: SimPod, in_tree_failed: dict[str, str], extender_failed: dict[str, str]) -> None:
@@ -316,15 +319,16 @@ class SimScheduler:
                 return
             key = min(queue.active, key=self._order)
             queue.active.discard(key)
-            self.changed = False
+            self.news = []
             await self.attempt(key)
+            self.tried[key] = self.state.generation
             pod = self.cluster.pods.get(key)
             if pod is None or pod.info.node_name:
                 queue.forget(key)
             else:
-                queue.failed(key, self.now, moved=self.changed)
-            if self.changed:
-                queue.changed(self.now)
+                queue.failed(key, self.now, self.rejectors, self.news)
+            if self.news:
+                queue.changed(self.now, self.news)
 
     def _order(self, key: str) -> tuple:
         pod = self.cluster.pods.get(key)
@@ -337,6 +341,14 @@ class SimScheduler:
         self.next_reconcile = self.now + self.scenario.reconcile_every
         return await self.extender.reconcile()
 
+    def _next_retry(self) -> float | None:
+        """Without `until`: the next backoff over of a pod that something changed for since its last
+        attempt. The run ends rather than wait for retries that would find all as before (a pod retried
+        every 10 s for good, or parked for the 5-minute flush)."""
+        generation = self.state.generation
+        times = [t for key, t in self.queue.backoff.items() if self.tried.get(key) != generation]
+        return min(times) if times else None
+
     async def run(self, until: float | None) -> None:
         self.load()
         if self.scenario.watch_lag > 0:
@@ -345,21 +357,19 @@ class SimScheduler:
         try:
             while True:
                 await self.drain()
-                self.changed = False
-                await self.extender.wake()
-                if await self.reconcile() or self.changed:
-                    self.queue.changed(self.now)
+                self.news = []
+                self.extender.note_cleared()
+                if await self.reconcile() or self.news:
+                    self.queue.changed(self.now, self.news)
                     continue
-                queued = self.queue.next_time()
-                if end is None and self.queue.waiting():
-                    queued = None        # without `until`, the run ends rather than wait for the 5-minute flush
+                queued = self.queue.next_time() if end is not None else self._next_retry()
                 times = [t for t in (self.events[0][0] if self.events else None, queued) if t is not None]
                 if end is not None:      # time passes: the reconcile's timeouts and delays come due
                     times += [self.now + RETRY_TICK] + ([self.next_reconcile] if self.next_reconcile > self.now else [])
                 nxt = min(times) if times else None
                 if nxt is None:
                     generation = self.state.generation
-                    if not self.queue.unschedulable:
+                    if not self.queue.waiting():
                         break
                     self.queue.retry_now()              # one more pass: would a retry change anything?
                     await self.drain()
@@ -370,7 +380,7 @@ class SimScheduler:
                     self.now = end
                     break
                 self.now = max(self.now, nxt)
-                self.changed = False
+                self.news = []
                 while self.events and self.events[0][0] <= self.now:
                     _, _, what, key, uid = heapq.heappop(self.events)
                     if what == "deliver":               # Quotient's watch, not a change kube-scheduler sees
@@ -380,8 +390,8 @@ class SimScheduler:
                         self.cluster.add_pod(self.later.pop(uid))
                         what = "submit"
                     self.handle(what, key, uid)
-                if self.changed:
-                    self.queue.changed(self.now)
+                if self.news:
+                    self.queue.changed(self.now, self.news)
         finally:
             await self.client.aclose()
 

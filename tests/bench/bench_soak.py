@@ -22,7 +22,7 @@ time its hold expires (holdTimeout 60 s: every 12 cycles) and each start is jour
 issued again, an INFO log line): about 140 B a cycle until the journal's ring is full (12,000 cycles), then flat.
 
 One cycle = what the background loops of app/api/app.py do in one reconcile interval: extender.reconcile()
-and extender.wake() (--wakes per cycle), plus a Prometheus scrape (Metrics.render) every 3 cycles. The
+and extender.note_cleared() (--looks per cycle), plus a Prometheus scrape (Metrics.render) every 3 cycles. The
 pending pods are filtered once, before the warm-up (their refusals booked); kube-scheduler then leaves them
 parked (--filter-every N filters them again every N cycles: each such request is recorded in the journal,
 by design, until its ring of 1,000 entries is full). Nothing in the cluster changes, but the status
@@ -216,8 +216,8 @@ async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> 
                 cycle_no += 1
                 clock.now += args.tick
                 await extender.reconcile()
-                for _ in range(args.wakes):
-                    await extender.wake()
+                for _ in range(args.looks):
+                    extender.note_cleared()
                 if args.scrape_every and cycle_no % args.scrape_every == 0:
                     observers.metrics.render()
                 if args.filter_every and cycle_no % args.filter_every == 0:
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="500 measured cycles instead of 3,000")
     ap.add_argument("--cycles", type=int, help="measured cycles (default 3000, 4 hours of reconciles; --quick 500)")
     ap.add_argument("--warmup", type=int, default=100, help="cycles before the first measure (default 100)")
-    ap.add_argument("--wakes", type=int, default=1, help="extender.wake() calls per cycle (default 1)")
+    ap.add_argument("--looks", type=int, default=1, help="extender.note_cleared() calls per cycle (default 1)")
     ap.add_argument("--filter-every", type=int, default=0,
                     help="cycles between two filters of every pending pod, as kube-scheduler's retries (default 0: "
                          "never after the first; 60 is its 5-minute flush of parked pods, 2 its 10 s backoff)")
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"the fake API did not start:\n{Path(workdir, 'fakeapi.log').read_text()[-3000:]}")
         print(f"Soak, live: fake API (own process) + WatchSource + KubeWriter + Extender; {source_version()}; "
               f"{NODES} nodes, {QUEUES} ClusterQueues in one cohort, {QUEUES * RUNNING_PER_QUEUE} running pods, "
-              f"{len(pending)} pending pods refused; a cycle = reconcile + {a.wakes} wake, {a.tick:g} s of clock",
+              f"{len(pending)} pending pods refused; a cycle = reconcile + {a.looks} look for cleared refusals, {a.tick:g} s of clock",
               flush=True)
         r = asyncio.run(soak(ready["kubeconfig"], pending, nodes, a))
     finally:
