@@ -194,27 +194,29 @@ class RefusalCollector:
 
     def collect(self):
         r = self.refusals
-        retries = CounterMetricFamily(
-            "quotient_refusal_retries",
+        yield _by_cause(
+            "quotient_refusal_retries", r.retries,
             "Filter refusals answered as a retry (the extender Error field: kube-scheduler tries the pod again "
             "after its backoff of 1 to 10 s instead of parking it for up to 5 minutes), by cause "
             "(PodsReadyBackoff, BlockAdmission, PreemptionDelay, VictimsLeaving, RoomHeld, GroupIncomplete, "
-            "QueueHead).", labels=["cause"])
-        for cause, n in sorted(r.retries.items()):
-            retries.add_metric([cause], n)
-        cleared = CounterMetricFamily(
-            "quotient_refusals_cleared",
+            "QueueHead).")
+        yield _by_cause(
+            "quotient_refusals_cleared", r.cleared,
             "Refusals that stopped holding in Quotient's own state, by cause (PodsReadyGateCleared, "
-            "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged).",
-            labels=["cause"])
-        for cause, n in sorted(r.cleared.items()):
-            cleared.add_metric([cause], n)
+            "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged).")
         waited = SummaryMetricFamily(
             "quotient_refusal_cleared_to_retry_seconds",
             "From a refusal clearing to kube-scheduler's next try of the pod: about its backoff for a pod answered "
             "as a retry; up to 5 minutes for a parked pod no event moved.",
             count_value=r.waited[0], sum_value=r.waited[1])
-        yield from (retries, cleared, waited)
+        yield waited
+
+
+def _by_cause(name: str, counts, text: str) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, text, labels=["cause"])
+    for cause, n in sorted(counts.items()):
+        family.add_metric([cause], n)
+    return family
 
 
 class StateCollector:
