@@ -32,7 +32,7 @@ from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
-WAKE_CHECKS = 500          # refusals judged per note_cleared call at most
+CLEARED_CHECKS = 500          # refusals judged per note_cleared call at most
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -691,12 +691,12 @@ class Extender:
     # ---- refusals that cleared ---------------------------------------------------------
     def note_cleared(self) -> int:
         """Note the refusals that no longer hold in Quotient's own state (for /debug/pods and
-        quotient_refusals_cleared_total): at most WAKE_CHECKS per call, the oldest first, then the others.
+        quotient_refusals_cleared_total): at most CLEARED_CHECKS per call, the oldest first, then the others.
         Nothing is written: a pod answered as a retry is tried again by kube-scheduler by itself, and no
         write would move a parked one (app/refusals.py). Returns how many cleared in this call."""
         state, now, cleared = self.state, self.state.clock(), 0
         state.expire_reservations()           # a hold or reservation past its time clears refusals too
-        for uid in list(itertools.islice(self.refusals, WAKE_CHECKS)):
+        for uid in list(itertools.islice(self.refusals, CLEARED_CHECKS)):
             r, pod = self.refusals.pop(uid), state.pods.get(uid)
             if pod is None or pod.node_name or pod.terminal or pod.deleting:
                 continue                                 # bound or gone: out of the book
