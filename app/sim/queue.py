@@ -30,6 +30,13 @@ HINTS = {
 }
 
 
+def deletion(pod) -> str:
+    """The event a pod's deletion is to kube-scheduler: of a bound pod, of a pending one it nominated a node
+    for, or of another pending one."""
+    return ASSIGNED_POD_DELETE if pod.node_name else NOMINATED_POD_DELETE if pod.nominated_node \
+        else UNSCHEDULED_POD_DELETE
+
+
 def rejector(reason: str) -> str:
     """The in-tree filter plugin behind one of the simulator's node failure reasons."""
     if reason.startswith("Insufficient"):

@@ -23,8 +23,7 @@ from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
-from .queue import (ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, NOMINATED_POD_DELETE,
-                    UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_DELETE, SchedulingQueue, rejector)
+from .queue import ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_ADD, SchedulingQueue, deletion, rejector
 from .scenario import READY_WITH_PEERS, Scenario
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
@@ -142,11 +141,9 @@ class SimScheduler:
         pod = self.cluster.pods.get(key)
         if pod is None or pod.info.deleting:
             return          # already gone, or terminating: a second eviction changes nothing
-        assigned = pod.info.node_name
+        deleted = deletion(pod.info)
         fresh = self.cluster.evict(key, self.now, reason, preemption=preemption)
-        gone = key not in self.cluster.pods
-        self.news.append(ASSIGNED_POD_UPDATE if not gone else ASSIGNED_POD_DELETE if assigned
-                         else NOMINATED_POD_DELETE if pod.info.nominated_node else UNSCHEDULED_POD_DELETE)
+        self.news.append(deleted if key not in self.cluster.pods else ASSIGNED_POD_UPDATE)   # or Terminating
         self.log("preempted" if preemption else "evicted",
                  f"{key}: {reason}{' (evicted by Quotient)' if by_quotient else ''}")
         if pod.info.deleting and key in self.cluster.pods:
@@ -166,10 +163,7 @@ class SimScheduler:
             return self.news.append(UNSCHEDULED_POD_ADD)
         if pod is None or pod.info.uid != uid:
             return
-        event = ASSIGNED_POD_UPDATE
-        if what == "gone" or what == "finish":
-            event = ASSIGNED_POD_DELETE if pod.info.node_name else \
-                NOMINATED_POD_DELETE if pod.info.nominated_node else UNSCHEDULED_POD_DELETE
+        event = deletion(pod.info) if what in ("gone", "finish") else ASSIGNED_POD_UPDATE
         if what == "ready":
             self.cluster.update_pod(pod, ready=True, now=self.now)
             if pod.finish_after is not None:
