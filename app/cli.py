@@ -76,7 +76,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
                          clients_verified=bool(args.tls_client_ca))
         server = uvicorn.Server(uvicorn.Config(app, host=args.host,
                                                port=args.port, log_level=args.log_level, access_log=False,
-                                               log_config=None, **(tls or {})))
+                                               proxy_headers=False, log_config=None, **(tls or {})))
         logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
@@ -108,6 +108,15 @@ def _elector(args: argparse.Namespace, api_client):
                          retry_seconds=max(0.2, args.lease_seconds / 7))
 
 
+def _loop_factory():
+    """uvloop's event loop where it is installed (a dependency except on Windows), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -127,7 +136,10 @@ def serve(args: argparse.Namespace) -> int:
             print("quotient: --kubeconfig and --snapshot exclude each other", file=sys.stderr)
             return 2
         try:
-            return asyncio.run(serve_live(args, tls))
+            # uvloop, as uvicorn picks for the snapshot mode: the event loop, its transports and TLS in C
+            # cost a verb about a third less CPU than asyncio's own (issue 19, tests/bench/bench_throughput.py).
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                return runner.run(serve_live(args, tls))
         except (LiveModeError, ConfigError) as e:
             print(f"quotient: {e}", file=sys.stderr)
             return 2
@@ -144,9 +156,11 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
+    # proxy_headers=False: kube-scheduler calls directly; no X-Forwarded-For to read on every request.
     uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
                            clients_verified=bool(args.tls_client_ca)), host=args.host,
-                port=args.port, log_level=args.log_level, access_log=False, log_config=None, **tls)
+                port=args.port, log_level=args.log_level, access_log=False, proxy_headers=False, log_config=None,
+                **tls)
     return 0
 
 

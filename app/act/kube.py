@@ -15,7 +15,9 @@ import logging
 import random
 from collections import Counter
 from datetime import datetime, timezone
+from urllib.parse import quote
 
+import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -27,6 +29,7 @@ from .writer import PREEMPTION_REASONS, WriteError
 log = logging.getLogger("quotient.act")
 KUEUE = ("kueue.x-k8s.io", "v1beta1")
 RETRIES = 3
+JSON = "application/json"
 API_TIMEOUT = 10.0       # seconds for one API call, its answer's body included
 
 
@@ -54,6 +57,7 @@ def _is_pdb_refusal(e: ApiException) -> bool:
 
 class KubeWriter:
     def __init__(self, api: client.ApiClient, state, component: str = "quotient", timeout: float = API_TIMEOUT):
+        self.api = api
         self.timeout = timeout
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
@@ -79,11 +83,13 @@ class KubeWriter:
         raise WriteError(error)
 
     async def bind(self, pod: PodInfo, node: str) -> None:
-        body = client.V1Binding(metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace, uid=pod.uid),
-                                target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+        # The uid as in kube-scheduler's own Binding: a pod recreated under the same name is not bound by mistake.
+        body = orjson.dumps({"apiVersion": "v1", "kind": "Binding",
+                             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+                             "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        path = f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}/binding"
         try:
-            await self._retry(f"binding {pod.key}", lambda: self.core.create_namespaced_pod_binding(
-                pod.name, pod.namespace, body, _preload_content=False))
+            await self._retry(f"binding {pod.key}", lambda: self._post(path, body))
         except ApiException as e:
             if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
                 try:
@@ -94,6 +100,19 @@ class KubeWriter:
                     return
             self.failures["binding"] += 1
             raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
+
+    async def _post(self, path: str, body: bytes):
+        """POST ready JSON bytes on the ApiClient's own kept-alive session, with its credentials (a rotated
+        token included), TLS and proxy. For the Binding, written once per scheduled pod: the typed call
+        builds a model object, serialises it twice and assembles the request anew, which cost more CPU
+        than the rest of the bind (issue 19, tests/bench/bench_throughput.py)."""
+        api, rest = self.api, self.api.rest_client
+        headers = {**api.default_headers, "Content-Type": JSON, "Accept": JSON}
+        for auth in (await api.configuration.auth_settings()).values():
+            if auth["in"] == "header" and auth["value"]:
+                headers[auth["key"]] = auth["value"]
+        proxy = {"proxy": rest.proxy, "proxy_headers": rest.proxy_headers} if rest.proxy else {}
+        return await rest.pool_manager.post(api.configuration.host + path, data=body, headers=headers, **proxy)
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         """Say why (a DisruptionTarget condition and an Event, best effort, once: an eviction a
@@ -133,10 +152,10 @@ class KubeWriter:
             raise WriteError(f"evicting {pod.key}: {why}") from None
 
     async def _bounded(self, write):
-        """One API call and the reading of its answer, within self.timeout (asyncio.TimeoutError after)."""
-        async def call():
+        """One API call and the reading of its answer, within self.timeout (asyncio.TimeoutError after), in
+        the caller's task (wait_for would start one more per write)."""
+        async with asyncio.timeout(self.timeout):
             return await _checked(await write)
-        return await asyncio.wait_for(call(), self.timeout)
 
     async def _best_effort(self, write) -> None:
         try:

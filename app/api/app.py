@@ -1,9 +1,10 @@
 """The HTTP application: FastAPI for health, /debug and /metrics, and a lean ASGI path for the four verbs.
 
 kube-scheduler calls filter for every pod with up to thousands of node names, so
-the verbs skip Starlette's per-request machinery (Request, routing, Response
-objects): VerbMiddleware reads the raw body, hands it to the Extender, and
-answers its bytes; all it adds for metrics is one histogram observation per request.
+the verbs skip FastAPI's and Starlette's per-request machinery (middleware, Request,
+routing, Response objects): QuotientApp hands them to VerbApp, which reads the raw
+body, hands it to the Extender, and answers its bytes; all it adds for metrics is one
+histogram observation per request.
 Everything else is an ordinary FastAPI route.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from .debug import debug_router
-from .limits import BodyLimit, too_many_items
+from .limits import BodyLimit, BodyTooLarge, read_body, refuse, too_many_items
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
@@ -31,12 +32,25 @@ JSON = "application/json"
 VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
-class VerbMiddleware:
-    """POST {prefix}/filter|prioritize|preempt|bind, answered without leaving ASGI."""
+class QuotientApp(FastAPI):
+    """FastAPI, except that the verbs go straight to their handler (`verbs`, set by create_app): kube-scheduler
+    waits for each answer inside its scheduling loop, and the middleware stack FastAPI and Starlette put
+    around every route (exception telemetry, body limit, server errors, routing) cost a verb more CPU than
+    deciding it (issue 19, tests/bench/bench_throughput.py)."""
 
-    def __init__(self, app, extender: Extender, prefix: str = "", metrics: Metrics | None = None,
-                 leading=None):
-        self.app = app
+    verbs = None          # ASGI app answering the verb paths
+    verb_paths: frozenset[str] = frozenset()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["path"] in self.verb_paths:
+            return await self.verbs(scope, receive, send)
+        return await super().__call__(scope, receive, send)
+
+
+class VerbApp:
+    """POST {prefix}/filter|prioritize|preempt|bind: the raw body to the Extender, its bytes back."""
+
+    def __init__(self, extender: Extender, prefix: str = "", metrics: Metrics | None = None, leading=None):
         self.leading = leading
         self.extender = extender
         self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
@@ -46,10 +60,8 @@ class VerbMiddleware:
             if metrics is not None else {}
 
     async def __call__(self, scope, receive, send) -> None:
-        path = scope.get("path", "")
-        handler = self.sync_verbs.get(path)
-        if scope["type"] != "http" or (handler is None and path != self.bind_path):
-            return await self.app(scope, receive, send)
+        path = scope["path"]
+        handler = self.sync_verbs.get(path)       # None: bind, the one verb that awaits (its API write)
         verb = path.rsplit("/", 1)[-1]
         if self.leading is not None and not self.leading():
             # A standby (or a leader whose lease lapsed) must not answer: its decisions could collide.
@@ -58,7 +70,10 @@ class VerbMiddleware:
         try:
             if scope["method"] != "POST":
                 return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
-            body = await _read_body(receive)     # BodyLimit (outside) bounds its size
+            try:
+                body = await read_body(scope, receive)
+            except BodyTooLarge as e:
+                return await refuse(send, verb, e.limit)
             crowded = too_many_items(body)
             if crowded:
                 return await _answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
@@ -75,18 +90,6 @@ class VerbMiddleware:
             timer = self.timers.get(verb)
             if timer is not None:
                 timer.observe(perf_counter() - started)
-
-
-async def _read_body(receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def _answer(send, status: int, body: bytes) -> None:
@@ -165,16 +168,16 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
         for task in tasks:
             task.cancel()
 
-    app = FastAPI(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app = QuotientApp(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)
     observers = attach(extender)
     app.state.extender = extender
     app.state.metrics = observers.metrics
     app.state.loops = loops
     observers.metrics.watch_loops(loops)
     prefix = path_prefix.rstrip("/")
-    app.add_middleware(VerbMiddleware, extender=extender, prefix=prefix, metrics=observers.metrics, leading=leading)
-    # Added last, so outermost: no route reads a byte of a body over its limit.
-    app.add_middleware(BodyLimit, verb_paths=frozenset(f"{prefix}/{verb}" for verb in VERBS))
+    app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
+    app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
+    app.add_middleware(BodyLimit)        # no route reads a byte of a body over its limit (read_body: the verbs)
     if leading is not None:
         only_ready = ready
         ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)

@@ -32,23 +32,42 @@ def too_many_items(raw: bytes) -> str | None:
     return None
 
 
-class BodyLimit:
-    """ASGI middleware: 413 for a body over its route's limit, from Content-Length or while it streams."""
+async def read_body(scope, receive, limit: int = VERB_BODY) -> bytes:
+    """A verb's whole body; BodyTooLarge from its Content-Length, or as soon as it streams past the limit."""
+    declared = _content_length(scope)
+    if declared is not None and declared > limit:
+        raise BodyTooLarge(limit)
+    chunks, seen = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def __init__(self, app, verb_paths: frozenset[str] = frozenset(), verb_limit: int = VERB_BODY,
-                 other_limit: int = OTHER_BODY):
+
+class BodyLimit:
+    """ASGI middleware for the routes other than the verbs (which read_body bounds): 413 for a body over the
+    limit, from Content-Length or while it streams."""
+
+    def __init__(self, app, limit: int = OTHER_BODY):
         self.app = app
-        self.verb_paths, self.verb_limit, self.other_limit = verb_paths, verb_limit, other_limit
+        self.limit = limit
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        path = scope.get("path", "")
-        limit = self.verb_limit if path in self.verb_paths else self.other_limit
-        what = path.rsplit("/", 1)[-1] or "request"
+        limit = self.limit
+        what = scope.get("path", "").rsplit("/", 1)[-1] or "request"
         declared = _content_length(scope)
         if declared is not None and declared > limit:
-            return await _refuse(send, what, limit)
+            return await refuse(send, what, limit)
         seen = 0
         started = False
 
@@ -71,7 +90,7 @@ class BodyLimit:
             await self.app(scope, counted_receive, watched_send)
         except BodyTooLarge:
             if not started:
-                await _refuse(send, what, limit)
+                await refuse(send, what, limit)
 
 
 def _content_length(scope) -> int | None:
@@ -84,7 +103,8 @@ def _content_length(scope) -> int | None:
     return None
 
 
-async def _refuse(send, what: str, limit: int) -> None:
+async def refuse(send, what: str, limit: int) -> None:
+    """413, and the connection closed: the rest of the body is not read."""
     body = orjson.dumps({"error": f"{what}: body larger than {limit} bytes"})
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
