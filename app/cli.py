@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import socket
 import sys
 
 from .config import ConfigError, Configuration, decode_configuration, load_configuration
+from .state.heap import settle_heap
 from .sync.snapshot import DEFAULT_SNAPSHOT, SnapshotError, apply_documents, read_snapshot
 
 
@@ -25,10 +25,7 @@ def build_from_snapshot(path: str, config_path: str | None = None):
         config = decode_configuration(own["Configuration"][0].obj)
     state = ClusterState(config)
     apply_documents(path, state, cluster)
-    # Tens of thousands of long-lived objects: move them out of the collector's
-    # sight so a full collection does not rescan them on the request path.
-    gc.collect()
-    gc.freeze()
+    settle_heap()
     return Extender(state, SnapshotWriter(state))
 
 
@@ -208,10 +205,21 @@ def queues(args: argparse.Namespace) -> int:
     return _ask(args, "GET", "/debug/queues" + (f"/{quote(args.name, safe='')}" if args.name else ""))
 
 
+def _weight(text: str) -> int:
+    """An extender weight: 0 (not registered) or more, as kube-scheduler requires of a prioritizeVerb."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a weight (0 or a positive integer)")
+    return value
+
+
 def simulate(args: argparse.Namespace) -> int:
     from .sim.run import run_file
 
-    return run_file(args.file, verbose=not args.quiet)
+    return run_file(args.file, verbose=not args.quiet, prioritize_weight=args.prioritize_weight)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("simulate", help="run a scenario file through a simulated kube-scheduler")
     m.add_argument("file")
     m.add_argument("-q", "--quiet", action="store_true", help="print only the verdict")
+    m.add_argument("--prioritize-weight", type=_weight, default=0, metavar="W",
+                   help="simulate a scheduler configuration that opts in to the prioritize verb with this weight "
+                        "(the shipped ones do not register it; packing is NodeResourcesFit's MostAllocated)")
     m.set_defaults(func=simulate)
     e = sub.add_parser("explain", help="what a running Quotient would decide now for a Pod manifest (changes nothing)")
     e.add_argument("file", help="Pod manifest, YAML or JSON ('-' reads standard input)")

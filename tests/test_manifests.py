@@ -438,6 +438,19 @@ def test_the_crd_schemas_accept_what_quotient_decodes():
 _S = {"type": "string"}
 _B = {"type": "boolean"}
 _DURATION = {"type": "string", "format": "duration"}
+# NodeResourcesFitArgs (k8s.io/kube-scheduler/config/v1), the plugin whose arguments these files set;
+# other plugins' arguments are not checked here.
+_RESOURCE_SPEC = {"type": "object", "required": ["name"], "properties": {
+    "name": _S, "weight": {"type": "integer", "format": "int64", "minimum": 1, "maximum": 100}}}
+NODE_RESOURCES_FIT_ARGS = {"type": "object", "properties": {
+    "ignoredResources": {"type": "array", "items": _S},
+    "ignoredResourceGroups": {"type": "array", "items": _S},
+    "scoringStrategy": {"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": ["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]},
+        "resources": {"type": "array", "items": _RESOURCE_SPEC},
+        "requestedToCapacityRatio": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}
+PLUGIN_CONFIG = {"type": "object", "required": ["name"], "properties": {"name": _S, "args": {
+    "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
 KUBE_SCHEDULER_CONFIGURATION = {
     # kubescheduler.config.k8s.io/v1 (k8s.io/kube-scheduler/config/v1 types), the fields
     # these files may use; kube-scheduler decodes the file strictly, so unknown = error.
@@ -461,8 +474,7 @@ KUBE_SCHEDULER_CONFIGURATION = {
                      "properties": {"schedulerName": _S,
                                     "percentageOfNodesToScore": {"type": "integer", "minimum": 0, "maximum": 100},
                                     "plugins": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                                    "pluginConfig": {"type": "array", "items": {
-                                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}},
+                                    "pluginConfig": {"type": "array", "items": PLUGIN_CONFIG}}}},
         "extenders": {"type": "array", "items": {"type": "object", "required": ["urlPrefix"], "properties": {
             # The fields of Extender, as in ../shared/wire/README.md and kube-scheduler's types.
             "urlPrefix": {"type": "string", "pattern": r"^https?://"},
@@ -489,7 +501,8 @@ def scheduler_config_files() -> list[Path]:
 
 
 def extender_rules(cfg: dict) -> list[str]:
-    """kube-scheduler's ValidateKubeSchedulerConfiguration rules for extenders and profiles."""
+    """kube-scheduler's ValidateKubeSchedulerConfiguration rules for extenders and profiles, and the
+    arguments of NodeResourcesFit where a profile sets them."""
     out = []
     names = [p["schedulerName"] for p in cfg.get("profiles", [])]
     if len(set(names)) != len(names):
@@ -507,6 +520,10 @@ def extender_rules(cfg: dict) -> list[str]:
             if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?)?",
                                 r["name"]):
                 out.append(f"managedResources {r['name']!r} is not a resource name")
+    for profile in cfg.get("profiles", []):
+        for plugin in profile.get("pluginConfig", []):
+            if plugin["name"] == "NodeResourcesFit":
+                out += validate(plugin.get("args") or {}, NODE_RESOURCES_FIT_ARGS, "NodeResourcesFit.args")
     return out
 
 
@@ -533,7 +550,11 @@ def test_the_scheduler_configuration_schema_accepts_the_recorded_config_and_refu
         (lambda c: c.update(percentageOfNodesToScore=101), "out of range"),
         (lambda c: c["extenders"][0].update(urlPrefix="quotient:8888"), "does not match"),
         (lambda c: c.update(extenders=[c["extenders"][0], dict(c["extenders"][0])]), "only one extender"),
-        (lambda c: c["extenders"][0].update(weight=0), "weight must be > 0"),
+        (lambda c: c["extenders"][0].update(prioritizeVerb="prioritize", weight=0), "weight must be > 0"),
+        (lambda c: plugin_args(c["profiles"][0], "NodeResourcesFit")["scoringStrategy"].update(type="Most"),
+         "not one of"),
+        (lambda c: plugin_args(c["profiles"][0], "NodeResourcesFit")["scoringStrategy"]["resources"][0].update(
+            weight=0), "out of range"),
         (lambda c: c["extenders"][0].update(enableHTTPS=True), "disagree"),
     ]:
         bad = json.loads(json.dumps(good))
@@ -549,15 +570,27 @@ def scheduler_config(name: str = "http.yaml") -> dict:
     return cfg
 
 
+def plugin_args(profile: dict, plugin: str) -> dict:
+    return next(c.get("args") or {} for c in profile.get("pluginConfig", []) if c["name"] == plugin)
+
+
 @pytest.mark.parametrize("name", ["http.yaml", "https.yaml", "main-scheduler.yaml"])
 def test_scheduler_config_recommended_settings(name):
+    """filter, preempt and bind; packing by kube-scheduler's MostAllocated scoring, not the prioritize verb
+    (issue 19), with the weights the simulator scores by (app/sim/scoring.py)."""
+    from app.sim.scoring import SHIPPED_WEIGHTS
+
     cfg = scheduler_config(name)
     (ext,) = cfg["extenders"]
-    assert (ext["filterVerb"], ext["prioritizeVerb"], ext["preemptVerb"], ext["bindVerb"]) == (
-        "filter", "prioritize", "preempt", "bind")
+    assert (ext["filterVerb"], ext["preemptVerb"], ext["bindVerb"]) == ("filter", "preempt", "bind")
+    assert "prioritizeVerb" not in ext and "weight" not in ext
+    (profile,) = cfg["profiles"]
+    strategy = plugin_args(profile, "NodeResourcesFit")["scoringStrategy"]
+    assert validate(plugin_args(profile, "NodeResourcesFit"), NODE_RESOURCES_FIT_ARGS) == []
+    assert strategy["type"] == "MostAllocated"
+    assert {r["name"]: r.get("weight", 1) for r in strategy["resources"]} == SHIPPED_WEIGHTS
     assert ext["nodeCacheCapable"] is True
     assert ext["ignorable"] is False
-    assert ext["weight"] == 2
     assert ext["httpTimeout"] == "10s"           # above the 5 s default, see the comment in http.yaml
     assert ext["managedResources"] == []
     assert cfg["percentageOfNodesToScore"] == 100
@@ -567,12 +600,12 @@ def test_scheduler_config_recommended_settings(name):
 def test_the_recommendations_are_explained_in_comments():
     text = (ROOT / "scheduler-config" / "http.yaml").read_text()
     lines = text.splitlines()
-    for setting in ("percentageOfNodesToScore", "nodeCacheCapable", "ignorable", "httpTimeout", "weight"):
+    for setting in ("percentageOfNodesToScore", "nodeCacheCapable", "ignorable", "httpTimeout", "pluginConfig"):
         line = next(i for i, l in enumerate(lines) if l.strip().startswith(setting + ":"))
-        # A comment right above, or above the verb it belongs with (prioritizeVerb, weight).
         above = [lines[line - 1], lines[line - 2]]
         assert any(a.lstrip().startswith("#") for a in above), f"{setting} has no comment above it"
     assert "10%" in text and "5s" in text
+    assert "prioritizeVerb: prioritize" in text and "weight: 2" in text     # how to opt in, in a comment
 
 
 def test_https_config_uses_a_client_certificate_mounted_into_the_scheduler():
@@ -601,7 +634,7 @@ def test_second_scheduler_profile_and_url_point_at_the_deployed_service():
     assert service["metadata"]["name"] == "quotient"
     assert service["metadata"]["namespace"] == NAMESPACE
     assert [p["port"] for p in service["spec"]["ports"]] == [8888]
-    assert scheduler_config("main-scheduler.yaml")["profiles"] == [{"schedulerName": "default-scheduler"}]
+    assert [p["schedulerName"] for p in scheduler_config("main-scheduler.yaml")["profiles"]] == ["default-scheduler"]
 
 
 def test_configmap_configuration_decodes_and_its_path_prefix_matches_the_extender_url():

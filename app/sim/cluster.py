@@ -15,6 +15,7 @@ from ..objects.node import NodeInfo, decode_node
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from ..sync.dispatch import apply_object
+from .scoring import most_allocated, nonzero
 
 RECREATING_OWNERS = ("ReplicaSet", "Job", "StatefulSet")
 
@@ -162,6 +163,15 @@ class SimCluster:
                 for r, v in p.info.requests.items():
                     used[r] = used.get(r, 0) + v
         return used
+
+    def packing_score(self, pod: PodInfo, name: str, weights: dict[str, int]) -> int:
+        """NodeResourcesFit's MostAllocated score of the node with the pod on it (scoring.py)."""
+        placed: dict[str, int] = {}
+        for p in self.pods.values():
+            if p.info.node_name == name and not p.info.terminal:
+                for r, v in nonzero(p.info.requests).items():
+                    placed[r] = placed.get(r, 0) + v
+        return most_allocated(nonzero(pod.requests), placed, self.nodes[name].allocatable, weights)
 
     @staticmethod
     def fits(pod: PodInfo, node: NodeInfo, used: dict[str, int]) -> str:

@@ -20,8 +20,10 @@ class Outcome:
     violations: list[str] = field(default_factory=list)        # instants above quota
 
 
-async def simulate(scenario: Scenario, verbose: bool = False) -> Outcome:
-    sim = SimScheduler(scenario, verbose)
+async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight: int = 0) -> Outcome:
+    """Run the scenario; prioritize_weight > 0 registers the prioritize verb with that weight (the shipped
+    scheduler configurations do not)."""
+    sim = SimScheduler(scenario, verbose, prioritize_weight)
     until = scenario.expectation.until if scenario.expectation else None
     await sim.run(until)
     out = Outcome(timeline=sim.timeline, reasons=dict(sim.last_reason), violations=list(sim.violations))
@@ -70,14 +72,14 @@ def differences(scenario: Scenario, out: Outcome) -> list[str]:
     return diffs
 
 
-def run_file(path: str, verbose: bool = True) -> int:
+def run_file(path: str, verbose: bool = True, prioritize_weight: int = 0) -> int:
     try:
         scenario = load_scenario(path)
     except ScenarioError as e:
         print(f"quotient simulate: {e}", file=sys.stderr)
         return 2
     try:
-        out = asyncio.run(simulate(scenario, verbose))
+        out = asyncio.run(simulate(scenario, verbose, prioritize_weight))
     except NotConverged as e:
         print(f"quotient simulate: {path}: {e}", file=sys.stderr)
         return 1

@@ -2,10 +2,10 @@
 
 Order of work (../shared/scenarios/FORMAT.md): the active queue by priority then
 creation time; in-tree filters, then the extender's filter with the surviving
-NodeNames, prioritize when two or more nodes are left, the highest score (ties:
-node name), bind. When no node is left: kube-scheduler's preemption dry run
-(lower-priority victims only, fewest per node) and, if it found candidates, the
-extender's preempt verb. A failed pod waits as in kube-scheduler's queue (queue.py).
+NodeNames, the highest score among the nodes left (scoring.py: MostAllocated packing,
+plus prioritize where registered; ties: node name), bind. When no node is left:
+kube-scheduler's preemption dry run (lower-priority victims only, fewest per node)
+and, if it found candidates, the extender's preempt verb. A failed pod waits as in kube-scheduler's queue (queue.py).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
 from .queue import ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_ADD, SchedulingQueue, deletion, rejector
 from .scenario import READY_WITH_PEERS, Scenario
+from .scoring import EXTENDER_SCALE, SHIPPED_WEIGHTS, best
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
 RETRY_TICK = 10.0         # with `until`, time advances at least this often (retries, timeouts, delays)
@@ -53,8 +54,10 @@ class SimWriter:
 
 
 class SimScheduler:
-    def __init__(self, scenario: Scenario, verbose: bool = True):
+    def __init__(self, scenario: Scenario, verbose: bool = True, prioritize_weight: int = 0):
         self.scenario = scenario
+        self.packing = SHIPPED_WEIGHTS
+        self.prioritize_weight = prioritize_weight     # 0: prioritize not registered, as shipped
         self.verbose = verbose
         self.now = scenario.start
         self.state = ClusterState(scenario.config, clock=lambda: self.now)
@@ -258,18 +261,25 @@ class SimScheduler:
             reasons = {**failed, **extender_failed, **(body.get("FailedAndUnresolvableNodes") or {})}
             self.note_pending(key, _summary(len(self.cluster.nodes), reasons))
             return await self.preempt(pod, failed, extender_failed)
-        node = names[0]
-        if len(names) > 1:
-            status, scores = await self.post("prioritize", {"Pod": pod.obj, "Nodes": None, "NodeNames": names})
-            if status == 200 and isinstance(scores, list):   # a prioritize error is ignored, as kube-scheduler does
-                best = {s["Host"]: s["Score"] for s in scores if isinstance(s, dict) and s.get("Host") in names}
-                node = min(names, key=lambda n: (-best.get(n, 0), n))
-            else:
-                node = min(names)
+        node = await self.pick(pod, names)
         status, body = await self.post("bind", {"PodName": info.name, "PodNamespace": info.namespace,
                                                 "PodUID": info.uid, "Node": node})
         if status != 200 or not isinstance(body, dict) or body.get("Error"):
             return self.fail(key, (body or {}).get("Error") if isinstance(body, dict) else f"bind code {status}")
+
+    async def pick(self, pod: SimPod, names: list[str]) -> str:
+        """The node of the highest score (scoring.py): MostAllocated packing, plus prioritize × weight × 10
+        when registered. With one node left kube-scheduler scores nothing."""
+        if len(names) == 1:
+            return names[0]
+        scores = {n: self.cluster.packing_score(pod.info, n, self.packing) for n in names}
+        if self.prioritize_weight:
+            status, body = await self.post("prioritize", {"Pod": pod.obj, "Nodes": None, "NodeNames": names})
+            if status == 200 and isinstance(body, list):   # a prioritize error is ignored, as kube-scheduler does
+                for s in body:
+                    if isinstance(s, dict) and s.get("Host") in scores and isinstance(s.get("Score"), int):
+                        scores[s["Host"]] += s["Score"] * self.prioritize_weight * EXTENDER_SCALE
+        return best(names, scores)
 
     def fail(self, key: str, reason: str) -> None:
         self.rejectors = frozenset()

@@ -1,0 +1,156 @@
+"""How the simulated kube-scheduler picks a node (app/sim/scoring.py, FORMAT.md): NodeResourcesFit's
+MostAllocated score as kube-scheduler computes it, and prioritize only where it is registered."""
+from __future__ import annotations
+
+import pytest
+
+from app.extender import Extender
+from app.sim.run import simulate
+from app.sim.scenario import load_scenario
+from app.sim.scheduler import SimScheduler
+from app.sim.scoring import SHIPPED_WEIGHTS, most_allocated, nonzero
+
+MI = 2**20
+GPU = "nvidia.com/gpu"
+BOTH = {"cpu": 1, "memory": 1}
+
+# Cases of kube-scheduler's most_allocated_test.go (TestMostAllocatedScoringStrategy): the pod's requests,
+# what runs on each node already, each node's allocatable, the weights, and the scores it expects.
+CASES = [
+    ("differently sized nodes", {"cpu": 3000, "memory": 5000}, [{}, {}],
+     [{"cpu": 4000, "memory": 10000}, {"cpu": 6000, "memory": 10000}], BOTH, [62, 50]),
+    ("resources requested, pods scheduled with resources", {"cpu": 3000, "memory": 5000},
+     [{"cpu": 3000, "memory": 0}, {"cpu": 3000, "memory": 5000}], [{"cpu": 10000, "memory": 20000}] * 2, BOTH,
+     [42, 55]),
+    ("resources requested equal node capacity", {"cpu": 5000, "memory": 9000}, [{}, {}],
+     [{"cpu": 5000, "memory": 10000}, {"cpu": 10000, "memory": 9000}], BOTH, [95, 75]),
+    ("memory weighted 2", {"cpu": 3000, "memory": 5000}, [{}, {}],
+     [{"cpu": 4000, "memory": 10000}, {"cpu": 6000, "memory": 10000}], {"memory": 2, "cpu": 1}, [58, 50]),
+    ("no resources requested, nonzero request for resource", {}, [{"cpu": 200, "memory": 400 * MI}, {}],
+     [{"cpu": 250, "memory": 1000 * MI}] * 2, BOTH, [80, 30]),
+    ("bypass extended resource if the pod does not request", {"cpu": 3000, "memory": 5000}, [{}, {}],
+     [{"cpu": 6000, "memory": 10000}, {"cpu": 6000, "memory": 10000, GPU: 4}], {"cpu": 1, "memory": 1, GPU: 1},
+     [50, 50]),
+    ("honor extended resource if the pod requests", {"cpu": 3000, "memory": 5000, GPU: 2}, [{}, {}],
+     [{"cpu": 6000, "memory": 10000, GPU: 4}, {"cpu": 6000, "memory": 10000, GPU: 10}],
+     {"cpu": 1, "memory": 1, GPU: 1}, [50, 40]),
+    ("if the node doesn't have a resource", {"cpu": 3000, "memory": 4000}, [{}, {}],
+     [{"cpu": 6000, "memory": 10000}, {"cpu": 6000, "memory": 10000, GPU: 4}], {GPU: 2, "cpu": 1, "memory": 1},
+     [45, 45]),
+]
+
+
+@pytest.mark.parametrize("name,pod,placed,allocatable,weights,expected", CASES, ids=[c[0] for c in CASES])
+def test_most_allocated_scores_as_kube_scheduler_does(name, pod, placed, allocatable, weights, expected):
+    got = [most_allocated(nonzero(pod), nonzero(p) if p else {}, a, weights) for p, a in zip(placed, allocatable)]
+    assert got == expected
+
+
+def test_scoring_counts_what_kube_scheduler_counts_for_an_unset_request():
+    """100m cpu and 200Mi memory for a request left unset, as schedutil's non-zero defaults; set ones stay."""
+    assert nonzero({}) == {"cpu": 100, "memory": 200 * MI}
+    assert nonzero({"cpu": 2000, GPU: 1}) == {"cpu": 2000, "memory": 200 * MI, GPU: 1}
+
+
+PACKING = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: "16"}, {name: memory, nominalQuota: 64Gi}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q, namespace: team-a}
+spec: {clusterQueue: cq}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: running, namespace: team-a}
+spec:
+  nodeName: n2
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p1
+  namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: q}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+"""
+
+
+@pytest.fixture
+def counted_prioritize(monkeypatch):
+    calls = []
+    original = Extender.prioritize
+
+    def prioritize(self, raw):
+        calls.append(raw)
+        return original(self, raw)
+
+    monkeypatch.setattr(Extender, "prioritize", prioritize)
+    return calls
+
+
+async def test_the_simulator_packs_without_prioritize_as_the_shipped_configuration_does(tmp_path,
+                                                                                          counted_prioritize):
+    """Two free nodes, one half full: MostAllocated puts the pod on the fuller n2 (a tie by name would have
+    chosen n1), and prioritize is never called: the shipped configurations do not register it."""
+    path = tmp_path / "packing.yaml"
+    path.write_text(PACKING)
+    out = await simulate(load_scenario(str(path)))
+    assert out.admitted["team-a/p1"] == "n2"
+    assert counted_prioritize == []
+    assert SHIPPED_WEIGHTS == {"cpu": 1, "memory": 1}
+
+
+async def test_with_prioritize_registered_its_score_joins_the_node_score(tmp_path, counted_prioritize):
+    """Opted in, prioritize is called with the nodes filter passed and its 0..10 x weight x 10 is added."""
+    path = tmp_path / "packing.yaml"
+    path.write_text(PACKING)
+    sim = SimScheduler(load_scenario(str(path)), verbose=False, prioritize_weight=2)
+    await sim.run(None)
+    assert len(counted_prioritize) == 1
+    assert sim.cluster.pods["team-a/p1"].info.node_name == "n2"      # Quotient's packing agrees
+
+
+def test_simulate_takes_the_opt_in_from_the_command_line(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    quotient = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "quotient"
+    path = tmp_path / "packing.yaml"
+    path.write_text(PACKING + "---\napiVersion: quotient.dev/v1alpha1\nkind: Expectation\nspec:\n"
+                              "  placements: {team-a/p1: n2}\n")
+    ok = subprocess.run([str(quotient), "simulate", "-q", "--prioritize-weight", "2", str(path)],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "PASS" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run([str(quotient), "simulate", "--prioritize-weight", "-1", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "is not a weight" in bad.stderr
