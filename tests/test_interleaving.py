@@ -260,7 +260,7 @@ async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once
         kit.clock.advance(BACKOFF_BASE)
         assert await kit.ext.reconcile() == 1                   # the safety net: written now
         assert requeue.count == 1                               # requeued once for one timeout
-        await until(lambda: kit.state.pods[uid(stuck)].deleting or uid(stuck) not in kit.state.pods,
+        await until(lambda: uid(stuck) not in kit.state.pods or kit.state.pods[uid(stuck)].deleting,
                     what="the eviction seen")
         assert await kit.ext.reconcile() == 0
 

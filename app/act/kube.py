@@ -24,6 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..core.fairsharing import dominant_resource_share
 from ..objects.pod import PodInfo
 from ..observe.views import workload_counts
+from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, WriteError
 
 log = logging.getLogger("quotient.act")
@@ -58,6 +59,7 @@ def _is_pdb_refusal(e: ApiException) -> bool:
 class KubeWriter:
     def __init__(self, api: client.ApiClient, state, component: str = "quotient", timeout: float = API_TIMEOUT):
         self.api = api
+        self.poster: ApiPoster | None = None     # made at the first write: the proxy is known by then
         self.timeout = timeout
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
@@ -102,17 +104,22 @@ class KubeWriter:
             raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
 
     async def _post(self, path: str, body: bytes):
-        """POST ready JSON bytes on the ApiClient's own kept-alive session, with its credentials (a rotated
-        token included), TLS and proxy. For the Binding, written once per scheduled pod: the typed call
-        builds a model object, serialises it twice and assembles the request anew, which cost more CPU
-        than the rest of the bind (issue 19, tests/bench/bench_throughput.py)."""
+        """POST ready JSON bytes with the ApiClient's credentials (a rotated token included): on Quotient's
+        own kept-alive connections (post.py), or through the ApiClient's session when a proxy is set. For
+        the Binding, written once per scheduled pod: the typed call builds a model object, serialises it
+        twice and assembles an aiohttp request, which cost more CPU than the rest of the bind (issue 19,
+        tests/bench/bench_throughput.py)."""
         api, rest = self.api, self.api.rest_client
         headers = {**api.default_headers, "Content-Type": JSON, "Accept": JSON}
         for auth in (await api.configuration.auth_settings()).values():
             if auth["in"] == "header" and auth["value"]:
                 headers[auth["key"]] = auth["value"]
-        proxy = {"proxy": rest.proxy, "proxy_headers": rest.proxy_headers} if rest.proxy else {}
-        return await rest.pool_manager.post(api.configuration.host + path, data=body, headers=headers, **proxy)
+        if rest.proxy:
+            return await rest.pool_manager.post(api.configuration.host + path, data=body, headers=headers,
+                                                proxy=rest.proxy, proxy_headers=rest.proxy_headers)
+        if self.poster is None:
+            self.poster = ApiPoster(api.configuration)
+        return await self.poster.post(path, body, headers)
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         """Say why (a DisruptionTarget condition and an Event, best effort, once: an eviction a

@@ -48,6 +48,7 @@ import orjson
 
 from ..objects.errors import InvalidObject
 from ..state.cluster import ClusterState
+from ..state.heap import settle_heap
 from .dispatch import apply_object, remove_object
 
 log = logging.getLogger("quotient.sync.watch")
@@ -231,6 +232,7 @@ class WatchSource:
         try:
             lists = await asyncio.gather(*(self._first_list(r) for r in self.resources))
             self._apply_lists(list(zip(self.resources, lists)))
+            settle_heap()
             self._ready = True
             log.info("initial lists applied: %s", ", ".join(
                 f"{len(items) if items is not None else 'absent'} {r.plural}" for r, items in
