@@ -6,6 +6,9 @@ tracing hooks for every call (issue 19, tests/bench/bench_throughput.py). Here a
 of bytes and a response the status line, headers and a Content-Length (or chunked) body, on the
 same TLS settings as the kubeconfig's ApiClient (CA, client certificate, server name, verification).
 A proxy is not spoken here: with one configured, KubeWriter posts through the ApiClient instead.
+A write that fails on a kept-alive connection (the server closed it while idle) is sent again once on a
+fresh one, as HTTP clients do; for a Binding that the server did take, the repeat is answered 409 and
+KubeWriter.bind reads a 409 naming its own node as success.
 """
 from __future__ import annotations
 

