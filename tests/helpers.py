@@ -12,6 +12,8 @@ coveredResources are the resources of its first flavor, in order; pass groups=[.
 """
 from __future__ import annotations
 
+import copy
+
 import re
 
 from app.config import Configuration
@@ -274,3 +276,12 @@ def answer_reasons(answer: dict, offered) -> dict[str, str]:
         assert match, answer["Error"]
         return dict.fromkeys(offered, answer["Error"][:match.start()])
     return {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+
+
+def with_uids(docs: list[dict]) -> list[dict]:
+    """Copies of docs in which every pod has a uid, as the API server gives it."""
+    out = copy.deepcopy(docs)
+    for d in out:
+        if d["kind"] == "Pod":
+            d["metadata"]["uid"] = f"uid-{d['metadata']['namespace']}-{d['metadata']['name']}"
+    return out

@@ -1,6 +1,5 @@
 """The time-to-preempt benchmark (tests/bench/bench_preempt.py) without Go: its cluster still makes filter
 choose victims itself, and its arithmetic reads the fake API's write log as the live run writes it."""
-import copy
 import sys
 from pathlib import Path
 
@@ -17,16 +16,7 @@ from app.extender import Extender  # noqa: E402
 from app.objects.pod import decode_pod  # noqa: E402
 from fakeapi import FakeApiServer  # noqa: E402
 from helpers import answer_reasons
-from helpers import make_state  # noqa: E402
-
-
-def with_uids(docs: list[dict]) -> list[dict]:
-    """As the API server would: every pod gets a uid."""
-    out = copy.deepcopy(docs)
-    for d in out:
-        if d["kind"] == "Pod":
-            d["metadata"]["uid"] = f"uid-{d['metadata']['namespace']}-{d['metadata']['name']}"
-    return out
+from helpers import make_state, with_uids  # noqa: E402
 
 
 def test_cluster_quota_is_full_and_every_node_has_room():

@@ -1,7 +1,6 @@
 """The throughput benchmark (tests/bench/bench_throughput.py) without Go: its cluster is admitted as the
 live run needs (every pod fits, every node passes), its pods look as a real API server and kube-scheduler
 show them, and the CPU reading of its rig reads /proc as the kernel writes it."""
-import copy
 import os
 import sys
 from pathlib import Path
@@ -15,15 +14,7 @@ import rig  # noqa: E402
 
 from app.act.writer import SnapshotWriter  # noqa: E402
 from app.extender import Extender  # noqa: E402
-from helpers import make_state  # noqa: E402
-
-
-def with_uids(docs: list[dict]) -> list[dict]:
-    out = copy.deepcopy(docs)
-    for d in out:
-        if d["kind"] == "Pod":
-            d["metadata"]["uid"] = f"uid-{d['metadata']['name']}"
-    return out
+from helpers import make_state, with_uids  # noqa: E402
 
 
 async def test_every_pod_of_the_backlog_is_admitted_onto_every_node_and_bound():
