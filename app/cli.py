@@ -64,7 +64,8 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
         raise LiveModeError(f"cannot load {where}: {e}") from None
     try:
         state = ClusterState(config)
-        extender = Extender(state, make_writer(api_client, state))
+        writer = make_writer(api_client, state)
+        extender = Extender(state, writer)
         source = WatchSource(api_client, state, metrics=attach(extender).metrics)
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
@@ -86,6 +87,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
                 elector.stop()
                 await electing
             await source.stop()
+            writer.close()
     finally:
         await api_client.close()
     return 0

@@ -544,7 +544,9 @@ class Extender:
         done = self._binding[pod.uid] = asyncio.Event()
         try:
             await self.writer.bind(pod, args.node)
-        except WriteError as e:
+        except Exception as e:      # WriteError, or anything a client library raised: the charge is taken back
+            if not isinstance(e, WriteError):
+                log.warning("binding %s to %s: %s: %s", pod.key, args.node, type(e).__name__, e)
             if state.undo_binding(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
                 self._record("bind", pod, "WriteFailed", str(e))
                 return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")

@@ -7,6 +7,7 @@ called over the real FastAPI routes with httpx's ASGI transport.
 from __future__ import annotations
 
 import contextlib
+import gc
 import textwrap
 from types import SimpleNamespace
 from pathlib import Path
@@ -28,6 +29,14 @@ WIRE_DIR = REPO.parent / "shared" / "wire"
 SCENARIO_DIR = REPO.parent / "shared" / "scenarios" / "examples"
 QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen():
+    """A test that loads a snapshot or lists a cluster freezes the heap (app/state/heap.py), as the process
+    would once; in the test process that would keep every later test's cyclic garbage from the collector."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(autouse=True)

@@ -77,6 +77,17 @@ async def test_reactivate_answers_only_trusted_callers(load_extender, client, ve
         assert (await c.get("/debug/queues")).status_code == 200
 
 
+async def test_reactivate_forwarded_by_a_local_proxy_is_judged_by_the_original_caller(load_extender):
+    """uvicorn serves without its proxy-header middleware (the verbs do not need it); the debug routes keep it,
+    so a remote caller behind a reverse proxy on the same host is not taken for a loopback one."""
+    app = create_app(load_extender(SNAPSHOT))
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 4242))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        forwarded = await c.post("/debug/workloads/team-a/job-1/reactivate", headers={"X-Forwarded-For": "10.0.0.5"})
+        assert forwarded.status_code == 403, forwarded.text
+        assert (await c.post("/debug/workloads/team-a/job-1/reactivate")).status_code == 404
+
+
 # ---- ghosts: pods learned from requests that the API never shows ------------------------------------
 
 async def test_a_ghost_asked_about_for_ever_is_forgotten_after_learned_pod_timeout(build_extender, api, kit):

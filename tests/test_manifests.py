@@ -578,7 +578,7 @@ def plugin_args(profile: dict, plugin: str) -> dict:
 def test_scheduler_config_recommended_settings(name):
     """filter, preempt and bind; packing by kube-scheduler's MostAllocated scoring, not the prioritize verb
     (issue 19), with the weights the simulator scores by (app/sim/scoring.py)."""
-    from app.sim.scoring import SHIPPED_WEIGHTS
+    from app.sim.scoring import SHIPPED_PLUGIN_WEIGHT, SHIPPED_WEIGHTS
 
     cfg = scheduler_config(name)
     (ext,) = cfg["extenders"]
@@ -589,6 +589,7 @@ def test_scheduler_config_recommended_settings(name):
     assert validate(plugin_args(profile, "NodeResourcesFit"), NODE_RESOURCES_FIT_ARGS) == []
     assert strategy["type"] == "MostAllocated"
     assert {r["name"]: r.get("weight", 1) for r in strategy["resources"]} == SHIPPED_WEIGHTS
+    assert profile["plugins"]["score"]["enabled"] == [{"name": "NodeResourcesFit", "weight": SHIPPED_PLUGIN_WEIGHT}]
     assert ext["nodeCacheCapable"] is True
     assert ext["ignorable"] is False
     assert ext["httpTimeout"] == "10s"           # above the 5 s default, see the comment in http.yaml

@@ -22,8 +22,12 @@ def configuration(host: str, **kw) -> SimpleNamespace:
     return SimpleNamespace(**{**fields, **kw})
 
 
+CLOSE, HANG = object(), object()     # script entries: close after answering; never answer
+
+
 class Scripted:
-    """An HTTP/1.1 server answering each request with the next scripted bytes (None: close instead)."""
+    """An HTTP/1.1 server answering each request with the next scripted bytes: None closes instead of
+    answering, (CLOSE, bytes) closes right after answering, HANG waits for the client to give up."""
 
     def __init__(self, answers: list[bytes | None]):
         self.answers, self.requests, self.connections = list(answers), [], 0
@@ -39,8 +43,14 @@ class Scripted:
                 answer = self.answers.pop(0)
                 if answer is None:
                     break
-                writer.write(answer)
+                if answer is HANG:
+                    await reader.read()
+                    break
+                close = isinstance(answer, tuple)
+                writer.write(answer[1] if close else answer)
                 await writer.drain()
+                if close:
+                    break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         writer.close()
@@ -86,13 +96,59 @@ async def test_chunked_answers_and_connection_close_are_read_as_http_says():
         assert server.connections == 2
 
 
-async def test_an_idle_connection_the_server_closed_is_replaced_once():
-    """The API server closes idle keep-alive connections; the next write goes on a fresh one."""
+async def test_a_write_a_kept_alive_connection_drops_is_sent_once_more_on_a_fresh_one():
+    """The server closes a kept-alive connection as the write arrives: it is sent again, once."""
     async with Scripted([ok(), None, ok()]) as server:
         poster = ApiPoster(configuration(server.url))
         assert (await poster.post("/x", b"{}", {})).status == 201
-        assert (await poster.post("/x", b"{}", {})).status == 201      # first try hits the closed one
+        assert (await poster.post("/x", b"{}", {})).status == 201      # sent, unanswered, sent again
         assert server.connections == 2
+
+
+async def test_an_idle_connection_seen_closed_is_not_written_to():
+    async with Scripted([(CLOSE, ok()), ok()]) as server:
+        poster = ApiPoster(configuration(server.url))
+        assert (await poster.post("/x", b"{}", {})).status == 201
+        await asyncio.sleep(0.1)                        # the server's FIN arrives: the idle one is at EOF
+        assert (await poster.post("/x", b"{}", {})).status == 201
+        assert server.connections == 2 and len(server.requests) == 2
+
+
+async def test_bytes_nobody_asked_for_on_an_idle_connection_are_not_read_as_the_next_answer():
+    """A proxy's 408 on an idle keep-alive connection, then its close: the next write goes elsewhere."""
+    timeout = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    async with Scripted([ok(b"first") + timeout, ok(b"second")]) as server:
+        poster = ApiPoster(configuration(server.url))
+        assert (await poster.post("/x", b"{}", {})).body == b"first"
+        second = await poster.post("/x", b"{}", {})
+        assert (second.status, second.body) == (201, b"second")
+        assert server.connections == 2
+
+
+async def test_interim_answers_are_read_past_to_the_final_one():
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+    async with Scripted([early + ok(b"one"), ok(b"two")]) as server:
+        poster = ApiPoster(configuration(server.url))
+        assert [(await poster.post("/x", b"{}", {})).body for _ in range(2)] == [b"one", b"two"]
+        assert server.connections == 1
+
+
+async def test_a_write_that_times_out_closes_its_connection_and_frees_its_slot():
+    async with Scripted([HANG, ok()]) as server:
+        poster = ApiPoster(configuration(server.url), max_connections=1)
+        with pytest.raises(asyncio.TimeoutError):
+            async with asyncio.timeout(0.2):
+                await poster.post("/x", b"{}", {})
+        assert poster.idle == []
+        assert (await asyncio.wait_for(poster.post("/x", b"{}", {}), 5)).status == 201
+        assert server.connections == 2
+
+
+async def test_an_answer_without_framing_runs_to_the_close():
+    async with Scripted([(CLOSE, b"HTTP/1.1 500 Internal Server Error\r\n\r\npart1-part2")]) as server:
+        poster = ApiPoster(configuration(server.url))
+        answer = await poster.post("/x", b"{}", {})
+        assert (answer.status, answer.body) == (500, b"part1-part2") and poster.idle == []
 
 
 @pytest.mark.parametrize("answer,why", [
@@ -102,6 +158,10 @@ async def test_an_idle_connection_the_server_closed_is_replaced_once():
     (b"HTTP/1.1 201 Created\r\nContent-Length: 50\r\n\r\nshort", "closed the connection mid-answer"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
     (b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 200 + b"\r\n", "more than 100 header lines"),
+    ("HTTP/1.1 201 Created\r\nContent-Length: \u00b2\r\n\r\n".encode("latin-1"), "bad Content-Length"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\n", "bad chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd", "does not end with CRLF"),
+    (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "switched protocols"),
 ])
 async def test_an_answer_that_is_not_http_is_an_error_not_a_hang(answer, why):
     async with Scripted([answer]) as server:

@@ -130,14 +130,35 @@ async def test_the_simulator_packs_without_prioritize_as_the_shipped_configurati
     assert SHIPPED_WEIGHTS == {"cpu": 1, "memory": 1}
 
 
-async def test_with_prioritize_registered_its_score_joins_the_node_score(tmp_path, counted_prioritize):
-    """Opted in, prioritize is called with the nodes filter passed and its 0..10 x weight x 10 is added."""
-    path = tmp_path / "packing.yaml"
-    path.write_text(PACKING)
-    sim = SimScheduler(load_scenario(str(path)), verbose=False, prioritize_weight=2)
+# n1 is full of memory, n2 half full of cpu; p1 asks for cpu only. MostAllocated averages cpu and memory
+# (n1: (25 + 94) / 2 = 59, n2: (62 + 1) / 2 = 31, x plugin weight 2 = 118 and 62); Quotient's prioritize packs
+# on the resources the pod requests (n1: 2, n2: 6, x 2 x 10 = 40 and 120 points), which outweighs it.
+DISAGREE = PACKING.replace(
+    """  nodeName: n2
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}}}]""",
+    """  nodeName: n2
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: "0"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: memory-hog, namespace: team-a}
+spec:
+  nodeName: n1
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 30Gi}}}]""").replace(
+    "{requests: {cpu: \"1\", memory: 1Gi}}", "{requests: {cpu: \"1\"}}")
+
+
+@pytest.mark.parametrize("weight,node,calls", [(0, "n1", 0), (2, "n2", 1)])
+async def test_with_prioritize_registered_its_score_joins_the_node_score(tmp_path, counted_prioritize, weight,
+                                                                         node, calls):
+    """Opted in, prioritize is called with the nodes filter passed and its 0..10 x weight x 10 is added to
+    MostAllocated's 0..100: here enough to turn the choice."""
+    path = tmp_path / "disagree.yaml"
+    path.write_text(DISAGREE)
+    sim = SimScheduler(load_scenario(str(path)), verbose=False, prioritize_weight=weight)
     await sim.run(None)
-    assert len(counted_prioritize) == 1
-    assert sim.cluster.pods["team-a/p1"].info.node_name == "n2"      # Quotient's packing agrees
+    assert len(counted_prioritize) == calls
+    assert sim.cluster.pods["team-a/p1"].info.node_name == node
 
 
 def test_simulate_takes_the_opt_in_from_the_command_line(tmp_path):

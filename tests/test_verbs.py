@@ -1,6 +1,7 @@
 """The four verbs through HTTP on small snapshots: flavors, quota refusals, exact accounting, bind."""
 from __future__ import annotations
 
+import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration
@@ -488,19 +489,23 @@ async def test_filter_after_bind_keeps_the_charge(kit, load_extender, api):
 # ---- a failing writer -------------------------------------------------------------------------------------
 
 class FailingWriter:
-    def __init__(self):
+    def __init__(self, error: Exception | None = None):
         self.calls = 0
+        self.error = error or WriteError("pods \"a\" is forbidden: the API server said no")
 
     async def bind(self, pod, node):
         self.calls += 1
-        raise WriteError("pods \"a\" is forbidden: the API server said no")
+        raise self.error
 
     async def evict(self, pod, reason, message):
         raise WriteError("no")
 
 
-async def test_failed_write_rolls_the_charge_back(kit, build_extender, api):
-    writer = FailingWriter()
+@pytest.mark.parametrize("error", [None, RuntimeError("the API server said no (ClientPayloadError)")],
+                         ids=["WriteError", "any other exception"])
+async def test_failed_write_rolls_the_charge_back(kit, build_extender, api, error):
+    """Whatever the writer raised (a client library's own error included), the charge is taken back."""
+    writer = FailingWriter(error)
     ext = build_extender(RACE, writer=writer)
     pod = kit.pod("a", cpu="3")
     before = usage(ext, "small-cq", "default-flavor")

@@ -116,10 +116,16 @@ class KubeWriter:
                 headers[auth["key"]] = auth["value"]
         if rest.proxy:
             return await rest.pool_manager.post(api.configuration.host + path, data=body, headers=headers,
-                                                proxy=rest.proxy, proxy_headers=rest.proxy_headers)
+                                                proxy=rest.proxy, proxy_headers=rest.proxy_headers,
+                                                server_hostname=rest.server_hostname)
         if self.poster is None:
             self.poster = ApiPoster(api.configuration)
         return await self.poster.post(path, body, headers)
+
+    def close(self) -> None:
+        """At shutdown: the Binding's idle connections."""
+        if self.poster is not None:
+            self.poster.close()
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         """Say why (a DisruptionTarget condition and an Event, best effort, once: an eviction a

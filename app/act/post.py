@@ -13,6 +13,7 @@ KubeWriter.bind reads a 409 naming its own node as success.
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 # handshakes then slow every write further (seen: a fifth of the CPU in do_handshake at 10,000 pods).
 MAX_CONNECTIONS = 16
 MAX_HEADER_LINES = 100
+HEX = re.compile(rb"[0-9A-Fa-f]{1,8}")
 MAX_BODY = 4 * 2**20       # an API answer to a write is a small Status or object
 
 
@@ -54,6 +56,12 @@ def ssl_context(configuration) -> ssl.SSLContext:
     return context
 
 
+def _spent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    """An idle connection not to send on: closed, or holding bytes nobody asked for (a proxy's 408 before
+    it closed), which would be read as the next request's answer."""
+    return reader.at_eof() or writer.is_closing() or bool(getattr(reader, "_buffer", b""))
+
+
 class ApiPoster:
     def __init__(self, configuration, max_connections: int = MAX_CONNECTIONS):
         url = urlsplit(configuration.host)
@@ -78,7 +86,7 @@ class ApiPoster:
     async def _post(self, head: bytes, body: bytes) -> Answer:
         while self.idle:
             conn = self.idle.pop()
-            if conn[0].at_eof() or conn[1].is_closing():
+            if _spent(*conn):
                 conn[1].close()
                 continue
             try:
@@ -100,6 +108,8 @@ class ApiPoster:
             raise PostError(f"the API server closed the connection mid-answer ({len(e.partial)} bytes)") from None
         except asyncio.LimitOverrunError:
             raise PostError("an answer's header line is too long") from None
+        except ValueError as e:         # whatever the checks above missed is still a broken answer
+            raise PostError(f"unreadable answer: {e}") from None
         finally:
             if reusable:
                 self.idle.append(conn)
@@ -107,59 +117,90 @@ class ApiPoster:
                 writer.close()
 
     def close(self) -> None:
+        """Close the idle connections (at shutdown)."""
         for _, writer in self.idle:
             writer.close()
         self.idle.clear()
 
 
 async def _read_answer(reader: asyncio.StreamReader) -> tuple[Answer, bool]:
-    """(the answer, whether the connection may carry another request)."""
+    """(the final answer, whether the connection may carry another request). Interim 1xx answers (103
+    Early Hints from a proxy, say) are read past; a 101 would switch protocols, so it is an error."""
+    while True:
+        status, reason, keep, head = await _read_head(reader)
+        if status == 101:
+            raise PostError("the API server switched protocols (101)")
+        if status >= 200:
+            break
+    length, chunked = head
+    if chunked:
+        body = await _read_chunked(reader)
+    elif length is not None:
+        body = await reader.readexactly(length)
+    elif status in (204, 304):
+        body = b""
+    else:                      # no framing: the body runs to the end of the connection
+        body, keep = await _read_to_end(reader), False
+    return Answer(status, reason, body), keep
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, str, bool, tuple[int | None, bool]]:
+    """Status, reason, keep-alive, and the body's framing (Content-Length or None, chunked)."""
     line = await reader.readuntil(b"\r\n")
     parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not _decimal(parts[1]) or len(parts[1]) != 3:
         raise PostError(f"not an HTTP answer: {line[:80]!r}")
     status, reason = int(parts[1]), parts[2] if len(parts) > 2 else ""
     length, chunked, keep = None, False, parts[0] == "HTTP/1.1"
     for _ in range(MAX_HEADER_LINES):
         line = await reader.readuntil(b"\r\n")
         if line == b"\r\n":
-            break
+            return status, reason, keep, (length, chunked)
         name, _, value = line.decode("latin-1").partition(":")
         name, value = name.strip().lower(), value.strip().lower()
         if name == "content-length":
-            if not value.isdigit() or int(value) > MAX_BODY:
-                raise PostError(f"bad Content-Length {value!r}")
+            if not _decimal(value) or int(value) > MAX_BODY:
+                raise PostError(f"bad Content-Length {value[:20]!r}")
             length = int(value)
         elif name == "transfer-encoding":
             chunked = "chunked" in value
         elif name == "connection":
             keep = "close" not in value if keep else "keep-alive" in value
-    else:
-        raise PostError(f"more than {MAX_HEADER_LINES} header lines")
-    if chunked:
-        body = await _read_chunked(reader)
-    elif length is not None:
-        body = await reader.readexactly(length)
-    elif status in (204, 304) or 100 <= status < 200:
-        body = b""
-    else:                      # no framing: the body runs to the end of the connection
-        body, keep = await reader.read(MAX_BODY), False
-    return Answer(status, reason, body), keep
+    raise PostError(f"more than {MAX_HEADER_LINES} header lines")
+
+
+def _decimal(text: str) -> bool:
+    """ASCII digits only (str.isdigit also takes "²", which int() refuses)."""
+    return 0 < len(text) <= 12 and text.isascii() and text.isdigit()
+
+
+async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
+    chunks, total = [], 0
+    while total <= MAX_BODY:
+        chunk = await reader.read(MAX_BODY + 1 - total)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+    raise PostError("answer too long")
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     chunks, total = [], 0
     while True:
         size_line = (await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip()
-        try:
-            size = int(size_line, 16)
-        except ValueError:
-            raise PostError(f"bad chunk size {size_line[:20]!r}") from None
+        if not HEX.fullmatch(size_line):
+            raise PostError(f"bad chunk size {size_line[:20]!r}")
+        size = int(size_line, 16)
         if size == 0:
-            while await reader.readuntil(b"\r\n") != b"\r\n":      # trailers
-                pass
-            return b"".join(chunks)
+            for _ in range(MAX_HEADER_LINES):                       # trailers, then the blank line
+                if await reader.readuntil(b"\r\n") == b"\r\n":
+                    return b"".join(chunks)
+            raise PostError(f"more than {MAX_HEADER_LINES} trailer lines")
         total += size
         if total > MAX_BODY:
             raise PostError("chunked answer too long")
-        chunks.append((await reader.readexactly(size + 2))[:-2])
+        chunk = await reader.readexactly(size + 2)
+        if chunk[-2:] != b"\r\n":
+            raise PostError("a chunk does not end with CRLF")
+        chunks.append(chunk[:-2])

@@ -17,6 +17,7 @@ from time import monotonic, perf_counter
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..extender import Extender
 from ..observe import attach
@@ -177,6 +178,9 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     prefix = path_prefix.rstrip("/")
     app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
     app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
+    # A request a local reverse proxy forwards is judged by the address it names (trusted_caller), as uvicorn
+    # did for every route before its proxy-header middleware was turned off for the verbs' sake.
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")
     app.add_middleware(BodyLimit)        # no route reads a byte of a body over its limit (read_body: the verbs)
     if leading is not None:
         only_ready = ready

@@ -25,7 +25,7 @@ from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
 from .queue import ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_ADD, SchedulingQueue, deletion, rejector
 from .scenario import READY_WITH_PEERS, Scenario
-from .scoring import EXTENDER_SCALE, SHIPPED_WEIGHTS, best
+from .scoring import EXTENDER_SCALE, SHIPPED_PLUGIN_WEIGHT, SHIPPED_WEIGHTS, best
 
 MAX_ATTEMPTS = 20000      # a run that needs more has not converged (a preemption loop)
 RETRY_TICK = 10.0         # with `until`, time advances at least this often (retries, timeouts, delays)
@@ -268,11 +268,11 @@ class SimScheduler:
             return self.fail(key, (body or {}).get("Error") if isinstance(body, dict) else f"bind code {status}")
 
     async def pick(self, pod: SimPod, names: list[str]) -> str:
-        """The node of the highest score (scoring.py): MostAllocated packing, plus prioritize × weight × 10
-        when registered. With one node left kube-scheduler scores nothing."""
+        """The node of the highest score (scoring.py): MostAllocated packing × NodeResourcesFit's weight, plus
+        prioritize × weight × 10 when registered. With one node left kube-scheduler scores nothing."""
         if len(names) == 1:
             return names[0]
-        scores = {n: self.cluster.packing_score(pod.info, n, self.packing) for n in names}
+        scores = {n: self.cluster.packing_score(pod.info, n, self.packing) * SHIPPED_PLUGIN_WEIGHT for n in names}
         if self.prioritize_weight:
             status, body = await self.post("prioritize", {"Pod": pod.obj, "Nodes": None, "NodeNames": names})
             if status == 200 and isinstance(body, list):   # a prioritize error is ignored, as kube-scheduler does

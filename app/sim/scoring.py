@@ -1,11 +1,13 @@
 """How the simulated kube-scheduler picks among the nodes filter passed (../shared/scenarios/FORMAT.md):
-NodeResourcesFit's MostAllocated score, plus the extender's prioritize score × weight × 10 where the
-scheduler configuration registers prioritize. The shipped configurations pack with MostAllocated and
+NodeResourcesFit's MostAllocated score × its plugin weight, plus the extender's prioritize score × weight
+× 10 where the scheduler configuration registers prioritize. The shipped configurations pack with MostAllocated and
 leave prioritize out (issue 19): what the simulator does by default."""
 from __future__ import annotations
 
-# scoringStrategy.resources of NodeResourcesFit in scheduler-config/*.yaml (tests/test_manifests.py checks).
+# NodeResourcesFit in scheduler-config/*.yaml (tests/test_manifests.py checks): its scoringStrategy.resources,
+# and its weight among the score plugins.
 SHIPPED_WEIGHTS = {"cpu": 1, "memory": 1}
+SHIPPED_PLUGIN_WEIGHT = 2
 # What kube-scheduler's scoring counts for a cpu or memory request left unset (schedutil's non-zero defaults).
 NONZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 ALWAYS_SCORED = ("cpu", "memory", "ephemeral-storage")     # scored even when the pod requests none

@@ -232,13 +232,14 @@ class WatchSource:
         try:
             lists = await asyncio.gather(*(self._first_list(r) for r in self.resources))
             self._apply_lists(list(zip(self.resources, lists)))
+            counts = [None if items is None else len(items) for items, _ in lists]
+            del lists                 # the raw objects: applied, not to be kept (nor frozen) for the process's life
             settle_heap()
+            self._beat = time.monotonic()     # one full collection at the start is work, not a stuck loop
             self._ready = True
             log.info("initial lists applied: %s", ", ".join(
-                f"{len(items) if items is not None else 'absent'} {r.plural}" for r, items in
-                zip(self.resources, (x[0] for x in lists))))
-            await asyncio.gather(*(self._watch_forever(r, items is None)
-                                   for r, (items, _) in zip(self.resources, lists)))
+                f"{'absent' if n is None else n} {r.plural}" for r, n in zip(self.resources, counts)))
+            await asyncio.gather(*(self._watch_forever(r, n is None) for r, n in zip(self.resources, counts)))
         finally:
             beat.cancel()
 
