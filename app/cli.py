@@ -136,7 +136,7 @@ def serve(args: argparse.Namespace) -> int:
             return 2
         try:
             # uvloop, as uvicorn picks for the snapshot mode: the event loop, its transports and TLS in C
-            # cost a verb about a third less CPU than asyncio's own (issue 19, tests/bench/bench_throughput.py).
+            # cost each pod less CPU than asyncio's own (issue 19, tests/bench/bench_throughput.py).
             with asyncio.Runner(loop_factory=_loop_factory()) as runner:
                 return runner.run(serve_live(args, tls))
         except (LiveModeError, ConfigError) as e:
@@ -155,7 +155,8 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
-    # proxy_headers=False: kube-scheduler calls directly; no X-Forwarded-For to read on every request.
+    # proxy_headers=False: kube-scheduler calls directly; no X-Forwarded-For to read on every verb (the
+    # debug routes keep uvicorn's proxy-header middleware, create_app adds it to them).
     uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
                            clients_verified=bool(args.tls_client_ca)), host=args.host,
                 port=args.port, log_level=args.log_level, access_log=False, proxy_headers=False, log_config=None,

@@ -107,7 +107,7 @@ class KubeWriter:
         """POST ready JSON bytes with the ApiClient's credentials (a rotated token included): on Quotient's
         own kept-alive connections (post.py), or through the ApiClient's session when a proxy is set. For
         the Binding, written once per scheduled pod: the typed call builds a model object, serialises it
-        twice and assembles an aiohttp request, which cost more CPU than the rest of the bind (issue 19,
+        twice and assembles an aiohttp request, a large share of the bind path's CPU (issue 19,
         tests/bench/bench_throughput.py)."""
         api, rest = self.api, self.api.rest_client
         headers = {**api.default_headers, "Content-Type": JSON, "Accept": JSON}
