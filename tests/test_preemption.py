@@ -746,6 +746,34 @@ def test_pods_under_a_spent_budget_are_a_last_resort():
     assert sorted(keys(found[0].targets)) == ["team-a/db-1", "team-a/db-2"]
 
 
+def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see(monkeypatch):
+    """One search over the running pods per decision: plans takes the flavor assigner oracle's (issue 19, the
+    preemption benchmark), marking last resort the pods whose budget is spent, which the oracle ignores as
+    Kueue's does: the same plans as a search of its own. A state changed in between is searched again."""
+    calls = []
+    search = P.find_candidates
+    monkeypatch.setattr(P, "find_candidates", lambda *a: calls.append(a[3]) or search(*a))
+    s = pdb_state(pdb("db", "team-a", {"app": "db"}, minAvailable=2))
+    p = pod_info(s, "team-a", "h")
+    cq = s.queue_of(p)[1]
+    a = assign(s, p, cq)
+    oracle = P.oracle(s, p, cq)                              # as the flavor assigner asks it with two flavors
+    oracle("default-flavor", a.usage)
+    a.searched = oracle.searched
+    assert calls == [set()]                                  # the oracle's search, without budgets
+
+    def planned() -> list:
+        with unchanged(s):
+            found, _ = P.plans(s, p, cq, a, sorted(s.nodes), lambda n: s.room(n, p.uid), True)
+        return [(f.node, sorted(keys(f.targets))) for f in found]
+
+    assert planned() == [("n2", ["team-a/web-1", "team-a/web-2"])]      # db-1, db-2: a last resort
+    assert len(calls) == 1
+    s.generation += 1                                        # the state moved on: searched again, with budgets
+    assert planned() == [("n2", ["team-a/web-1", "team-a/web-2"])]
+    assert len(calls) == 2 and calls[-1] == {"uid-team-a-db-1", "uid-team-a-db-2"}
+
+
 def test_pods_under_a_spent_budget_are_taken_when_nothing_else_frees_room():
     """seed 002 抢占策略只是强烈建议 ("最后的手段"): both sets are protected; one is still taken."""
     s = pdb_state(pdb("db", "team-a", {"app": "db"}, minAvailable=2), pdb("web", "team-a", {"app": "web"}, minAvailable=2))

@@ -71,8 +71,11 @@ def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int], str]]) -> I
 def assign(state, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
-    return assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
-                          pod.tolerations, pod.node_selector, has_nodes, preemption.oracle(state, pod, cq))
+    oracle = preemption.oracle(state, pod, cq)
+    assignment = assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
+                                pod.tolerations, pod.node_selector, has_nodes, oracle)
+    assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
+    return assignment
 
 
 def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:

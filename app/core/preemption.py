@@ -24,7 +24,8 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import PodInfo
@@ -125,24 +126,17 @@ def newer(candidate_created: float | None, preemptor_created: float | None) -> b
     return math.floor(candidate_created or 0.0) > math.floor(preemptor_created or 0.0)
 
 
-class _NewestFirst:
-    """Sorts admission keys from the most recent down (names descending at the last tie)."""
-    __slots__ = ("key",)
-
-    def __init__(self, key: tuple):
-        self.key = key
-
-    def __lt__(self, other: "_NewestFirst") -> bool:
-        return self.key > other.key
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _NewestFirst) and self.key == other.key
+def admission_of(c: "Candidate") -> tuple:
+    """A candidate's admission key (admission_key; a pod group's latest member's)."""
+    return c.admission or admission_key(c.admitted_at, c.pod)
 
 
-def newest_first(c: "Candidate") -> _NewestFirst:
-    """The one "most recently admitted first" sort key every candidate order uses (Kueue's
-    CandidatesOrdering, criterion 4, with the deterministic tie-break of admission_key)."""
-    return _NewestFirst(c.admission or admission_key(c.admitted_at, c.pod))
+def newest_first(candidates: list, primary) -> None:
+    """Sort in place by primary (ascending), ties "most recently admitted first" (Kueue's CandidatesOrdering,
+    criterion 4, with admission_key's deterministic tie-break): two stable sorts of plain tuples. A
+    comparison object per candidate made this sort a third of a reclaim decision at 50,000 pods."""
+    candidates.sort(key=admission_of, reverse=True)
+    candidates.sort(key=primary)
 
 
 # ---- who may be preempted ------------------------------------------------------------
@@ -202,7 +196,7 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
         charge = admitted.get(uid)
         if charge is None or other.deleting or uid == pod.uid or uid in state.going:
             return      # a victim already chosen for another preemptor frees its quota once, for that one
-        if needs and not any(fr in charge.usage for fr in needs):
+        if needs and needs.isdisjoint(charge.usage):
             return
         key = group_of(other)
         if key:
@@ -303,7 +297,7 @@ def order(candidates: list[Candidate], cq_name: str) -> list[Candidate]:
     group costing all its pods) fewer pods, then most recently admitted (newest_first)."""
     def tier(c: Candidate) -> int:
         return 2 if c.cluster_queue == cq_name else 0 if c.variant == HIERARCHICAL_RECLAIM else 1
-    candidates.sort(key=lambda c: (tier(c), c.pod.priority or 0, len(c.pods()), newest_first(c)))
+    newest_first(candidates, lambda c: (tier(c), c.pod.priority or 0, len(c.pods())))
     for i, c in enumerate(candidates):
         c.rank = i
     return candidates
@@ -565,7 +559,7 @@ def _unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()
         if (other.priority or 0) < (pre.pod.priority or 0) and not _same_group(pre.pod, other):
             out.append(Candidate(other, "", {}, other.observed_admission()[0],
                                  opted_out(state, other) or uid in spent))
-    out.sort(key=lambda c: (c.pod.priority or 0, newest_first(c)))
+    newest_first(out, lambda c: c.pod.priority or 0)
     return out
 
 
@@ -782,19 +776,26 @@ def _no_candidate(state, cq: ClusterQueue) -> str:
     return why
 
 
-def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
-          every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
-    """See _plans; the collector is held off meanwhile: a decision over 50,000 pods builds thousands
-    of short-lived objects that reference counting frees, and a full collection in the middle of it
-    would cost more than the decision."""
+@contextmanager
+def collector_held():
+    """The collector held off over a candidate search: one over 50,000 pods builds thousands of short-lived
+    objects that reference counting frees, and a full collection in the middle of it would cost more than
+    the search."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _plans(state, pod, cq, assignment, nodes, room, every, local,
-                      spent_budgets(state) if spent is None else spent)
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+          every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
+    """See _plans, with the collector held off."""
+    with collector_held():
+        return _plans(state, pod, cq, assignment, nodes, room, every, local,
+                      spent_budgets(state) if spent is None else spent)
 
 
 def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
@@ -804,7 +805,9 @@ def _plans(state, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes:
     With local, every victim of a node's group runs on that node, quota targets included, as
     kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
     pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
-    everyone = find_candidates(state, pre, pre.relevant, spent)
+    everyone = searched_before(state, assignment, pre, spent)
+    if everyone is None:
+        everyone = find_candidates(state, pre, pre.relevant, spent)
     nodes = [n for n in nodes if n in state.nodes]
     why = _no_candidate(state, cq)
     any_last_resort = any(c.last_resort for c in everyone)
@@ -935,7 +938,11 @@ def oracle(state, pod: PodInfo, cq: ClusterQueue):
     def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
         pre = Preemptor(pod, cq, state.quota_node(cq.name), usage, {flavor})
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
-        candidates = [] if barred else find_candidates(state, pre, pre.relevant, set())
+        candidates = []
+        if not barred:
+            with collector_held():
+                candidates = find_candidates(state, pre, pre.relevant, set())
+            simulate.searched[_search_key(pre)] = (state.generation, candidates)
         targets = quota_targets(state, pre, candidates) if candidates else None
         if not targets:
             return NO_CANDIDATES, in_cohort and _borrows_after(pre)
@@ -947,4 +954,21 @@ def oracle(state, pod: PodInfo, cq: ClusterQueue):
         finally:
             rm.undo()
         return (PREEMPT if any(t.candidate.cluster_queue == cq.name for t in targets) else RECLAIM), borrows
+    simulate.searched = {}        # the candidate searches it made, for plans to reuse (searched_before)
     return simulate
+
+
+def _search_key(pre: Preemptor) -> tuple:
+    return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
+
+
+def searched_before(state, assignment: Assignment, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+    """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
+    (the same decision, a moment before): the search over every running pod is made once, not twice. The
+    oracle does not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked
+    last resort here, as find_candidates would. None when there is nothing to reuse."""
+    found = assignment.searched.get(_search_key(pre))
+    if found is None or found[0] != state.generation:
+        return None
+    return [c if c.last_resort or not any(m.uid in spent for m in c.pods()) else replace(c, last_resort=True)
+            for c in found[1]]

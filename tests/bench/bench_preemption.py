@@ -171,12 +171,22 @@ def preempt_body(n: int, dry_run: dict[str, str]) -> tuple[bytes, str]:
 
 
 # ---------------------------------------------------------------- checks
+def preempting_refusal(answer: bytes) -> str:
+    """"" when no node passes and the refusal says it is preempting. A refusal that clears once the victims
+    are gone is answered as a retry, in the Error field (app/refusals.py, issue 20); this check read only
+    FailedAndUnresolvableNodes until issue 19 found every reclaim counted as a bad answer."""
+    ans = orjson.loads(answer)
+    reasons = list((ans.get("FailedAndUnresolvableNodes") or {}).values()) + [ans.get("Error") or ""]
+    if ans.get("NodeNames") or "preempting" not in " ".join(reasons):
+        return f"not preempting: {answer[:300]!r}"
+    return ""
+
+
 def check_reclaim(answer: bytes, holds: dict, uid: str) -> tuple[str, int]:
     """("", victims) for a refusal that says it is preempting, with a hold; else (what is wrong, 0)."""
-    ans = orjson.loads(answer)
-    reasons = list((ans.get("FailedAndUnresolvableNodes") or {}).values())
-    if ans.get("NodeNames") or ans.get("Error") or not reasons or "preempting" not in reasons[0]:
-        return f"not preempting: {answer[:300]!r}", 0
+    why = preempting_refusal(answer)
+    if why:
+        return why, 0
     held = holds.get(uid)
     if held is None:
         return "answer says preempting but no hold was recorded", 0
@@ -340,7 +350,17 @@ def serve(snapshot: str, port: int) -> None:
     from app.cli import build_from_snapshot
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from app.act.writer import SnapshotWriter
+
+    class KeepVictims(SnapshotWriter):
+        """Evictions are not carried out: a decision's victims are evicted at once by act/ (issue 21), and
+        every call must see the same cluster (the decision is measured, not the write)."""
+
+        async def evict(self, pod, reason: str, message: str) -> None:
+            return None
+
     extender = build_from_snapshot(snapshot)
+    extender.writer = KeepVictims(extender.state)
     app = create_app(extender, "")
     state = extender.state
 
@@ -538,11 +558,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def check_reclaim_http(raw: bytes) -> str:
     """Over HTTP the hold is not visible: the answer alone must say it is preempting."""
-    ans = orjson.loads(raw)
-    reasons = list((ans.get("FailedAndUnresolvableNodes") or {}).values())
-    if ans.get("NodeNames") or ans.get("Error") or not reasons or "preempting" not in reasons[0]:
-        return f"not preempting: {raw[:300]!r}"
-    return ""
+    return preempting_refusal(raw)
 
 
 if __name__ == "__main__":
