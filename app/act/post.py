@@ -91,7 +91,7 @@ class ApiPoster:
                 continue
             try:
                 return await self._exchange(conn, head, body)
-            except (PostError, OSError, asyncio.IncompleteReadError):
+            except OSError:      # PostError included: _exchange turns a short read into one
                 break            # the server closed it while idle: one fresh connection, as any client does
         conn = await asyncio.open_connection(self.host, self.port, ssl=self.tls, server_hostname=self.server_name,
                                              limit=MAX_BODY)

@@ -56,7 +56,6 @@ class VerbApp:
         self.extender = extender
         self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
                            f"{prefix}/preempt": extender.preempt}
-        self.bind_path = f"{prefix}/bind"
         self.timers = {verb: metrics.timer(verb) for verb in VERBS} \
             if metrics is not None else {}
 

@@ -156,21 +156,18 @@ class SimCluster:
         return fresh
 
     # ---- kube-scheduler's in-tree filters -------------------------------------
-    def requested_on(self, node: str, exclude: set[str] = frozenset()) -> dict[str, int]:
+    def requested_on(self, node: str, exclude: set[str] = frozenset(), counted=None) -> dict[str, int]:
+        """What the pods on node request, each pod's requests as counted(requests) when given."""
         used: dict[str, int] = {}
         for p in self.pods.values():
             if p.info.node_name == node and not p.info.terminal and p.info.key not in exclude:
-                for r, v in p.info.requests.items():
+                for r, v in (counted(p.info.requests) if counted else p.info.requests).items():
                     used[r] = used.get(r, 0) + v
         return used
 
     def packing_score(self, pod: PodInfo, name: str, weights: dict[str, int]) -> int:
         """NodeResourcesFit's MostAllocated score of the node with the pod on it (scoring.py)."""
-        placed: dict[str, int] = {}
-        for p in self.pods.values():
-            if p.info.node_name == name and not p.info.terminal:
-                for r, v in nonzero(p.info.requests).items():
-                    placed[r] = placed.get(r, 0) + v
+        placed = self.requested_on(name, counted=nonzero)
         return most_allocated(nonzero(pod.requests), placed, self.nodes[name].allocatable, weights)
 
     @staticmethod

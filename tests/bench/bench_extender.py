@@ -272,7 +272,8 @@ def start_server(snapshot: str, workdir: str, script: str = __file__) -> tuple[s
     return proc, port, log_path
 
 
-def wait_ready(client, proc: subprocess.Popen, log_path: str, timeout: float = 180.0) -> None:
+def wait_ready(client, proc: subprocess.Popen, log_path: str, timeout: float = 180.0, path: str = "/livez") -> None:
+    """Until GET path answers 200 on client; exits with the server's log when it dies or never gets there."""
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -280,7 +281,7 @@ def wait_ready(client, proc: subprocess.Popen, log_path: str, timeout: float = 1
         if proc.poll() is not None:
             raise SystemExit(f"server exited with {proc.returncode}:\n{Path(log_path).read_text()[-3000:]}")
         try:
-            if client.get("/livez").status_code == 200:
+            if client.get(path).status_code == 200:
                 return
         except httpx.TransportError:
             pass

@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import gen_cluster  # noqa: E402
-from bench_extender import free_port, percentile, proc_status, source_version  # noqa: E402
+from bench_extender import free_port, percentile, proc_status, source_version, wait_ready  # noqa: E402
 from serving import stop_process  # noqa: E402
 
 GOAL_P99_MS = 50.0
@@ -382,18 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     attackers: list[subprocess.Popen] = []
     try:
         probe = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False)
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"quotient serve exited with {server.returncode}:\n{Path(log_path).read_text()[-3000:]}")
-            try:
-                if probe.get("/livez").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("quotient serve did not become ready")
-            time.sleep(0.1)
+        wait_ready(probe, server, log_path, timeout=120)
         rss_loaded = proc_status(server.pid)
 
         legit = Legit(port, names)

@@ -194,7 +194,7 @@ class Bench:
         quotient = Path(sys.executable).with_name("quotient")
         proc = self.rig.start([str(quotient), "serve", "--kubeconfig", ready["kubeconfig"], "--host",
                                "127.0.0.1", "--port", str(self.port)], "quotient.log")
-        self.rig.wait_ready(proc, f"http://127.0.0.1:{self.port}/readyz", "quotient.log", timeout=60)
+        self.rig.wait_ready(proc, f"http://127.0.0.1:{self.port}", "quotient.log", timeout=60)
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", trust_env=False, timeout=30)
         self.decisions: dict[tuple, dict] = {}
 

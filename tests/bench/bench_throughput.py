@@ -170,7 +170,7 @@ def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: st
         if kind == "baseline":
             rig.env["PYTHONPATH"] = baseline
         proc = rig.start(argv, log)
-        rig.wait_ready(proc, f"http://127.0.0.1:{port}/readyz", log)
+        rig.wait_ready(proc, f"http://127.0.0.1:{port}", log)
         before, api_before = settled_cpu(proc.pid), settled_cpu(api["pid"])
         sys_before = cpu_times(proc.pid)[1]
         spy = profile and subprocess.Popen(

@@ -178,20 +178,13 @@ class Rig:
         return {**ready, "pid": proc.pid}
 
     def wait_ready(self, proc: subprocess.Popen, url: str, log: str, timeout: float = 120.0) -> None:
-        """Until GET url answers 200; exits with the log when the process dies or never gets there."""
+        """Until GET url/readyz answers 200 (bench_extender.wait_ready)."""
         import httpx
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"{proc.args[0]} exited:\n{self.log(log)}")
-            try:
-                if httpx.get(url, trust_env=False, timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise SystemExit(f"{proc.args[0]} not ready:\n{self.log(log)}")
+        from bench_extender import wait_ready
+
+        with httpx.Client(base_url=url, trust_env=False, timeout=5) as client:
+            wait_ready(client, proc, os.path.join(self.workdir, log), timeout, "/readyz")
 
     def close(self) -> None:
         for proc in self.procs:
