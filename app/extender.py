@@ -306,7 +306,7 @@ class Extender:
                 return ("GroupUnplaceable" if verdict.admit else verdict.rule,
                         f"pod group {key} ({len(pending)} pending members, admitted whole or not at all): "
                         f"{problem}; no preemption: {why}", verdict.cluster_queue, "")
-            victims = {m.uid: (t.reason, self._message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
+            victims = {m.uid: (t.reason, preemption.victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
             shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
             self._record("reclaim", pod, "Preempting", shown, queue=cq.name, group=key,
                          reasons=sorted({r for r, _ in victims.values()}),
@@ -405,7 +405,7 @@ class Extender:
             return ""
         best = found[0]
         chosen = [(t.reason, m) for t in best.targets for m in t.candidate.pods()]     # a group counts whole
-        victims = {m.uid: (reason, self._message(reason, pod)) for reason, m in chosen}
+        victims = {m.uid: (reason, preemption.victim_message(reason, pod)) for reason, m in chosen}
         held = state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
         self._issue(self._evictions(pod.uid, held))
         shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
@@ -421,17 +421,6 @@ class Extender:
             if members is not None:
                 nodes = set(members) if nodes is None else nodes & members
         return sorted(self.state.nodes if nodes is None else nodes)
-
-    @staticmethod
-    def _message(reason: str, preemptor: PodInfo) -> str:
-        cause = {preemption.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
-                 preemption.IN_COHORT_RECLAMATION: "reclamation within the cohort",
-                 preemption.IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
-                 preemption.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
-                 preemption.LOWER_PRIORITY_ON_NODE: "room on the node for a higher-priority pod"}[reason]
-        who = (f"pod group {preemptor.key} (its pods' UIDs: see its members)" if preemptor.uid.startswith("group:")
-               else f"pod {preemptor.key} (UID: {preemptor.uid})")
-        return f"Preempted to accommodate {who} due to {cause}"
 
     def preempt(self, raw: bytes) -> bytes:
         """kube-scheduler's dry run found lower-priority victims; Quotient answers with its own per-node

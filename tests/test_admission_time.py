@@ -16,7 +16,9 @@ import copy
 
 import pytest
 
-from app.core import preemption as P
+from app.core.preemption.candidates import find_candidates, unqueued_on
+from app.core.preemption.ordering import newer
+from app.core.preemption.targets import Preemptor
 from app.core.flavors import Charge
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
@@ -53,8 +55,8 @@ def candidate_keys(state, ns="team-a", name="p") -> list[str]:
     p = pod_info(state, ns, name)
     _, c = state.queue_of(p)
     a = assign(state, p, c)
-    pre = P.Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
-    return [x.pod.key for x in P.find_candidates(state, pre, pre.relevant, set())]
+    pre = Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
+    return [x.pod.key for x in find_candidates(state, pre, pre.relevant, set())]
 
 
 # ---- decoding and the source of the admission time ------------------------------------------------------
@@ -134,8 +136,8 @@ def test_the_same_key_orders_pods_in_no_queue():
     for p in pods:
         p["metadata"]["labels"] = {}
     s = within_state(*pods, pod("p", cpu="1", created=-10, priority=100))
-    pre = P.Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.quota_node("cq"), {}, set())
-    assert [c.pod.key for c in P._unqueued_on(s, pre, "n1")] == NEWEST_FIRST
+    pre = Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.quota_node("cq"), {}, set())
+    assert [c.pod.key for c in unqueued_on(s, pre, "n1")] == NEWEST_FIRST
 
 
 def test_a_restart_rebuilds_the_same_candidate_order():
@@ -161,9 +163,9 @@ def test_a_restart_rebuilds_the_same_candidate_order():
 def test_newer_is_a_later_second_not_the_same_one():
     """SatisfiesPreemptionPolicy: preemptorTS.Before(candidateTS) on API times (seconds): the same second is
     not newer, whatever fraction a file or a clock carried."""
-    assert P.newer(BASE_TIME + 5, BASE_TIME + 4.9)
-    assert not P.newer(BASE_TIME + 5.7, BASE_TIME + 5.1)
-    assert not P.newer(BASE_TIME + 4, BASE_TIME + 5)
+    assert newer(BASE_TIME + 5, BASE_TIME + 4.9)
+    assert not newer(BASE_TIME + 5.7, BASE_TIME + 5.1)
+    assert not newer(BASE_TIME + 4, BASE_TIME + 5)
 
 
 def test_an_equal_priority_pod_group_created_before_the_preemptor_is_no_candidate():

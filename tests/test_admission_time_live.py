@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.core import preemption as P
+from app.core.preemption.candidates import find_candidates
+from app.core.preemption.targets import Preemptor
 from app.core.admission import assign
 from app.core.quantity import parse_quantity
 from app.objects.meta import parse_time
@@ -205,6 +206,6 @@ async def test_a_fresh_list_orders_candidates_as_the_simulated_file_says(tmp_pat
             p = state.pod_by_key("team-a/p")
             _, cq = state.queue_of(p)
             a = assign(state, p, cq)
-            pre = P.Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
-            orders.append([c.pod.key for c in P.find_candidates(state, pre, pre.relevant, set())])
+            pre = Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+            orders.append([c.pod.key for c in find_candidates(state, pre, pre.relevant, set())])
         assert orders[0] == orders[1] == ["team-a/a1", "team-a/a3", "team-a/a4", "team-a/a2"]

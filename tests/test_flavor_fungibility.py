@@ -11,6 +11,7 @@ Borrow and Preempt are converted to MayStopSearch (apis/kueue/v1beta1/clusterque
 import pytest
 
 from app.core import preemption
+from app.core.preemption.oracle import oracle
 from app.core.admission import assign, decide
 from app.core.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, assign_flavors
 from app.objects.errors import InvalidObject
@@ -119,15 +120,15 @@ def test_the_oracle_tells_preempt_from_reclaim_and_no_candidates():
         lq("team-a", "lq", "cq"), lq("team-a", "lq-other", "other"),
         pod("borrower", queue="lq-other", cpu="4", node="n", priority=100))
     p = _applied(s, pod("p", cpu="2", priority=10))
-    ask = preemption.oracle(s, p, s.cluster_queues["cq"])
+    ask = oracle(s, p, s.cluster_queues["cq"])
     usage = {("default-flavor", "cpu"): 2 * CPU}
     assert ask("default-flavor", usage) == (RECLAIM, False)
     s2 = two_flavors(running_priority=0)
     p2 = _applied(s2, pod("p", cpu="2", priority=10))
-    assert preemption.oracle(s2, p2, s2.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == (PREEMPT, False)
+    assert oracle(s2, p2, s2.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == (PREEMPT, False)
     s3 = two_flavors(running_priority=100)
     p3 = _applied(s3, pod("p", cpu="2", priority=10))
-    assert preemption.oracle(s3, p3, s3.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == \
+    assert oracle(s3, p3, s3.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == \
         (NO_CANDIDATES, False)
     assert s3.tree.queues["cq"].usage[("spot", "cpu")] == 4 * CPU         # the simulation took nothing away
 

@@ -14,7 +14,13 @@ from __future__ import annotations
 import contextlib
 
 from app.core import hierarchy as H
-from app.core import preemption as P
+from app.core import preemption
+from app.core.preemption.candidates import find_candidates
+from app.core.preemption.laws import FENCE
+from app.core.preemption.quota import quota_targets as quota_targets_of
+from app.core.preemption.targets import (IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING,
+                                         IN_COHORT_RECLAMATION, Preemptor)
+from app.core.quota import available
 from app.core.admission import assign
 
 from helpers import CPU, all_usage, cohort, cq, flavor, lq, make_state, node, pod, pod_info
@@ -63,24 +69,24 @@ def unchanged(s):
     assert fingerprint(s) == before
 
 
-def preemptor(s, ns, name) -> P.Preemptor:
+def preemptor(s, ns, name) -> Preemptor:
     p = pod_info(s, ns, name)
     _, c = s.queue_of(p)
     a = assign(s, p, c)
-    return P.Preemptor(p, c, s.quota_node(c.name), a.usage, set(a.flavors.values()))
+    return Preemptor(p, c, s.quota_node(c.name), a.usage, set(a.flavors.values()))
 
 
 def candidates(s, ns="q", name="in"):
     pre = preemptor(s, ns, name)
     with unchanged(s):
-        return P.find_candidates(s, pre, pre.relevant, set())
+        return find_candidates(s, pre, pre.relevant, set())
 
 
 def targets(s, ns="q", name="in"):
     """{victim: reason} of the quota targets (None when there is no set of them)."""
     pre = preemptor(s, ns, name)
     with unchanged(s):
-        found = P.quota_targets(s, pre, P.find_candidates(s, pre, pre.relevant, set()))
+        found = quota_targets_of(s, pre, find_candidates(s, pre, pre.relevant, set()))
     return None if found is None else {t.candidate.pod.key: t.reason for t in found}
 
 
@@ -88,14 +94,14 @@ def plan(s, ns="q", name="in"):
     p = pod_info(s, ns, name)
     _, c = s.queue_of(p)
     with unchanged(s):
-        return P.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.room(n, p.uid))
+        return preemption.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.room(n, p.uid))
 
 
 def incoming(cpu, priority=0, queue="q", **kw):
     return pod("in", queue, cpu=str(cpu), priority=priority, created=100, **kw)
 
 
-RECLAIM, WHILE_BORROWING, IN_CQ = P.IN_COHORT_RECLAMATION, P.IN_COHORT_RECLAIM_WHILE_BORROWING, P.IN_CLUSTER_QUEUE
+RECLAIM, WHILE_BORROWING, IN_CQ = IN_COHORT_RECLAMATION, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_CLUSTER_QUEUE
 
 
 # ---- Kueue's TestHierarchicalPreemptions --------------------------------------------------------------------
@@ -250,7 +256,7 @@ def test_respect_lending_limits():
     s = state(co("r"), co("c", "r", 2), q("q", "c", 3, lending=2), q("q-borrowing", "r"),
               running("admitted-borrowing", "q-borrowing", 4, 0), incoming=incoming(5, -2))
     node_q = s.quota_node("q")
-    assert (node_q.guaranteed(FR), s.tree.cohorts["c"].subtree[FR], P.available(node_q, FR)) == (CPU, 4 * CPU, CPU)
+    assert (node_q.guaranteed(FR), s.tree.cohorts["c"].subtree[FR], available(node_q, FR)) == (CPU, 4 * CPU, CPU)
     assert H.may_reclaim_in_hierarchy(node_q, FR, 5 * CPU)
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
     found, why = plan(s)
@@ -265,7 +271,7 @@ def test_lending_limit_below_caps_what_a_subtree_holds():
               q("q", "c", 3, lending=2), q("q-borrowing", "r"),
               running("admitted-borrowing", "q-borrowing", 3, 0), incoming=incoming(5, -2))
     assert (s.tree.cohorts["c"].guaranteed(FR), s.tree.cohorts["r"].subtree[FR]) == (CPU, 3 * CPU)
-    assert P.available(s.quota_node("q"), FR) == 2 * CPU
+    assert available(s.quota_node("q"), FR) == 2 * CPU
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
 
 
@@ -322,7 +328,7 @@ def test_flat_cohort_keeps_the_classic_rule():
 # ---- preemption fences on top (YuniKorn, seed 002 抢占范围) -------------------------------------------------------
 
 def fenced(obj: dict) -> dict:
-    obj["metadata"].setdefault("annotations", {})[P.FENCE] = "true"
+    obj["metadata"].setdefault("annotations", {})[FENCE] = "true"
     return obj
 
 

@@ -16,7 +16,19 @@ import pytest
 
 from app.act.writer import SnapshotWriter
 from app.config import Configuration
-from app.core import preemption as P
+from app.core import preemption
+from app.core.preemption import choose
+from app.core.preemption import oracle as oracle_module
+from app.core.preemption.candidates import find_candidates
+from app.core.preemption.fairsharing import share, strategy_allows
+from app.core.preemption.laws import DELAY, FENCE, may_preempt, opted_out, preemption_fence
+from app.core.preemption.nodes import node_plans
+from app.core.preemption.ordering import order
+from app.core.preemption.quota import quota_targets as quota_targets_of
+from app.core.preemption.targets import (Candidate, IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING,
+                                         IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION,
+                                         LOWER_PRIORITY_ON_NODE, Preemptor, Target)
+from app.core.quota import available
 from app.core.admission import assign, decide
 from app.core.flavors import Charge
 from app.extender import Extender
@@ -43,19 +55,19 @@ def queue(name, nominal, cohort_name=None, **spec):
     return cq(name, cohort_name, [("default-flavor", {"cpu": str(nominal)})], **spec)
 
 
-def preemptor(state, ns, name) -> P.Preemptor:
+def preemptor(state, ns, name) -> Preemptor:
     p = pod_info(state, ns, name)
     _, c = state.queue_of(p)
     a = assign(state, p, c)
-    return P.Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
+    return Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
 
 
-def needs_of(pre: P.Preemptor) -> set:
-    return {fr for fr, v in pre.usage.items() if v > P.available(pre.node, fr)}
+def needs_of(pre: Preemptor) -> set:
+    return {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
 
 
 def keys(items) -> list[str]:
-    return [(t.candidate if isinstance(t, P.Target) else t).pod.key for t in items]
+    return [(t.candidate if isinstance(t, Target) else t).pod.key for t in items]
 
 
 def why(targets) -> dict[str, str]:
@@ -78,14 +90,14 @@ def unchanged(state):
 def candidates(state, ns, name, spent=frozenset()):
     pre = preemptor(state, ns, name)
     with unchanged(state):
-        return P.find_candidates(state, pre, needs_of(pre) or set(pre.usage), set(spent))
+        return find_candidates(state, pre, needs_of(pre) or set(pre.usage), set(spent))
 
 
 def quota_targets(state, ns, name):
     pre = preemptor(state, ns, name)
     with unchanged(state):
-        found = P.find_candidates(state, pre, needs_of(pre) or set(pre.usage), set())
-        return P.quota_targets(state, pre, found)
+        found = find_candidates(state, pre, needs_of(pre) or set(pre.usage), set())
+        return quota_targets_of(state, pre, found)
 
 
 def plans(state, ns, name, nodes=None, every=False):
@@ -93,7 +105,7 @@ def plans(state, ns, name, nodes=None, every=False):
     _, c = state.queue_of(p)
     a = assign(state, p, c)
     with unchanged(state):
-        return P.plans(state, p, c, a, sorted(state.nodes) if nodes is None else nodes,
+        return preemption.plans(state, p, c, a, sorted(state.nodes) if nodes is None else nodes,
                        lambda n: state.room(n, p.uid), every)
 
 
@@ -254,9 +266,9 @@ def test_order_sorts_candidates_by_kueues_keys_and_ranks_them():
     """seed 000 候选者: order() itself, on hand-made candidates."""
     s = own_queue_state("LowerPriority")
     pods = {k: pod_info(s, "team-a", k) for k in ("low", "equal-older", "higher")}
-    made = [P.Candidate(pods["low"], "cq", {FR: 1}, 10.0), P.Candidate(pods["equal-older"], "other", {FR: 1}, 1.0),
-            P.Candidate(pods["higher"], "cq", {FR: 1}, 20.0), P.Candidate(pods["equal-older"], "cq", {FR: 1}, 30.0)]
-    ordered = P.order(list(made), "cq")
+    made = [Candidate(pods["low"], "cq", {FR: 1}, 10.0), Candidate(pods["equal-older"], "other", {FR: 1}, 1.0),
+            Candidate(pods["higher"], "cq", {FR: 1}, 20.0), Candidate(pods["equal-older"], "cq", {FR: 1}, 30.0)]
+    ordered = order(list(made), "cq")
     assert [(c.cluster_queue, c.admitted_at) for c in ordered] == [("other", 1.0), ("cq", 10.0), ("cq", 30.0),
                                                                   ("cq", 20.0)]
     assert [c.rank for c in ordered] == [0, 1, 2, 3]
@@ -276,7 +288,7 @@ def test_heuristic_1_all_candidates_in_own_queue_allows_borrowing():
                  pod("b1", "team-b", cpu="4", node="n1", priority=0, created=3),
                  pod("p", cpu="4", priority=100, created=10))
     targets = quota_targets(s, "team-a", "p")
-    assert why(targets) == {"team-a/a-low": P.IN_CLUSTER_QUEUE}
+    assert why(targets) == {"team-a/a-low": IN_CLUSTER_QUEUE}
     node_a = s.quota_node("a")
     assert node_a.usage[FR] - 2 * CPU + 4 * CPU > node_a.subtree[FR]       # it borrows once admitted
 
@@ -300,7 +312,7 @@ def test_heuristic_2_borrow_within_cohort_takes_a_pod_below_the_threshold():
     """seed 000 目标 2 / seed 001 borrowWithinCohort: a preemptor that must borrow takes pods of borrowing queues
     strictly below maxPriorityThreshold + 1 (here priority <= 100): b-low (50), reason
     InCohortReclaimWhileBorrowing. c1 (50) is below the threshold too, but c is not borrowing."""
-    assert why(quota_targets(borrow_state(), "team-a", "a2")) == {"team-b/b-low": P.IN_COHORT_RECLAIM_WHILE_BORROWING}
+    assert why(quota_targets(borrow_state(), "team-a", "a2")) == {"team-b/b-low": IN_COHORT_RECLAIM_WHILE_BORROWING}
 
 
 def test_heuristic_2_borrow_within_cohort_never_takes_a_pod_above_the_threshold():
@@ -316,7 +328,7 @@ def test_heuristic_2_without_max_priority_threshold_the_preemptors_priority_is_t
     """seed 001 borrowWithinCohort LowerPriority: "则仅预留 cohort 中优先级较低的 Workloads" - without a threshold,
     any lower-priority pod of a borrowing queue (b-high, 500 < 1000)."""
     s = borrow_state(threshold=None, b_pods=(("b-high", 500), ("b-high2", 500)))
-    assert why(quota_targets(s, "team-a", "a2")) == {"team-b/b-high2": P.IN_COHORT_RECLAIM_WHILE_BORROWING}
+    assert why(quota_targets(s, "team-a", "a2")) == {"team-b/b-high2": IN_COHORT_RECLAIM_WHILE_BORROWING}
 
 
 def test_heuristic_2_a_pod_above_the_threshold_is_taken_only_if_the_preemptor_then_needs_no_borrowing():
@@ -332,7 +344,7 @@ def test_heuristic_2_a_pod_above_the_threshold_is_taken_only_if_the_preemptor_th
                  pod("b-high", "team-b", cpu="3", node="n1", priority=500, created=2),
                  pod("b-high2", "team-b", cpu="3", node="n1", priority=500, created=3),
                  pod("p", cpu="3", priority=1000, created=10))
-    assert why(quota_targets(s, "team-a", "p")) == {"team-b/b-high2": P.IN_COHORT_RECLAMATION}
+    assert why(quota_targets(s, "team-a", "p")) == {"team-b/b-high2": IN_COHORT_RECLAMATION}
 
 
 def test_heuristic_3_under_nominal_reclaims_without_borrowing():
@@ -346,7 +358,7 @@ def test_heuristic_3_under_nominal_reclaims_without_borrowing():
                  *[pod(f"b{i}", "team-b", cpu="2", node="n1", priority=0, created=1 + i) for i in range(1, 4)],
                  pod("p", cpu="4", priority=100, created=10))
     targets = quota_targets(s, "team-a", "p")
-    assert why(targets) == {"team-b/b3": P.IN_COHORT_RECLAMATION, "team-a/a-low": P.IN_CLUSTER_QUEUE}
+    assert why(targets) == {"team-b/b3": IN_COHORT_RECLAMATION, "team-a/a-low": IN_CLUSTER_QUEUE}
     assert keys(targets) == ["team-b/b3", "team-a/a-low"]
 
 
@@ -365,7 +377,7 @@ def test_heuristic_4_final_attempt_takes_only_own_queue_pods_with_borrowing():
                  pod("c1", "team-c", cpu="1", node="n1", priority=0, created=4),
                  pod("p", cpu="2", priority=100, created=10))
     assert keys(candidates(s, "team-a", "p")) == ["team-b/b1", "team-a/a-low"]
-    assert why(quota_targets(s, "team-a", "p")) == {"team-a/a-low": P.IN_CLUSTER_QUEUE}
+    assert why(quota_targets(s, "team-a", "p")) == {"team-a/a-low": IN_CLUSTER_QUEUE}
 
 
 def test_classic_preemption_needs_the_request_within_nominal_quota():
@@ -419,9 +431,9 @@ def test_fair_sharing_takes_from_the_queue_with_the_highest_share():
     """seed 000 公平共享: "在抢占过程中,Kueue 优先从份额值最高的 ClusterQueue 中抢占 Workload"; 算法概述: after each
     target the shares are compared again. b (333) loses b7, still above c (250 > 166), then b6."""
     s = fair_shares_state()
-    assert P._share(s, s.quota_node("b")) == 333 and P._share(s, s.quota_node("c")) == 166
+    assert share(s, s.quota_node("b")) == 333 and share(s, s.quota_node("c")) == 166
     targets = quota_targets(s, "team-a", "a1")
-    assert why(targets) == {"team-b/b7": P.IN_COHORT_FAIR_SHARING, "team-b/b6": P.IN_COHORT_FAIR_SHARING}
+    assert why(targets) == {"team-b/b7": IN_COHORT_FAIR_SHARING, "team-b/b6": IN_COHORT_FAIR_SHARING}
 
 
 def test_classic_preemption_on_the_same_cluster_takes_the_most_recently_admitted():
@@ -434,7 +446,7 @@ def test_fair_sharing_weight_divides_a_queues_share():
     """seed 000 ClusterQueue 份额值: "份额值会根据 ClusterQueue 中定义的 .spec.fairSharing.weight 进行加权" - with
     weight 3, b's 333 becomes 111, below c's 166: c loses its newest pods first."""
     s = fair_shares_state(weight_b=3)
-    assert P._share(s, s.quota_node("b")) == 111
+    assert share(s, s.quota_node("b")) == 111
     assert keys(quota_targets(s, "team-a", "a1"))[0] == "team-c/c5"
 
 
@@ -459,7 +471,7 @@ def test_less_than_initial_share_as_the_next_strategy_takes_the_first_candidate(
     """seed 000 抢占策略: "抢占算法只有在当前策略下没有更多满足条件的抢占候选且抢占者仍无法适配时,才会使用下一个策略";
     LessThanInitialShare: 166 < 333, and it takes b's first candidate (the most recently admitted, b2)."""
     s = strategy_state(["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
-    assert why(quota_targets(s, "team-a", "a2")) == {"team-b/b2": P.IN_COHORT_FAIR_SHARING}
+    assert why(quota_targets(s, "team-a", "a2")) == {"team-b/b2": IN_COHORT_FAIR_SHARING}
 
 
 def test_less_than_initial_share_alone_allows_it_too():
@@ -477,7 +489,7 @@ def test_less_than_initial_share_alone_allows_it_too():
 ])
 def test_strategy_predicates(strategy, preemptor_new, target_old, target_new, allowed):
     """seed 000 抢占策略: "小于等于目标 ClusterQueue 在移除被抢占 Workload 后的份额" / "严格小于目标 ClusterQueue 的份额"."""
-    assert P._strategy(strategy, preemptor_new, target_old, target_new) is allowed
+    assert strategy_allows(strategy, preemptor_new, target_old, target_new) is allowed
 
 
 # ---- YuniKorn's laws (seed 002 抢占法则) -------------------------------------------------------------------------
@@ -514,7 +526,7 @@ def fenced_state(fence_on: str):
     tenant = cohort("tenant-1", "org")
     for obj in (t1, tenant):
         if obj["metadata"]["name"] == fence_on:
-            annotated(obj, **{P.FENCE: "true"})
+            annotated(obj, **{FENCE: "true"})
     return state_of(node("n1", "64"), cohort("org", flavors=[("default-flavor", {"cpu": "4"})]), tenant, t1,
                     queue("t1b", 0, "tenant-1"),
                     queue("t2", 4, "org"), queue("sys", 2, "org", preemption=any_),
@@ -529,7 +541,7 @@ def test_fence_keeps_a_preemptor_inside_from_taking_victims_outside():
     """seed 002 抢占范围 / law 7: "任务不能抢占其抢占范围外的任务" - t1 sits under the fenced cohort tenant-1:
     of the borrowing queues only t1b (inside) offers candidates, never t2 (outside)."""
     s = fenced_state("tenant-1")
-    assert P.fence_root(s, s.cluster_queues["t1"]) is s.tree.cohorts["tenant-1"]
+    assert preemption_fence(s, s.cluster_queues["t1"]) is s.tree.cohorts["tenant-1"]
     assert keys(candidates(s, "tenant-1", "t1-p")) == ["tenant-1/t1b-1"]
 
 
@@ -537,7 +549,7 @@ def test_fence_is_one_way_a_preemptor_outside_may_take_victims_inside():
     """seed 002 抢占范围: "抢占范围是单向的,它阻止向外 ... 移动,但不会阻止向内(或向下)移动" - sys, outside any fence,
     takes from t2 and from t1b inside tenant-1 alike."""
     s = fenced_state("tenant-1")
-    assert P.fence_root(s, s.cluster_queues["sys"]) is None
+    assert preemption_fence(s, s.cluster_queues["sys"]) is None
     assert sorted(keys(candidates(s, "system", "s1"))) == ["team-2/t2-1", "team-2/t2-2", "team-2/t2-3",
                                                           "team-2/t2-4", "tenant-1/t1b-1"]
 
@@ -545,7 +557,7 @@ def test_fence_is_one_way_a_preemptor_outside_may_take_victims_inside():
 def test_fence_on_a_cluster_queue_confines_its_pods_to_their_own_queue():
     """seed 002 抢占范围: a fence on a leaf queue (队列 A) limits preemption to inside that queue."""
     s = fenced_state("t1")
-    assert P.fence_root(s, s.cluster_queues["t1"]) is s.quota_node("t1")
+    assert preemption_fence(s, s.cluster_queues["t1"]) is s.quota_node("t1")
     assert candidates(s, "tenant-1", "t1-p") == []
 
 
@@ -557,7 +569,7 @@ def test_without_a_fence_the_whole_cohort_tree_is_searched():
 
 def delayed_state(delay="30s", clock=None):
     return state_of(node("n1", "8"), annotated(queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                                               **({P.DELAY: delay} if delay else {})),
+                                               **({DELAY: delay} if delay else {})),
                     lq("team-a", "lq", "cq"), pod("l1", cpu="8", node="n1", priority=0, created=1),
                     pod("h", cpu="4", priority=100, created=100), clock=clock)
 
@@ -569,17 +581,17 @@ def test_delay_forbids_preemption_until_the_pod_has_waited_that_long():
     s = delayed_state(clock=clock)
     h, c = pod_info(s, "team-a", "h"), s.cluster_queues["cq"]
     with unchanged(s):
-        reason = P.may_preempt(s, h, c, clock())
+        reason = may_preempt(s, h, c, clock())
     assert "preemption delay" in reason and "30s after it was created, 20s from now" in reason
     clock.advance(20)
-    assert P.may_preempt(s, h, c, clock()) == ""
+    assert may_preempt(s, h, c, clock()) == ""
 
 
 def test_no_delay_annotation_means_no_wait():
     """seed 002 抢占配置: the delay is per queue; Quotient's ClusterQueues have none unless annotated."""
     clock = FakeClock(BASE_TIME + 100)
     s = delayed_state(delay=None, clock=clock)
-    assert P.may_preempt(s, pod_info(s, "team-a", "h"), s.cluster_queues["cq"], clock()) == ""
+    assert may_preempt(s, pod_info(s, "team-a", "h"), s.cluster_queues["cq"], clock()) == ""
 
 
 @pytest.mark.parametrize("value", ["soon", "-5s"])
@@ -588,9 +600,9 @@ def test_an_unparsable_delay_means_the_default_30s(value):
     clock = FakeClock(BASE_TIME + 110)
     s = delayed_state(delay=value, clock=clock)
     h, c = pod_info(s, "team-a", "h"), s.cluster_queues["cq"]
-    assert "20s from now" in P.may_preempt(s, h, c, clock())
+    assert "20s from now" in may_preempt(s, h, c, clock())
     clock.advance(20)
-    assert P.may_preempt(s, h, c, clock()) == ""
+    assert may_preempt(s, h, c, clock()) == ""
 
 
 @pytest.mark.parametrize("mode,queued,allowed", [
@@ -606,7 +618,7 @@ def test_may_preempt_per_mode(mode, queued, allowed):
     s = delayed_state(delay=None)
     s.config.preemption_mode = mode
     h = pod_info(s, "team-a", "h")
-    reason = P.may_preempt(s, h, s.cluster_queues["cq"] if queued else None, BASE_TIME + 1000)
+    reason = may_preempt(s, h, s.cluster_queues["cq"] if queued else None, BASE_TIME + 1000)
     assert (reason == "") is allowed, reason
 
 
@@ -617,7 +629,7 @@ def test_a_pod_with_preemption_policy_never_may_not_preempt():
     meek = pod("meek", cpu="4", created=101)
     meek["spec"]["priorityClassName"] = "meek"
     apply(s, meek)
-    assert "preemptionPolicy is Never" in P.may_preempt(s, pod_info(s, "team-a", "meek"), s.cluster_queues["cq"], 0)
+    assert "preemptionPolicy is Never" in may_preempt(s, pod_info(s, "team-a", "meek"), s.cluster_queues["cq"], 0)
 
 
 def opt_out_state(with_plain=True):
@@ -650,7 +662,7 @@ def test_opted_out_pods_are_taken_as_a_last_resort():
     s = opt_out_state(with_plain=False)
     found, reason = plans(s, "team-a", "h")
     assert reason == "" and keys(found[0].targets) == ["team-a/p2"]
-    assert P.opted_out(s, pod_info(s, "team-a", "p2"))
+    assert opted_out(s, pod_info(s, "team-a", "p2"))
 
 
 def guarantee_state(protect: bool):
@@ -732,7 +744,7 @@ def test_spent_budgets(spec, spent):
     s = pdb_state(pdb("db", "team-a", {"app": "db"}, **spec))
     expected = {"uid-team-a-db-1", "uid-team-a-db-2"} if spent else set()
     with unchanged(s):
-        assert P.spent_budgets(s) == expected
+        assert preemption.spent_budgets(s) == expected
 
 
 def test_pods_under_a_spent_budget_are_a_last_resort():
@@ -751,20 +763,22 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
     preemption benchmark), marking last resort the pods whose budget is spent, which the oracle ignores as
     Kueue's does: the same plans as a search of its own. A state changed in between is searched again."""
     calls = []
-    search = P.find_candidates
-    monkeypatch.setattr(P, "find_candidates", lambda *a: calls.append(a[3]) or search(*a))
+    search = find_candidates
+    spy = lambda *a: calls.append(a[3]) or search(*a)       # noqa: E731
+    monkeypatch.setattr(oracle_module, "find_candidates", spy)
+    monkeypatch.setattr(choose, "find_candidates", spy)
     s = pdb_state(pdb("db", "team-a", {"app": "db"}, minAvailable=2))
     p = pod_info(s, "team-a", "h")
     cq = s.queue_of(p)[1]
     a = assign(s, p, cq)
-    oracle = P.oracle(s, p, cq)                              # as the flavor assigner asks it with two flavors
+    oracle = oracle_module.oracle(s, p, cq)                              # as the flavor assigner asks it with two flavors
     oracle("default-flavor", a.usage)
     a.searched = oracle.searched
     assert calls == [set()]                                  # the oracle's search, without budgets
 
     def planned() -> list:
         with unchanged(s):
-            found, _ = P.plans(s, p, cq, a, sorted(s.nodes), lambda n: s.room(n, p.uid), True)
+            found, _ = preemption.plans(s, p, cq, a, sorted(s.nodes), lambda n: s.room(n, p.uid), True)
         return [(f.node, sorted(keys(f.targets))) for f in found]
 
     assert planned() == [("n2", ["team-a/web-1", "team-a/web-2"])]      # db-1, db-2: a last resort
@@ -791,7 +805,7 @@ def test_a_pod_in_no_queue_under_a_spent_budget_is_a_last_resort_too():
                  pod("u-web", "batch", queue=None, cpu="4", node="n2", priority=0, created=2),
                  pdb("db", "batch", {"app": "db"}, minAvailable=1), pod("h", cpu="4", priority=100, created=10))
     found, _ = plans(s, "team-a", "h", every=True)
-    assert found[0].node == "n2" and why(found[0].targets) == {"batch/u-web": P.LOWER_PRIORITY_ON_NODE}
+    assert found[0].node == "n2" and why(found[0].targets) == {"batch/u-web": LOWER_PRIORITY_ON_NODE}
     assert all(not t.candidate.last_resort for t in found[0].targets)
     by_node = {p.node: p for p in found}
     assert [t.candidate.last_resort for t in by_node["n1"].targets] == [True]
@@ -822,7 +836,7 @@ def test_node_plans_pick_the_node_with_fewest_victims_and_say_why_not_the_others
                                                          ("n1", ["team-a/n1-b", "team-a/n1-a"])]
     assert found[0].others == {"n1": "2 victim(s), a worse choice",
                                "n3": "insufficient cpu and no pod on it may be preempted"}
-    assert why(found[0].targets) == {"team-a/n2-a": P.IN_CLUSTER_QUEUE}
+    assert why(found[0].targets) == {"team-a/n2-a": IN_CLUSTER_QUEUE}
 
 
 def test_node_plans_without_every_stop_at_the_best_choice_they_need():
@@ -864,15 +878,15 @@ def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates(
                  pod("h", cpu="4", priority=1000, created=10))
     pre = preemptor(s, "team-a", "h")
     with unchanged(s):
-        found = P.find_candidates(s, pre, needs_of(pre), set())
-        quota = P.quota_targets(s, pre, found)
+        found = find_candidates(s, pre, needs_of(pre), set())
+        quota = quota_targets_of(s, pre, found)
         assert keys(quota) == ["team-a/l2"]
         room = lambda n: s.room(n, pre.pod.uid)  # noqa: E731
-        first, lost = P.node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room)
+        first, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room)
         assert [(p.node, keys(p.targets)) for p in first] == [("n1", ["team-a/l2"])] and lost == {}
-        every, lost = P.node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room, every=True)
+        every, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room, every=True)
     assert [(p.node, keys(p.targets)) for p in every] == [("n1", ["team-a/l2"]), ("n2", ["team-a/l2", "batch/u-low"])]
-    assert why(every[1].targets)["batch/u-low"] == P.LOWER_PRIORITY_ON_NODE
+    assert why(every[1].targets)["batch/u-low"] == LOWER_PRIORITY_ON_NODE
     assert lost == {"n3": "insufficient cpu even without its 1 candidate(s)"}
 
 

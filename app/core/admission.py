@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
-from . import preemption
+from .preemption.oracle import oracle as preemption_oracle
 from .gangs import as_workload, group_of, waiting_members
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
@@ -71,7 +71,7 @@ def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int], str]]) -> I
 def assign(state, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
-    oracle = preemption.oracle(state, pod, cq)
+    oracle = preemption_oracle(state, pod, cq)
     assignment = assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
                                 pod.tolerations, pod.node_selector, has_nodes, oracle)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision

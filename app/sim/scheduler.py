@@ -16,7 +16,7 @@ import httpx
 import orjson
 
 from ..act.writer import PREEMPTION_REASONS, WriteError
-from ..core.preemption import spent_budgets
+from ..core.preemption.budgets import spent_budgets
 from ..api.app import create_app
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod

@@ -1,0 +1,114 @@
+"""YuniKorn's preemption laws (seed 002) and who may preempt at all (preemption.mode, preemptionPolicy,
+the preemption delay).
+
+Law 2, guaranteeProtection: never a victim whose queue would drop below its nominal quota. Law 3:
+never a pod of one's own gang or owner. Law 7, the preemption fence: victims stay inside the nearest
+fenced ClusterQueue or Cohort. allow-preemption "false": a pod taken only as a last resort.
+"""
+from __future__ import annotations
+
+from ...objects.kueue import ClusterQueue
+from ...objects.meta import parse_duration
+from ...objects.pod import PodInfo
+from ..gangs import COSCHEDULING_GROUP, KUEUE_GROUP
+from ..quota import QuotaNode
+
+FENCE = "quotient.dev/preemption-fence"
+DELAY = "quotient.dev/preemption-delay"
+ALLOW = ("yunikorn.apache.org/allow-preemption", "quotient.dev/allow-preemption")
+GANG_LABELS = (KUEUE_GROUP, COSCHEDULING_GROUP)
+DEFAULT_DELAY = 30.0        # seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"
+
+
+def same_group(a: PodInfo, b: PodInfo) -> bool:
+    """Law 3: never preempt a pod of one's own gang or owner."""
+    if a.namespace != b.namespace:
+        return False
+    if a.owner and b.owner and a.owner.uid and a.owner.uid == b.owner.uid:
+        return True
+    return any(a.labels.get(k) and a.labels.get(k) == b.labels.get(k) for k in GANG_LABELS)
+
+
+def preemption_fence(state, cq: ClusterQueue) -> QuotaNode | None:
+    """Law 7: the nearest fenced node at or above the ClusterQueue (the ClusterQueue itself or the lowest
+    fenced Cohort over it, the tightest fence); victims stay inside it (None: no fence)."""
+    node = state.quota_node(cq.name)
+    while node is not None:
+        spec = state.cluster_queues.get(node.name) if not node.is_cohort else state.cohorts.get(node.name)
+        if spec is not None and spec.annotations.get(FENCE) == "true":
+            return node
+        node = node.parent
+    return None
+
+
+
+def inside(node: QuotaNode, root: QuotaNode) -> bool:
+    while node is not None:
+        if node is root:
+            return True
+        node = node.parent
+    return False
+
+
+def opted_out(state, pod: PodInfo) -> bool:
+    """YuniKorn's allow-preemption: "false" on the pod's PriorityClass asks not to be preempted."""
+    pc = state.priority_classes.get(pod.priority_class) if pod.priority_class else None
+    return pc is not None and any(pc.annotations.get(a) == "false" for a in ALLOW)
+
+
+def would_break_guarantee(state, c) -> bool:
+    """Law 2, guaranteeProtection: taking c would drop its ClusterQueue below its nominal quota."""
+    node = state.quota_node(c.cluster_queue)
+    return node is not None and any(node.usage.get(fr, 0) - v < node.subtree.get(fr, 0)
+                                    for fr, v in c.usage.items())
+
+
+def guarantee_protected(state, c) -> bool:
+    """guaranteeProtection is on and c is protected by it."""
+    return state.config.guarantee_protection and would_break_guarantee(state, c)
+
+
+def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str:
+    """Why this pod may not trigger preemption now ("" when it may): preemption.mode, the pod's
+    preemptionPolicy, the ClusterQueue's preemption delay."""
+    mode = state.config.preemption_mode
+    if mode == "None":
+        return "preemption is off (preemption.mode None)"
+    if cq is None:
+        return "" if mode in ("Auto", "Priority") else "pods in no queue may not preempt (preemption.mode Quota)"
+    if mode == "Priority":
+        return "preemption.mode Priority leaves preemption to kube-scheduler's priorities"
+    if pod.preemption_policy == "Never":
+        return "the pod's preemptionPolicy is Never"
+    left = delay_left(cq, pod, now)
+    if left > 0:
+        return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {preemption_delay(cq):g}s after "
+                f"it was created, {left:g}s from now (capacity freed meanwhile is used first)")
+    return ""
+
+
+def preemption_delay(cq: ClusterQueue) -> float:
+    """YuniKorn's preemption delay on the ClusterQueue, 0 without one."""
+    delay = cq.annotations.get(DELAY)
+    if not delay:
+        return 0.0
+    try:
+        return parse_duration(delay, DELAY)
+    except ValueError:
+        return DEFAULT_DELAY
+
+
+def delay_left(cq: ClusterQueue, pod: PodInfo, now: float) -> float:
+    """Seconds until pod may preempt under its ClusterQueue's preemption delay (0 or less: it may)."""
+    wait = preemption_delay(cq)
+    return wait - (now - (pod.created or now)) if wait else 0.0
+
+
+def no_candidate(state, cq: ClusterQueue) -> str:
+    """Why nothing may go, naming the preemption fence when one bounds the search."""
+    why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
+    fence = preemption_fence(state, cq)
+    if fence is not None:
+        kind = "Cohort" if fence.is_cohort else "ClusterQueue"
+        why += f" inside the preemption fence on {kind} {fence.name} ({FENCE})"
+    return why

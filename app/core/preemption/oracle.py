@@ -1,0 +1,61 @@
+"""The flavor assigner's preemption oracle (Kueue's PreemptionOracle.SimulatePreemption), and the
+candidate searches it made, reused by the decision that follows it."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...objects.kueue import ClusterQueue
+from ...objects.pod import PodInfo
+from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Assignment
+from ..quota import FR
+from .candidates import collector_held, find_candidates
+from .quota import quota_targets
+from .removals import Removals, borrows_after
+from .targets import Candidate, Preemptor
+
+
+def oracle(state, pod: PodInfo, cq: ClusterQueue):
+    """What the quota half of preemption would find for pod in one flavor. The callable answers
+    (possibility, borrowing): NoCandidates (no target set frees the quota, or this pod may not preempt at
+    all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all are taken back from the
+    cohort), and whether the pod would borrow once those targets are gone. It leaves the state as it
+    found it."""
+    barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
+
+    def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
+        pre = Preemptor(pod, cq, state.quota_node(cq.name), usage, {flavor})
+        in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
+        candidates = []
+        if not barred:
+            with collector_held():
+                candidates = find_candidates(state, pre, pre.relevant, set())
+            simulate.searched[search_key(pre)] = (state.generation, candidates)
+        targets = quota_targets(state, pre, candidates) if candidates else None
+        if not targets:
+            return NO_CANDIDATES, in_cohort and borrows_after(pre)
+        rm = Removals(state)
+        try:
+            for t in targets:
+                rm.remove(t.candidate)
+            borrows = in_cohort and borrows_after(pre)
+        finally:
+            rm.undo()
+        return (PREEMPT if any(t.candidate.cluster_queue == cq.name for t in targets) else RECLAIM), borrows
+    simulate.searched = {}        # the candidate searches it made, for plans to reuse (searched_before)
+    return simulate
+
+
+def search_key(pre: Preemptor) -> tuple:
+    return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
+
+
+def searched_before(state, assignment: Assignment, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+    """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
+    (the same decision, a moment before): the search over every running pod is made once, not twice. The
+    oracle does not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked
+    last resort here, as find_candidates would. None when there is nothing to reuse."""
+    found = assignment.searched.get(search_key(pre))
+    if found is None or found[0] != state.generation:
+        return None
+    return [c if c.last_resort or not any(m.uid in spent for m in c.pods()) else replace(c, last_resort=True)
+            for c in found[1]]
