@@ -14,16 +14,17 @@ from dataclasses import replace
 
 import orjson
 
-from .act.intents import Actions, Eviction
+from .act.intents import Actions
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core import preemption
-from .core.admission import Verdict, decide, drained
-from .core import gangs, readiness
-from .core.flavors import PREEMPT, Charge, quota_usage
+from .core import gang_admission, gangs, preemption, readiness, reclaim
+from .core.preemption import kube_preempt
+from .core.admission import Verdict, decide, drained, may_reclaim
+from .core.decisions import Evict, Refuse
+from .core.flavors import Charge
 from .core.gangs import group_of
-from .core.placement import pack_scores, shortfall, static_misfit
+from .core.placement import pack_scores, shortfall
 from .journal import Journal
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -45,8 +46,8 @@ class Extender:
         self.actions = Actions(lambda: self.writer, self._record, state.clock)
         self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
-        self._planned: list[Eviction] | None = None      # a reconcile's evictions, while it plans
-        self._timed_out: dict[str, Eviction] = {}        # waitForPodsReady's evictions, until the pod goes
+        self._planned: list[Evict] | None = None      # a reconcile's evictions, while it plans
+        self._timed_out: dict[str, Evict] = {}        # waitForPodsReady's evictions, until the pod goes
         self._status_at = 0.0
 
     # ---- helpers ---------------------------------------------------------
@@ -139,7 +140,7 @@ class Extender:
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
         held = state.holds.get(pod.uid)
-        waiting = self._victims_left(held)
+        waiting = reclaim.victims_left(state, held)
         if waiting:
             return self._refuse(pod, "WaitingForVictims", waiting, nodes, offered)
         charge = state.admitted.get(pod.uid)
@@ -154,7 +155,7 @@ class Extender:
             passing, encoded = offered.on_offer(state, frozenset())
             self.offered.remember(encoded, passing)
             return self._filter_answer(nodes, passing, encoded)
-        if not verdict.admit and self._may_reclaim(verdict):
+        if not verdict.admit and may_reclaim(verdict):
             started = self._reclaim(pod, verdict)
             if started:
                 self._record("filter", pod, "Preempting", started, queue=verdict.cluster_queue, resolvable=False,
@@ -186,7 +187,7 @@ class Extender:
             charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
             over = state.over_quota(charge)
             if over:       # the plan counts victims as gone, the quota still holds them
-                reason = self._still_running(over)
+                reason = reclaim.still_running(over)
                 self._record("filter", pod, "VictimsStillRunning", reason, queue=verdict.cluster_queue)
                 return self._refuse(pod, "VictimsStillRunning", reason, nodes, offered)
             state.reserve(pod.uid, charge)
@@ -201,136 +202,72 @@ class Extender:
         return self._filter_answer(nodes, passing, encoded)
 
     def _ready_gate(self, pod: PodInfo) -> str:
-        """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
-        blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
-        state, cfg = self.state, self.state.config.wait_for_pods_ready
-        if cfg is None:
-            return ""
-        key = readiness.requeue_key(pod)
-        record = state.requeues.get(key)
-        if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
-            del state.requeues[key]          # a new controller that reuses the name starts afresh
-            record = None
-        why = readiness.refusal(record, cfg, state.clock(), key)[0]
-        if why or not cfg.block_admission:
-            return why
-        mine = readiness.unit_of(pod)
-        unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
-        reserved = (readiness.unit_of(other) for other in map(state.pods.get, state.reservations)
-                    if other is not None and other.queue_name)         # admitted at filter, not bound yet
-        blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
-        if blocker is None:
-            return ""
-        return (f"waitForPodsReady.blockAdmission: workload {readiness.shown(blocker)} is admitted and "
-                "not all Ready; nothing else is admitted meanwhile")
+        """waitForPodsReady at admission (core.readiness.admission_gate), after forgetting the requeues of a
+        controller the pod's new owner replaced."""
+        self.state.forget_stale_requeue(pod)
+        return readiness.admission_gate(self.state, pod)
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
-        """A pod group member: the group is admitted whole, every member with a node of its own reserved
-        at once, or none is; a member then passes only onto its reserved node."""
+        """A pod group member (core.gang_admission): the group is admitted whole, every member with a node
+        of its own held at once, or none is; a member then passes only onto its held node."""
         state, key = self.state, group_of(pod)
 
-        def refuse(rule: str, reason: str, queue: str = "") -> bytes:
-            self._record("filter", pod, rule, reason, queue=queue, group=key)
-            return self._refuse(pod, rule, reason, nodes, offered, queue or None)
+        def refuse(r: Refuse) -> bytes:
+            self._record("filter", pod, r.rule, r.reason, queue=r.cluster_queue, group=key)
+            return self._refuse(pod, r.rule, r.reason, nodes, offered, r.cluster_queue or None)
+
+        def passes(node: str) -> bytes:
+            self.refusals.passed(pod.uid, self.state.clock())
+            return self._filter_answer(nodes, [node], orjson.dumps([node]))
 
         if pod.node_name:          # already bound: its own node only, the group is not admitted again
             if pod.node_name in offered.names:
                 return self._filter_answer(nodes, [pod.node_name], orjson.dumps([pod.node_name]))
-            return refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}")
-
+            return refuse(Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}"))
         members = state.members(key)
-        queues = sorted({m.queue_name for m in members})
-        if len(queues) > 1:
-            return refuse("GroupQueueMismatch", f"pod group {key}: members name different queues "
-                          f"({', '.join(queues)}); the members of a group must share one LocalQueue")
-        size = gangs.expected_size(state, pod)
-        if size is None:
-            return refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "
-                          f"{gangs.KUEUE_TOTAL} (or the PodGroup's minMember)")
-        if len(members) < size:
-            for m in members:              # a group that lost a member before it ran holds nothing
-                if not m.node_name:
-                    state.release_hold(m.uid)
-                    state.drop_reservation(m.uid)
-            return refuse("GroupIncomplete", f"pod group {key}: {len(members)} of {size} members exist; "
-                          "the group waits for the rest and holds nothing")
+        refusal = gang_admission.check_group(state, pod, key, members)
+        if refusal is not None:
+            if refusal.rule == gang_admission.GROUP_INCOMPLETE:
+                for m in members:          # a group that lost a member before it ran holds nothing
+                    if not m.node_name:
+                        state.release_hold(m.uid)
+                        state.drop_reservation(m.uid)
+            return refuse(refusal)
         held = state.holds.get(pod.uid)
         if held is not None:
-            waiting = self._victims_left(held, key)
-            if waiting:
-                return refuse("GroupPreempting", waiting)
-            over = self._group_over_quota(members)
-            if over:        # bound one by one, the group must still fit whole in what really runs
-                return refuse("VictimsStillRunning", self._still_running(over, key))
-            if held.node in offered.names:
-                self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
-                self.refusals.passed(pod.uid, self.state.clock())
-                return self._filter_answer(nodes, [held.node], orjson.dumps([held.node]))
-            return refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
-                          "and was not offered; waiting for it")
-        rule, reason, queue, mine = self._admit_group(pod, key, gangs.pending_members(state, members),
-                                                      set(offered.names))
-        if mine and not reason:
-            self.refusals.passed(pod.uid, self.state.clock())
-            return self._filter_answer(nodes, [mine], orjson.dumps([mine]))
-        return refuse(rule, reason, queue=queue)
+            refusal = gang_admission.held_member(state, key, members, held, offered.names)
+            if refusal is not None:
+                return refuse(refusal)
+            self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
+            return passes(held.node)
+        decision = self._admit_group(pod, key, gangs.pending_members(state, members), set(offered.names))
+        if isinstance(decision, Refuse):
+            return refuse(decision)
+        return passes(decision.node_of(pod.uid))
 
     def _admit_group(self, pod: PodInfo, key: str, pending: list[PodInfo],
-                     on_offer: set[str]) -> tuple[str, str, str, str]:
-        """Decide for a whole pod group: quota as one workload, a node for every pending member at once
-        (offered nodes first), preempting for it if needed, and a hold per member. Returns (rule, why
-        pod may not pass now or "", ClusterQueue, the node held for pod or "")."""
+                     on_offer: set[str]) -> Refuse | gang_admission.GroupAdmission:
+        """Decide for a whole pod group (core.gang_admission.admit_group) and commit it: a hold per member,
+        the victims' evictions issued. Returns the refusal for pod, or the admission it passes by."""
         state = self.state
-        unit = gangs.as_workload(key, pending)
-        verdict = decide(state, unit)
-        victims: dict[str, tuple[str, str]] = {}
-        if not verdict.admit and not self._may_reclaim(verdict):
-            return (verdict.rule, f"pod group {key} ({len(pending)} pending members, admitted whole or not at "
-                    f"all): {verdict.reason}", verdict.cluster_queue, "")
-        a = verdict.assignment
-        candidates = sorted(self._flavor_nodes(a), key=lambda n: n not in on_offer)
-        allowed = gangs.node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
-        rooms = state.rooms()
-        placement = gangs.place(pending, candidates, rooms, allowed) if verdict.admit else None
-        if placement is None:
-            cq = state.cluster_queues[verdict.cluster_queue]
-            why = preemption.may_preempt(state, unit, cq, state.clock())
-            targets: list = []
-            if not why:
-                targets, placement, why = preemption.gang_plan(state, unit, pending, cq, a, candidates, rooms,
-                                                               allowed)
-            if not targets:
-                problem = verdict.reason if not verdict.admit else (
-                    f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
-                    f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
-                return ("GroupUnplaceable" if verdict.admit else verdict.rule,
-                        f"pod group {key} ({len(pending)} pending members, admitted whole or not at all): "
-                        f"{problem}; no preemption: {why}", verdict.cluster_queue, "")
-            victims = {m.uid: (t.reason, preemption.victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
+        decision = gang_admission.admit_group(state, key, pending, on_offer)
+        if isinstance(decision, Refuse):
+            return decision
+        victims = decision.victims
+        if victims:
             shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
-            self._record("reclaim", pod, "Preempting", shown, queue=cq.name, group=key,
+            self._record("reclaim", pod, "Preempting", shown, queue=decision.cluster_queue, group=key,
                          reasons=sorted({r for r, _ in victims.values()}),
                          victims={"(group)": sorted(state.pods[u].key for u in victims)})
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
-        over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
-        if over:            # the plan counts others' victims as gone; the quota still holds them
-            return "VictimsStillRunning", self._still_running(over, key), verdict.cluster_queue, ""
-        for m in pending:
-            charge = Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors))
-            held = state.hold(m.uid, placement[m.uid], m.requests, charge, victims, evicted)
+        for h in decision.holds:
+            held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
         if victims:
             self._issue(self._evictions(pod.uid, held))
-        self._record("filter", pod, "GroupAdmitted", "", queue=verdict.cluster_queue, group=key,
-                     flavors=dict(a.flavors), placement={state.pods[u].key: n for u, n in placement.items()})
-        mine = placement[pod.uid]
-        if victims:
-            return ("GroupPreempting", f"pod group {key}: preempting {len(victims)} pod(s) so that all "
-                    f"{len(pending)} members fit at once; node {mine} is held for this member",
-                    verdict.cluster_queue, mine)
-        if mine not in on_offer:
-            return ("GroupReserved", f"pod group {key} admitted; node {mine} is reserved for this member "
-                    "and was not offered; waiting for it", verdict.cluster_queue, mine)
-        return "GroupAdmitted", "", verdict.cluster_queue, mine
+        self._record("filter", pod, "GroupAdmitted", "", queue=decision.cluster_queue, group=key,
+                     flavors=dict(decision.assignment.flavors),
+                     placement={state.pods[h.preemptor].key: h.node for h in decision.holds})
+        return decision.answer(pod, on_offer) or decision
 
     # ---- prioritize ----------------------------------------------------------
     def prioritize(self, raw: bytes) -> bytes:
@@ -354,120 +291,46 @@ class Extender:
         kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
         return kept, orjson.dumps(kept)
 
-    @staticmethod
-    def _still_running(over: str, group: str = "") -> str:
-        """VictimsStillRunning: the plan counts others' victims as gone, the quota (over) still holds them."""
-        who = f"pod group {group}: " if group else ""
-        return f"{who}{over}; pods preempted for others still run there, and their quota is free only once they are gone"
-
-    def _group_over_quota(self, members) -> str:
-        """The quota invariant for a group's members still to bind, taken together: why their charges
-        would not all fit what pods on nodes really use now, or ""."""
-        state, total, queue = self.state, {}, ""
-        for m in members:
-            r = state.reservations.get(m.uid) if not m.node_name else None
-            if r is not None:
-                queue = r.charge.cluster_queue
-                for fr, v in r.charge.usage.items():
-                    total[fr] = total.get(fr, 0) + v
-        return state.over_quota(Charge(queue, {}, total)) if total else ""
-
-    def _victims_left(self, held, group: str = "") -> str:
-        """Why a preemptor (or a member of a preempting group) waits: victims chosen for it still run,
-        holding their quota and room until they are gone. "" when none is left."""
-        left = held.left(self.state.pods) if held is not None else None
-        if not left:
-            return ""
-        who = f"pod group {group}" if group else "this pod"
-        return (f"preempting for {who}: waiting for {len(left)} preempted pod(s) to leave (their quota is "
-                f"free only once they are gone); node {held.node} and the quota are held for it")
-
-    @staticmethod
-    def _may_reclaim(verdict: Verdict) -> bool:
-        return (verdict.rule == "QuotaExceeded" and verdict.resolvable and verdict.assignment is not None
-                and verdict.assignment.mode == PREEMPT)
-
     def _reclaim(self, pod: PodInfo, verdict: Verdict) -> str:
-        """Self-driven reclaim: kube-scheduler's own dry run cannot see quota (it offered nodes where the
-        pod fits), so Quotient chooses the victims, holds the room and quota, and evicts them itself."""
-        state = self.state
-        cq = state.cluster_queues[verdict.cluster_queue]
-        why = preemption.may_preempt(state, pod, cq, state.clock())
-        if why:
-            verdict.reason += f"; no preemption: {why}"
+        """Self-driven reclaim (core.reclaim), committed: the hold taken, the victims' evictions issued.
+        Returns what filter tells the pod, or "" with the reason no preemption was found added to the
+        verdict's."""
+        decision = reclaim.reclaim(self.state, pod, verdict)
+        if isinstance(decision, Refuse):
+            verdict.reason += f"; no preemption: {decision.reason}"
+            if decision.rule == reclaim.NO_PREEMPTION and not self._repeats(
+                    pod, "reclaim", "NoPreemption", decision.reason, decision.cluster_queue):
+                self._record("reclaim", pod, "NoPreemption", decision.reason, queue=decision.cluster_queue)
             return ""
-        a = verdict.assignment
-        found, why = preemption.plans(state, pod, cq, a, self._flavor_nodes(a), state.rooms(pod.uid))
-        if not found:
-            verdict.reason += f"; no preemption: {why}"
-            if not self._repeats(pod, "reclaim", "NoPreemption", why, cq.name):
-                self._record("reclaim", pod, "NoPreemption", why, queue=cq.name)
-            return ""
-        best = found[0]
-        chosen = [(t.reason, m) for t in best.targets for m in t.candidate.pods()]     # a group counts whole
-        victims = {m.uid: (reason, preemption.victim_message(reason, pod)) for reason, m in chosen}
-        held = state.hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims)
+        h, best = decision
+        held = self.state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims)
         self._issue(self._evictions(pod.uid, held))
+        chosen = best.victims()
         shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
-        self._record("reclaim", pod, "Preempting", shown, queue=cq.name, node=best.node,
+        self._record("reclaim", pod, "Preempting", shown, queue=h.charge.cluster_queue, node=best.node,
                      victims={best.node: [m.key for _, m in chosen]},
                      reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
-    def _flavor_nodes(self, a) -> list[str]:
-        nodes = None
-        for flavor in set(a.flavors.values()):
-            members = self.state.flavor_nodes.get(flavor)
-            if members is not None:
-                nodes = set(members) if nodes is None else nodes & members
-        return sorted(self.state.nodes if nodes is None else nodes)
-
     def preempt(self, raw: bytes) -> bytes:
-        """kube-scheduler's dry run found lower-priority victims; Quotient answers with its own per-node
-        victim groups (any pods on the node its rules allow), dropping nodes it finds none on."""
+        """kube-scheduler's dry run found lower-priority victims; Quotient answers with its own victim group
+        per node (core.preemption.kube_preempt), keeping for the pod the quota its victims free."""
         args = wire.decode_preemption_args(raw)
         state = self.state
         pod = self._pod(args.pod)
-        mode = state.config.preemption_mode
-        if not pod.queue_name or mode == "Priority":
-            if mode in ("Auto", "Priority"):
-                return wire.encode_preemption(args.victims, args.pdb_violations)
-            self._record("preempt", pod, "NoPreemption", preemption.may_preempt(state, pod, None, state.clock()))
-            return wire.encode_preemption({}, {})
-        if group_of(pod):
-            self._record("preempt", pod, "NoPreemption", "a pod group member: gang preemption (the whole group "
-                         "or nothing) is not done yet, so none is", candidates=sorted(args.victims))
-            return wire.encode_preemption({}, {})
-        held = state.holds.get(pod.uid)
-        if held is not None and held.left(state.pods):
-            self._record("preempt", pod, "NoPreemption", "already preempting for this pod; waiting for its "
-                         f"victims to leave node {held.node}", candidates=sorted(args.victims))
-            return wire.encode_preemption({}, {})
-        verdict = decide(state, pod)
-        cq = state.cluster_queues.get(verdict.cluster_queue)
-        why = "" if cq is not None else verdict.reason
-        if not why:
-            why = preemption.may_preempt(state, pod, cq, state.clock())
-        if not why and not verdict.admit and not self._may_reclaim(verdict):
-            why = verdict.reason
-        if why:
-            self._record("preempt", pod, "NoPreemption", why, queue=verdict.cluster_queue,
-                         candidates=sorted(args.victims))
-            return wire.encode_preemption({}, {})
-        a = verdict.assignment
-        spent = preemption.spent_budgets(state)
-        found, why = preemption.plans(state, pod, cq, a, sorted(args.victims),
-                                      state.rooms(pod.uid), every=True, local=True, spent=spent)
-        answer = {p.node: [m.uid for t in p.targets for m in t.candidate.pods()] for p in found if p.targets}
-        violations = {node: sum(u in spent for u in uids) for node, uids in answer.items()}
-        if answer and not verdict.admit:      # the quota the victims free is kept for this pod
-            state.reserve(pod.uid, Charge(cq.name, a.flavors, a.usage), state.config.preemption_hold_timeout)
-        self._record("preempt", pod, "Preempting" if answer else "NoPreemption", why, queue=cq.name,
-                     candidates=sorted(args.victims),
-                     victims={p.node: [m.key for t in p.targets for m in t.candidate.pods()] for p in found if p.targets},
+        decision = kube_preempt.answer(state, pod, sorted(args.victims))
+        if decision.passthrough:
+            return wire.encode_preemption(args.victims, args.pdb_violations)
+        if decision.reserve is not None:
+            r = decision.reserve
+            state.reserve(r.uid, r.charge, r.timeout)
+        found = decision.plans
+        self._record("preempt", pod, "Preempting" if decision.victims else "NoPreemption", decision.why,
+                     queue=decision.cluster_queue, candidates=sorted(args.victims),
+                     victims={p.node: [m.key for _, m in p.victims()] for p in found},
                      reasons=sorted({t.reason for p in found for t in p.targets}),
                      why_not=dict(list(found[0].others.items())[:20]) if found else {})
-        return wire.encode_preemption(answer, violations)
+        return wire.encode_preemption(decision.victims, decision.violations)
 
     # ---- bind ------------------------------------------------------------------
     def check_binding(self, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
@@ -560,7 +423,7 @@ class Extender:
             await publish()          # ClusterQueue .status, rate-limited
         return evicted
 
-    def plan(self) -> list[Eviction]:
+    def plan(self) -> list[Evict]:
         """Everything a reconcile decides, at once on one consistent state: the evictions to write."""
         state = self.state
         state.expire_reservations()
@@ -574,7 +437,7 @@ class Extender:
         return chosen + self._victims_to_evict() + self._timed_out_still_running() + self._pods_ready_timeouts() \
             + self._drains()
 
-    def _issue(self, evictions: list[Eviction]) -> None:
+    def _issue(self, evictions: list[Evict]) -> None:
         """Evictions a preemption decided: written at once by act/ (a request's decision), or with the rest
         of a reconcile's plan."""
         if self._planned is not None:
@@ -588,30 +451,25 @@ class Extender:
         pod that must reclaim from equal-priority pods (reclaimWithinCohort: Any, fair sharing) would
         wait for ever. Returns how many preemptions were started."""
         state, started = self.state, 0
-        for cq_name in list(state.pending):
-            # waitForPodsReady: a workload backing off or deactivated is not a head (as in Kueue, it is
-            # out of the queue meanwhile), and under blockAdmission no head is while one is not Ready.
-            head = next((p for p in state.pending_pods(cq_name) if not self._ready_gate(p)), None)
-            if head is None or head.uid in state.holds:
-                continue
+        for head in reclaim.queue_heads(state, self._ready_gate):
             key = group_of(head)
             if key:
                 pending = gangs.waiting_members(state, key, head)
                 if pending:
-                    rule, _, _, _ = self._admit_group(head, key, pending, set())
-                    started += rule == "GroupPreempting"
+                    decision = self._admit_group(head, key, pending, set())
+                    started += getattr(decision, "rule", "") == "GroupPreempting"
                 continue
             verdict = decide(state, head)
-            if self._may_reclaim(verdict) and self._reclaim(head, verdict):
+            if may_reclaim(verdict) and self._reclaim(head, verdict):
                 started += 1
         return started
 
-    def _victims_to_evict(self) -> list[Eviction]:
+    def _victims_to_evict(self) -> list[Evict]:
         """The safety net for self-driven preemption: victims whose eviction failed (act/ retries it once its
         backoff has passed) or was never issued."""
         return [e for holder, held in self.state.holds.items() for e in self._evictions(holder, held)]
 
-    def _evictions(self, holder: str, held) -> list[Eviction]:
+    def _evictions(self, holder: str, held) -> list[Evict]:
         """The victims of a preemption, still running, whose eviction is not in flight, not just written and
         not backing off: not issued yet, failed, or lost (its task cancelled, no event loop to run it). The
         decision that chose them issues them at once (act/ writes them on the event loop)."""
@@ -624,43 +482,29 @@ class Extender:
                 continue          # in flight, just written (the watch shows it soon), or backing off
             held.evicted.add(uid)
             charge = state.admitted.get(uid)
-            out.append(Eviction(victim, reason, message, "reclaim", "Preempted",
+            out.append(Evict(victim, reason, message, "reclaim", "Preempted",
                                 {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
         return out
 
-    def _pods_ready_timeouts(self) -> list[Eviction]:
-        """waitForPodsReady: evict, whole, every workload whose pods were not all Ready in time (or lost
-        readiness for recoveryTimeout), and requeue it with backoff (seed 003). Its members' holds and
-        reservations end here, before anything is written: none of them can bind meanwhile (filter and
-        bind see the requeue's backoff)."""
-        state, cfg = self.state, self.state.config.wait_for_pods_ready
-        if cfg is None:
-            return []
-        now, out = state.clock(), []
-        for unit, record in list(state.readiness.items()):
-            why = readiness.timed_out(record, cfg, now)
-            if not why:
+    def _pods_ready_timeouts(self) -> list[Evict]:
+        """waitForPodsReady's timeouts (core.readiness.timeouts), committed: each workload's requeue is
+        counted and its members' holds and reservations end before anything is written."""
+        state, out = self.state, []
+        for rq in readiness.timeouts(state, state.clock()):
+            state.readiness.pop(rq.unit, None)
+            if not rq.members:
                 continue
-            members = state.unit_members(unit)
-            state.readiness.pop(unit, None)
-            if not members:
-                continue
-            key = readiness.requeue_key(members[0])
-            q = state.requeues.setdefault(key, readiness.Requeue(
-                first_created=min((m.created for m in members if m.created is not None), default=None),
-                owner_uid=members[0].owner.uid if members[0].owner is not None else ""))
-            readiness.after_eviction(q, cfg, now)
-            message = f"evicted whole and requeued: {why}"
-            for m in members:
+            q = state.requeues.setdefault(rq.workload, readiness.RequeueRecord(first_created=rq.first_created,
+                                                                               owner_uid=rq.owner_uid))
+            q.count, q.at, q.deactivated = rq.count, rq.at, rq.deactivated
+            for m in rq.members:
                 state.release_hold(m.uid)
                 state.drop_reservation(m.uid)
-                if m.node_name:
-                    out.append(Eviction(m, readiness.PODS_READY_TIMEOUT, message, "ready",
-                                        record={"workload": key, "requeues": q.count, "deactivated": q.deactivated}))
+            out.extend(rq.evictions)
         self._timed_out.update((e.pod.uid, e) for e in out)
         return out
 
-    def _timed_out_still_running(self) -> list[Eviction]:
+    def _timed_out_still_running(self) -> list[Evict]:
         """The safety net for waitForPodsReady: a timed-out member whose eviction failed (a PodDisruptionBudget,
         an API error) is evicted again, after act/'s backoff, until it is gone; the workload is requeued once."""
         state, out = self.state, []
@@ -672,9 +516,9 @@ class Extender:
             out.append(replace(eviction, pod=pod))
         return out
 
-    def _drains(self) -> list[Eviction]:
+    def _drains(self) -> list[Evict]:
         """stopPolicy HoldAndDrain: the admitted pods of a stopped ClusterQueue are evicted."""
-        return [Eviction(pod, CLUSTER_QUEUE_STOPPED,
+        return [Evict(pod, CLUSTER_QUEUE_STOPPED,
                          f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
                          "drain", record={"queue": cq})
                 for pod, cq in drained(self.state)]
@@ -712,7 +556,7 @@ class Extender:
         key = group_of(pod)
         held = state.holds.get(pod.uid)
         if held is not None:
-            if held.left(state.pods) or (key and self._group_over_quota(state.members(key))):
+            if held.left(state.pods) or (key and gang_admission.group_over_quota(state, state.members(key))):
                 return ""
             return "VictimsGone"
         if r.rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
@@ -736,7 +580,7 @@ class Extender:
             if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
                 return ""
             return "QuotaFreed" if r.rule in QUOTA_RULES else "QueueChanged"
-        if "preemption delay" in r.reason and self._may_reclaim(verdict):
+        if "preemption delay" in r.reason and may_reclaim(verdict):
             cq = state.cluster_queues.get(verdict.cluster_queue)
             if cq is not None and not preemption.may_preempt(state, pod, cq, state.clock()):
                 return "PreemptionDelayOver"

@@ -33,7 +33,7 @@ import pytest
 
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
-from app.core.readiness import PODS_READY_TIMEOUT, Readiness, Requeue
+from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
@@ -222,18 +222,18 @@ def test_after_eviction_counts_backs_off_then_deactivates_past_the_limit():
     requeues (60s, 120s), the third eviction deactivates. Without backoffLimitCount: requeued for ever, at
     backoffMaxSeconds intervals ("即使退避时间达到 backoffMaxSeconds, Kueue 仍会以 backoffMaxSeconds 的间隔继续
     重新入队")."""
-    w, q = WaitForPodsReady(backoff_limit_count=2), Requeue()
+    w, q = WaitForPodsReady(backoff_limit_count=2), RequeueRecord()
     readiness.after_eviction(q, w, 1000.0)
     assert (q.count, q.at, q.deactivated) == (1, 1060.0, False)
     readiness.after_eviction(q, w, 2000.0)
     assert (q.count, q.at, q.deactivated) == (2, 2120.0, False)
     readiness.after_eviction(q, w, 3000.0)
     assert (q.count, q.deactivated) == (3, True)
-    endless, q = WaitForPodsReady(), Requeue()
+    endless, q = WaitForPodsReady(), RequeueRecord()
     for n in range(20):
         readiness.after_eviction(q, endless, 10_000.0 * n)
     assert (q.count, q.deactivated, q.at) == (20, False, 190_000.0 + 3600)
-    zero, q = WaitForPodsReady(backoff_limit_count=0), Requeue()
+    zero, q = WaitForPodsReady(backoff_limit_count=0), RequeueRecord()
     readiness.after_eviction(q, zero, 0.0)
     assert q.deactivated and q.count == 1
 
@@ -258,7 +258,7 @@ def test_refusal_texts_backoff_and_deactivation():
     ends; a deactivated workload's refusal is final and says how an admin reactivates it."""
     w = WaitForPodsReady(backoff_limit_count=3)
     assert readiness.refusal(None, w, 0.0, "ns/x") == ("", False)
-    q = Requeue(count=2, at=2000.0)
+    q = RequeueRecord(count=2, at=2000.0)
     why, final = readiness.refusal(q, w, 1999.0, "team-a/Job/x")
     assert not final
     assert why == ("workload team-a/Job/x was requeued after PodsReadyTimeout eviction #2; it waits out a 120s "
@@ -812,7 +812,7 @@ def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(kit, b
     clock = kit.Clock(START)
     ext = build_extender(text, config=wfpr(), clock=clock, writer=lambda s: Recorder(s))
     state = ext.state
-    state.requeues[readiness.requeue_key(state.pods[uid(x)])] = Requeue(count=1, at=START + 60)
+    state.requeues[readiness.requeue_key(state.pods[uid(x)])] = RequeueRecord(count=1, at=START + 60)
     assert ext.reclaim_for_heads() == 0
     assert not state.holds and uid(low) in state.admitted
 

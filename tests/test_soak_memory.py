@@ -76,7 +76,8 @@ async def test_an_eviction_refused_for_a_day_keeps_its_backoff():
     """A preemption whose victim a PodDisruptionBudget protects is retried every BACKOFF_MAX for as long as it
     lasts: past 1,024 attempts (17 hours) the backoff overflowed (2.0 ** 1024, OverflowError) and every reconcile
     failed from then on (found by bench_soak.py --rich)."""
-    from app.act.intents import BACKOFF_MAX, Actions, Eviction, Failure
+    from app.act.intents import BACKOFF_MAX, Actions, Failure
+    from app.core.decisions import Evict
     from app.act.writer import WriteError
     from helpers import FakeClock, make_state, pod_info
 
@@ -89,6 +90,6 @@ async def test_an_eviction_refused_for_a_day_keeps_its_backoff():
     victim = pod_info(state, "team-a", "run-0")
     actions = Actions(lambda: Refusing(), lambda *a, **k: None, clock)
     actions.failed[victim.uid] = Failure(1100, "refused", clock(), "InClusterQueue")
-    assert await actions.evict([Eviction(victim, "InClusterQueue", "preempted", "reclaim")]) == 0
+    assert await actions.evict([Evict(victim, "InClusterQueue", "preempted", "reclaim")]) == 0
     assert actions.failed[victim.uid].attempts == 1101
     assert actions.failed[victim.uid].retry_at == clock() + BACKOFF_MAX

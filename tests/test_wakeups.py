@@ -165,7 +165,7 @@ async def test_a_thousand_refusals_in_a_backoff_are_retries_and_write_nothing(tm
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
     async with started(tmp_path, objects(quota="10000"), config) as kit:
-        from app.core.readiness import Requeue, after_eviction, requeue_key
+        from app.core.readiness import RequeueRecord, after_eviction, requeue_key
 
         pods = [pod(f"w{i}", cpu="1") for i in range(1000)]
         for p in pods:
@@ -173,7 +173,7 @@ async def test_a_thousand_refusals_in_a_backoff_are_retries_and_write_nothing(tm
         await until(lambda: all(uid(p) in kit.state.pods for p in pods), timeout=30, what="1,000 pods")
         for p in pods:                      # each one's workload was evicted once and backs off 60 s
             info = kit.state.pods[uid(p)]
-            record = kit.state.requeues.setdefault(requeue_key(info), Requeue(first_created=info.created))
+            record = kit.state.requeues.setdefault(requeue_key(info), RequeueRecord(first_created=info.created))
             after_eviction(record, config.wait_for_pods_ready, kit.clock())
             assert "60s backoff" in retried(kit.filter(p))
         assert kit.ext.refusals.retries["PodsReadyBackoff"] == 1000

@@ -11,28 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
-from ..objects.pod import PodInfo
+from ..core.decisions import Evict
 from .writer import WriteError
 
 log = logging.getLogger("quotient.act")
 BACKOFF_BASE = 1.0       # seconds before the first retry of a failed eviction, doubling
 BACKOFF_MAX = 60.0
 DONE_TTL = 60.0          # an eviction written is not issued again meanwhile (the watch shows it by then)
-
-
-@dataclass(frozen=True)
-class Eviction:
-    """Evict pod, for reason (a Kueue eviction or preemption reason), with message on the pod; once
-    written, the journal gets {verb, outcome, message, **record} about the pod."""
-    pod: PodInfo
-    reason: str
-    message: str
-    verb: str
-    outcome: str = "Evicted"
-    record: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -55,7 +43,7 @@ class Actions:
         self.done: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
 
-    def submit(self, intents: list[Eviction]) -> None:
+    def submit(self, intents: list[Evict]) -> None:
         """Write these evictions now, on the event loop, outside the decision that chose them (its answer to
         kube-scheduler does not wait for the API). They are in flight from this moment, so no reconcile issues
         them twice; without a running loop they are not, and the next reconcile writes them."""
@@ -90,26 +78,26 @@ class Actions:
         failure = self.failed.get(uid)
         return failure is None or failure.retry_at <= now
 
-    async def evict(self, intents: list[Eviction]) -> int:
+    async def evict(self, intents: list[Evict]) -> int:
         """Write every eviction, concurrently; returns how many were written."""
         return await self._write(self._claim(intents))
 
-    def _claim(self, intents: list[Eviction]) -> dict[str, Eviction]:
+    def _claim(self, intents: list[Evict]) -> dict[str, Evict]:
         """The evictions that may be issued now (one per pod), marked in flight."""
-        chosen: dict[str, Eviction] = {}
+        chosen: dict[str, Evict] = {}
         for i in intents:
             if i.pod.uid not in chosen and self.wanted(i.pod.uid):
                 chosen[i.pod.uid] = i
         self.in_flight.update(chosen)
         return chosen
 
-    async def _write(self, chosen: dict[str, Eviction]) -> int:
+    async def _write(self, chosen: dict[str, Evict]) -> int:
         try:
             return sum(await asyncio.gather(*(self._one(i) for i in chosen.values())))
         finally:                 # cancelled before a write began: not in flight, so the next decision issues it
             self.in_flight.difference_update(chosen)
 
-    async def _one(self, intent: Eviction) -> bool:
+    async def _one(self, intent: Evict) -> bool:
         pod = intent.pod
         try:
             await self._writer().evict(pod, intent.reason, intent.message)

@@ -306,6 +306,12 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
     return Verdict("Admitted", True, "", False, True, cq.name, a)
 
 
+def may_reclaim(verdict: Verdict) -> bool:
+    """Quota refused the pod, and a flavor where preemption finds candidates was assigned."""
+    return (verdict.rule == "QuotaExceeded" and verdict.resolvable and verdict.assignment is not None
+            and verdict.assignment.mode == PREEMPT)
+
+
 def drained(state) -> list[tuple[PodInfo, str]]:
     """Pods to evict because their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts its
     admitted workloads); pods already terminating are not asked twice."""

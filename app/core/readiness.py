@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import itertools
+
 from ..objects.meta import format_time
 from ..objects.pod import PodInfo
+from .decisions import Evict, Requeue
 from .gangs import group_of
 
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
@@ -55,7 +58,7 @@ class Readiness:
 
 
 @dataclass(slots=True)
-class Requeue:
+class RequeueRecord:
     count: int = 0
     at: float = 0.0                # no admission before this time (backoff)
     deactivated: bool = False
@@ -73,16 +76,21 @@ def timed_out(r: Readiness, cfg, now: float) -> str:
     return ""
 
 
-def after_eviction(q: Requeue, cfg, now: float) -> None:
-    """Count one more PodsReadyTimeout eviction: back off, or deactivate past backoffLimitCount."""
-    q.count += 1
-    if cfg.backoff_limit_count is not None and q.count > cfg.backoff_limit_count:
-        q.deactivated = True
-        return
-    q.at = now + cfg.backoff(q.count)
+def backoff_after(q: RequeueRecord | None, cfg, now: float) -> tuple[int, float, bool]:
+    """(count, at, deactivated) after one more PodsReadyTimeout eviction: back off (exponentially, up to
+    backoffMaxSeconds), or deactivate past backoffLimitCount."""
+    count = (q.count if q is not None else 0) + 1
+    if cfg.backoff_limit_count is not None and count > cfg.backoff_limit_count:
+        return count, q.at if q is not None else 0.0, True
+    return count, now + cfg.backoff(count), False
 
 
-def refusal(q: Requeue | None, cfg, now: float, key: str) -> tuple[str, bool]:
+def after_eviction(q: RequeueRecord, cfg, now: float) -> None:
+    """Count one more PodsReadyTimeout eviction on the record (backoff_after)."""
+    q.count, q.at, q.deactivated = backoff_after(q, cfg, now)
+
+
+def refusal(q: RequeueRecord | None, cfg, now: float, key: str) -> tuple[str, bool]:
     """(why a workload may not be admitted now, whether that is for good), or ("", False)."""
     if q is None:
         return "", False
@@ -94,3 +102,59 @@ def refusal(q: Requeue | None, cfg, now: float, key: str) -> tuple[str, bool]:
         return (f"workload {key} was requeued after PodsReadyTimeout eviction #{q.count}; it waits out a "
                 f"{cfg.backoff(q.count):g}s backoff, until {format_time(q.at)}", False)
     return "", False
+
+
+def admission_gate(state, pod: PodInfo) -> str:
+    """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
+    blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
+    cfg = state.config.wait_for_pods_ready
+    if cfg is None:
+        return ""
+    key = requeue_key(pod)
+    why = refusal(state.requeues.get(key), cfg, state.clock(), key)[0]
+    if why or not cfg.block_admission:
+        return why
+    return block_admission(state, pod)
+
+
+def block_admission(state, pod: PodInfo) -> str:
+    """waitForPodsReady.blockAdmission: why pod waits for another workload to be all Ready, or ""."""
+    mine = unit_of(pod)
+    unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
+    reserved = (unit_of(other) for other in map(state.pods.get, state.reservations)
+                if other is not None and other.queue_name)         # admitted at filter, not bound yet
+    blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
+    if blocker is None:
+        return ""
+    return (f"waitForPodsReady.blockAdmission: workload {shown(blocker)} is admitted and "
+            "not all Ready; nothing else is admitted meanwhile")
+
+
+def timeouts(state, now: float) -> list[Requeue]:
+    """Every workload whose pods were not all Ready in time (or lost readiness for recoveryTimeout): evicted
+    whole and requeued with backoff (seed 003). Its members' holds and reservations end with it, before
+    anything is written: none of them can bind meanwhile (filter and bind see the backoff)."""
+    cfg = state.config.wait_for_pods_ready
+    if cfg is None:
+        return []
+    out = []
+    for unit, record in state.readiness.items():
+        why = timed_out(record, cfg, now)
+        if not why:
+            continue
+        members = state.unit_members(unit)
+        if not members:
+            out.append(Requeue(unit, "", 0, 0.0, False, None, "", (), ()))
+            continue
+        key = requeue_key(members[0])
+        q = state.requeues.get(key)
+        count, at, deactivated = backoff_after(q, cfg, now)
+        message = f"evicted whole and requeued: {why}"
+        evictions = tuple(Evict(m, PODS_READY_TIMEOUT, message, "ready",
+                                record={"workload": key, "requeues": count, "deactivated": deactivated})
+                          for m in members if m.node_name)
+        first = q.first_created if q is not None else min(
+            (m.created for m in members if m.created is not None), default=None)
+        owner = q.owner_uid if q is not None else (members[0].owner.uid if members[0].owner is not None else "")
+        out.append(Requeue(unit, key, count, at, deactivated, first, owner, tuple(members), evictions))
+    return out

@@ -22,7 +22,7 @@ from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
-from ..core.readiness import Readiness, Requeue, requeue_key, unit_of
+from ..core.readiness import Readiness, RequeueRecord, requeue_key, unit_of
 from ..core.quota import QuotaNode, add_usage, available, remove_usage
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
@@ -129,7 +129,7 @@ class ClusterState:
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
-        self.requeues: dict[str, Requeue] = {}            # waitForPodsReady: PodsReadyTimeout evictions
+        self.requeues: dict[str, RequeueRecord] = {}            # waitForPodsReady: PodsReadyTimeout evictions
         self.learned: dict[str, float] = {}               # pods known only from requests -> when first learned
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
@@ -383,6 +383,14 @@ class ClusterState:
             if q is not None and q.first_created is not None:
                 key = (key[0], q.first_created, key[2])
         return key
+
+    def forget_stale_requeue(self, pod: PodInfo) -> None:
+        """A new controller that reuses a requeued workload's name starts afresh: its predecessor's
+        PodsReadyTimeout record (backoff, deactivation, place in the queue) is forgotten."""
+        key = requeue_key(pod)
+        record = self.requeues.get(key)
+        if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
+            del self.requeues[key]
 
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""

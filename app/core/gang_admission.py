@@ -1,0 +1,125 @@
+"""Gang admission (the ACK seed, Kueue's all-or-nothing): a pod group is admitted whole, every pending
+member with a node of its own held at once, preempting for the whole group if needed, or none is.
+
+A member then passes filter only onto its held node. The group counts against quota as one workload
+(core.gangs.as_workload); bound one by one, its members must still fit in what really runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..objects.pod import PodInfo
+from .admission import decide, may_reclaim
+from .decisions import Hold, Refuse
+from .flavors import Assignment, Charge, quota_usage
+from .gangs import KUEUE_TOTAL, as_workload, expected_size, node_masks, place
+from .placement import static_misfit
+from .preemption import gang_plan, may_preempt, victim_message
+from .reclaim import flavor_nodes, still_running, victims_left
+
+GROUP_INCOMPLETE = "GroupIncomplete"
+
+
+@dataclass
+class GroupAdmission:
+    """The whole group admitted: a Hold per pending member (sharing one victims dict when it preempts)."""
+    key: str
+    cluster_queue: str
+    assignment: Assignment
+    holds: list[Hold]
+    victims: dict[str, tuple[str, str]]
+
+    def node_of(self, uid: str) -> str:
+        return next(h.node for h in self.holds if h.preemptor == uid)
+
+    def answer(self, pod: PodInfo, on_offer) -> Refuse | None:
+        """What filter answers the member that asked: None passes it onto its node."""
+        mine, n = self.node_of(pod.uid), len(self.holds)
+        if self.victims:
+            return Refuse("GroupPreempting", f"pod group {self.key}: preempting {len(self.victims)} pod(s) so "
+                          f"that all {n} members fit at once; node {mine} is held for this member", self.cluster_queue)
+        if mine not in on_offer:
+            return Refuse("GroupReserved", f"pod group {self.key} admitted; node {mine} is reserved for this member "
+                          "and was not offered; waiting for it", self.cluster_queue)
+        return None
+
+
+def check_group(state, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
+    """A group may be admitted only once its members share one LocalQueue, its size is known and all of
+    its members exist (a group that lost a member before it ran holds nothing: GROUP_INCOMPLETE)."""
+    queues = sorted({m.queue_name for m in members})
+    if len(queues) > 1:
+        return Refuse("GroupQueueMismatch", f"pod group {key}: members name different queues "
+                      f"({', '.join(queues)}); the members of a group must share one LocalQueue")
+    size = expected_size(state, pod)
+    if size is None:
+        return Refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "
+                      f"{KUEUE_TOTAL} (or the PodGroup's minMember)")
+    if len(members) < size:
+        return Refuse(GROUP_INCOMPLETE, f"pod group {key}: {len(members)} of {size} members exist; "
+                      "the group waits for the rest and holds nothing")
+    return None
+
+
+def held_member(state, key: str, members: list[PodInfo], held, on_offer) -> Refuse | None:
+    """A member whose node is held already: it passes onto that node once the group's victims are gone
+    and the group still fits in what really runs."""
+    waiting = victims_left(state, held, key)
+    if waiting:
+        return Refuse("GroupPreempting", waiting)
+    over = group_over_quota(state, members)
+    if over:        # bound one by one, the group must still fit whole in what really runs
+        return Refuse("VictimsStillRunning", still_running(over, key))
+    if held.node not in on_offer:
+        return Refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
+                      "and was not offered; waiting for it")
+    return None
+
+
+def group_over_quota(state, members) -> str:
+    """The quota invariant for a group's members still to bind, taken together: why their charges
+    would not all fit what pods on nodes really use now, or ""."""
+    total, queue = {}, ""
+    for m in members:
+        r = state.reservations.get(m.uid) if not m.node_name else None
+        if r is not None:
+            queue = r.charge.cluster_queue
+            for fr, v in r.charge.usage.items():
+                total[fr] = total.get(fr, 0) + v
+    return state.over_quota(Charge(queue, {}, total)) if total else ""
+
+
+def admit_group(state, key: str, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
+    """Decide for a whole pod group: quota as one workload, a node for every pending member at once
+    (offered nodes first), preempting for it if needed (core.preemption.gang)."""
+    unit = as_workload(key, pending)
+    verdict = decide(state, unit)
+    whole = f"pod group {key} ({len(pending)} pending members, admitted whole or not at all)"
+    if not verdict.admit and not may_reclaim(verdict):
+        return Refuse(verdict.rule, f"{whole}: {verdict.reason}", verdict.cluster_queue)
+    a = verdict.assignment
+    candidates = sorted(flavor_nodes(state, a), key=lambda n: n not in on_offer)
+    allowed = node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
+    rooms = state.rooms()
+    placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
+    victims: dict[str, tuple[str, str]] = {}
+    if placement is None:
+        cq = state.cluster_queues[verdict.cluster_queue]
+        why = may_preempt(state, unit, cq, state.clock())
+        targets: list = []
+        if not why:
+            targets, placement, why = gang_plan(state, unit, pending, cq, a, candidates, rooms, allowed)
+        if not targets:
+            problem = verdict.reason if not verdict.admit else (
+                f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
+                f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
+            return Refuse("GroupUnplaceable" if verdict.admit else verdict.rule,
+                          f"{whole}: {problem}; no preemption: {why}", verdict.cluster_queue)
+        victims = {m.uid: (t.reason, victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
+    over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
+    if over:            # the plan counts others' victims as gone; the quota still holds them
+        return Refuse("VictimsStillRunning", still_running(over, key), verdict.cluster_queue)
+    holds = [Hold(m.uid, placement[m.uid], m.requests,
+                  Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors)), victims)
+             for m in pending]
+    return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
