@@ -55,7 +55,8 @@ def fingerprint(state: ClusterState) -> dict:
         "priority_classes": state.priority_classes,
         "flavors": state.flavors, "cluster_queues": state.cluster_queues, "cohorts": state.cohorts,
         "local_queues": state.local_queues,
-        "extra": {k: sorted(v) for k, v in state.extra.items() if v},
+        "budgets": {k: sorted(v) for k, v in state.budgets.covered.items()},
+        "pod_groups": state.pod_groups,
         "usage": all_usage(state),
         "admitted": {uid: (c.cluster_queue, tuple(sorted(c.usage.items())), c.admitted_at, c.admitted_from)
                      for uid, c in state.admitted.items()},

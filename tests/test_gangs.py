@@ -121,12 +121,12 @@ def test_kueue_plain_pod_convention_recognised(kit):
 async def test_coscheduling_podgroup_accepted_in_snapshot_and_admits_whole(kit, load_extender, api):
     """Issue: the scheduler-plugins coscheduling convention: label scheduling.x-k8s.io/pod-group names a
     scheduling.x-k8s.io/v1alpha1 PodGroup whose spec.minMember is the group's size. A PodGroup object is
-    accepted in a snapshot (kept in state.extra), and its two members are admitted whole (seed 003)."""
+    accepted in a snapshot (decoded into state.pod_groups), and its two members are admitted whole (seed 003)."""
     pods = [member(kit, f"pg-{i}", "pg", total=None, cpu="5", convention="coscheduling", created=i)
             for i in range(2)]
     ext = load_extender(snapshot(pending=pods[1:], extra=PODGROUP.format(name="pg", min_member=2)))
     state = ext.state
-    assert state.extra["PodGroup"]["team-a/pg"]["spec"]["minMember"] == 2
+    assert state.pod_groups["team-a/pg"].min_member == 2
     async with api(ext) as client:
         first = (await client.post("/filter", json=kit.filter(pods[0], ALL))).json()
     assert state.pods[uid(pods[0])].labels[COSCHEDULING] == "pg"

@@ -21,7 +21,8 @@ from app.core.preemption import choose
 from app.core.preemption import oracle as oracle_module
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.fairsharing import share, strategy_allows
-from app.core.preemption.laws import DELAY, FENCE, may_preempt, opted_out, preemption_fence
+from app.core.preemption.laws import may_preempt, opted_out, preemption_fence
+from app.objects.annotations import DELAY, FENCE
 from app.core.preemption.nodes import node_plans
 from app.core.preemption.ordering import order
 from app.core.preemption.quota import quota_targets as quota_targets_of

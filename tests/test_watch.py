@@ -422,7 +422,7 @@ def test_a_deletion_known_by_key_alone_takes_out_every_kind():
     for obj in objects:
         apply_object(state, obj)
     assert state.pods and state.admitted and state.local_queues and state.priority_classes \
-        and state.extra["PodDisruptionBudget"]
+        and state.budgets.budgets["team-a/db"]
     for obj in reversed(objects):
         meta = obj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
@@ -430,4 +430,4 @@ def test_a_deletion_known_by_key_alone_takes_out_every_kind():
     empty = ClusterState()
     for table in ("pods", "nodes", "namespaces", "priority_classes", "cluster_queues", "local_queues", "flavors"):
         assert getattr(state, table) == getattr(empty, table), table
-    assert not state.extra.get("PodDisruptionBudget") and not state.admitted
+    assert not state.budgets and not state.admitted

@@ -12,10 +12,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..objects.annotations import GROUP_TOTAL
 from ..objects.pod import PodInfo
 
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
-KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_TOTAL = GROUP_TOTAL
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
 
 
@@ -55,15 +56,12 @@ def waiting_members(state, key: str, pod: PodInfo) -> list[PodInfo]:
 
 def expected_size(state, pod: PodInfo) -> int | None:
     """How many members the group needs: the total-count annotation, or the PodGroup's minMember."""
-    raw = pod.annotations.get(KUEUE_TOTAL)
-    if raw is None and pod.labels.get(COSCHEDULING_GROUP):
-        pg = state.extra.get("PodGroup", {}).get(f"{pod.namespace}/{pod.labels[COSCHEDULING_GROUP]}")
-        raw = ((pg or {}).get("spec") or {}).get("minMember")
-    try:
-        size = int(raw) if raw is not None else None
-    except (TypeError, ValueError):
-        return None
-    return size if size and size > 0 else None
+    if KUEUE_TOTAL in pod.annotations:
+        return pod.group_total
+    if pod.labels.get(COSCHEDULING_GROUP):
+        pg = state.pod_groups.get(f"{pod.namespace}/{pod.labels[COSCHEDULING_GROUP]}")
+        return pg.min_member if pg is not None else None
+    return None
 
 
 def as_workload(key: str, members: list[PodInfo]) -> PodInfo:

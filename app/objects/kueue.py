@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
 from ..core.selectors import Selector, decode_selector
+from .annotations import fenced, preemption_delay
 from .errors import InvalidObject
 from .meta import listing, mapping, metadata, string_map
 
@@ -79,6 +80,8 @@ class ClusterQueue:
     preemption: Preemption = field(default_factory=Preemption)
     fair_weight: float = 1.0
     annotations: dict[str, str] = field(default_factory=dict)
+    fence: bool = False                 # the preemption fence annotation (objects.annotations)
+    preemption_delay: float = 0.0       # seconds, the preemption delay annotation
 
     def covered_resources(self) -> dict[str, int]:
         """resource name -> index of the resource group that covers it."""
@@ -92,6 +95,7 @@ class Cohort:
     resource_groups: list[ResourceGroup] = field(default_factory=list)
     fair_weight: float = 1.0
     annotations: dict[str, str] = field(default_factory=dict)
+    fence: bool = False
 
 
 @dataclass(slots=True)
@@ -266,6 +270,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
     if preemption.borrow_within_cohort != "Never" and preemption.reclaim_within_cohort == "Never":
         raise InvalidObject(kind, name, "borrowWithinCohort needs reclaimWithinCohort other than Never")
     when_can_borrow, when_can_preempt, preference = _flavor_fungibility(spec, name)
+    annotations = string_map(meta.get("annotations"), kind, name, "metadata.annotations")
     return ClusterQueue(
         name=name,
         cohort=cohort,
@@ -279,7 +284,9 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
         fungibility_preference=preference,
         preemption=preemption,
         fair_weight=_weight(spec, kind, name),
-        annotations=string_map(meta.get("annotations"), kind, name, "metadata.annotations"),
+        annotations=annotations,
+        fence=fenced(annotations),
+        preemption_delay=preemption_delay(annotations),
     )
 
 
@@ -288,6 +295,7 @@ def decode_cohort(obj: dict) -> Cohort:
     meta, name = metadata(obj, kind)
     spec = mapping(obj.get("spec"), kind, name, "spec")
     parent = spec.get("parentName") or ""
+    annotations = string_map(meta.get("annotations"), kind, name, "metadata.annotations")
     if not isinstance(parent, str):
         raise InvalidObject(kind, name, "spec.parentName must be a string")
     if parent == name:
@@ -297,7 +305,8 @@ def decode_cohort(obj: dict) -> Cohort:
         parent=parent,
         resource_groups=_resource_groups(spec.get("resourceGroups"), kind, name, bool(parent)),
         fair_weight=_weight(spec, kind, name),
-        annotations=string_map(meta.get("annotations"), kind, name, "metadata.annotations"),
+        annotations=annotations,
+        fence=fenced(annotations),
     )
 
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
+from .annotations import group_total
 from .errors import InvalidObject
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
@@ -52,6 +53,7 @@ class PodInfo:
     resource_version: str = ""
     scheduled_at: float | None = None   # the PodScheduled=True condition's lastTransitionTime: when it was bound
     started: float | None = None        # status.startTime: when the kubelet started it
+    group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
 
     @property
     def key(self) -> str:
@@ -186,12 +188,13 @@ def decode_pod(obj: dict) -> PodInfo:
     required = mapping(node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
                        "Pod", key, "nodeAffinity.required")
     uid = text(meta, "uid", "Pod", key, "metadata.uid") or stable_uid("Pod", namespace, name)
+    annotations = string_map(meta.get("annotations"), "Pod", key, "metadata.annotations")
     return PodInfo(
         uid=uid,
         namespace=namespace,
         name=name,
         labels=string_map(meta.get("labels"), "Pod", key, "metadata.labels"),
-        annotations=string_map(meta.get("annotations"), "Pod", key, "metadata.annotations"),
+        annotations=annotations,
         requests=pod_requests(spec, "Pod", key),
         priority=priority,
         priority_class=text(spec, "priorityClassName", "Pod", key, "spec.priorityClassName"),
@@ -210,4 +213,5 @@ def decode_pod(obj: dict) -> PodInfo:
         resource_version=text(meta, "resourceVersion", "Pod", key, "metadata.resourceVersion"),
         scheduled_at=_scheduled_at(status, key),
         started=parse_time(status.get("startTime")),
+        group_total=group_total(annotations),
     )

@@ -24,9 +24,12 @@ from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, requeue_key, unit_of
 from ..core.quota import QuotaNode, add_usage, available, remove_usage
+from ..objects.budgets import PodDisruptionBudget
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
+from ..objects.podgroup import PodGroup
+from .budgets import Budgets
 from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree
 
@@ -42,6 +45,7 @@ class PriorityClassInfo:
     preemption_policy: str = "PreemptLowerPriority"
     global_default: bool = False
     annotations: dict[str, str] = field(default_factory=dict)
+    allow_preemption: bool = True       # YuniKorn's allow-preemption annotation (objects.annotations)
 
 
 @dataclass(slots=True)
@@ -113,7 +117,8 @@ class ClusterState:
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.cohorts: dict[str, Cohort] = {}
         self.local_queues: dict[str, LocalQueue] = {}
-        self.extra: dict[str, dict[str, dict]] = {}   # kinds kept for later use (PDBs, PodGroups)
+        self.budgets = Budgets()                        # PodDisruptionBudgets, with the pods they cover
+        self.pod_groups: dict[str, PodGroup] = {}       # coscheduling PodGroups by namespace/name
         self.tree = QuotaTree()
         self.flavor_nodes: dict[str, set[str] | None] = {}
         self.admitted = Admissions()
@@ -277,12 +282,20 @@ class ClusterState:
         self.priority_classes.pop(name, None)
         self.generation += 1
 
-    def upsert_extra(self, kind: str, key: str, obj: dict) -> None:
-        self.extra.setdefault(kind, {})[key] = obj
+    def upsert_budget(self, pdb: PodDisruptionBudget) -> None:
+        self.budgets.upsert(pdb, self.pods.values())
         self.generation += 1
 
-    def remove_extra(self, kind: str, key: str) -> None:
-        self.extra.get(kind, {}).pop(key, None)
+    def remove_budget(self, key: str) -> None:
+        self.budgets.remove(key)
+        self.generation += 1
+
+    def upsert_pod_group(self, pg: PodGroup) -> None:
+        self.pod_groups[pg.key] = pg
+        self.generation += 1
+
+    def remove_pod_group(self, key: str) -> None:
+        self.pod_groups.pop(key, None)
         self.generation += 1
 
     # ---- Kueue objects -----------------------------------------------------
@@ -459,6 +472,8 @@ class ClusterState:
             self._unlink(old)
         self.pods[pod.uid] = pod
         self.uid_by_key[pod.key] = pod.uid
+        if self.budgets:
+            self.budgets.pod_changed(pod)
         if not pod.terminal and group_of(pod):
             self.groups.setdefault(group_of(pod), set()).add(pod.uid)
         if not pod.terminal and pod.owner is not None and pod.owner.uid:
@@ -500,6 +515,8 @@ class ClusterState:
         self.drop_reservation(uid)
         if pod is not None:
             self._unlink(pod)
+            if self.budgets:
+                self.budgets.pod_removed(pod)
             if self.uid_by_key.get(pod.key) == uid:
                 del self.uid_by_key[pod.key]
             self.track_readiness(pod)

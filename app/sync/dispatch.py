@@ -6,10 +6,13 @@ here, so each kind is decoded and validated in exactly one place.
 from __future__ import annotations
 
 from ..objects import kueue
+from ..objects.annotations import allows_preemption
+from ..objects.budgets import decode_pdb
 from ..objects.errors import InvalidObject
 from ..objects.meta import mapping, metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
+from ..objects.podgroup import decode_pod_group
 from ..state.cluster import ClusterState, PriorityClassInfo
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
@@ -37,15 +40,21 @@ def decode_priority_class(obj: dict) -> PriorityClassInfo:
     value = obj.get("value")
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidObject("PriorityClass", name, f"value must be an integer, got {value!r}")
+    annotations = string_map(meta.get("annotations"), "PriorityClass", name, "metadata.annotations")
     return PriorityClassInfo(name, value, obj.get("preemptionPolicy") or "PreemptLowerPriority",
-                             bool(obj.get("globalDefault")),
-                             string_map(meta.get("annotations"), "PriorityClass", name, "metadata.annotations"))
+                             bool(obj.get("globalDefault")), annotations, allows_preemption(annotations))
 
 
 def object_key(obj: dict) -> str:
     meta = mapping(obj.get("metadata"), "?", "?", "metadata")
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _namespaced_key(obj: dict, kind: str) -> str:
+    """namespace/name, a missing namespace read as "default" (as the decoders of namespaced kinds do)."""
+    meta, name = metadata(obj, kind)
+    return f"{meta.get('namespace') or 'default'}/{name}"
 
 
 def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> None:
@@ -62,8 +71,10 @@ def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> No
         state.remove_priority_class(key)
     elif kind in KUEUE_KINDS:
         state.remove_kueue(kind, key)
-    elif kind in EXTRA_KINDS:
-        state.remove_extra(kind, key)
+    elif kind == "PodDisruptionBudget":
+        state.remove_budget(key)
+    elif kind == "PodGroup":
+        state.remove_pod_group(key)
 
 
 def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
@@ -94,9 +105,16 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
             state.remove_kueue(kind, key)
         else:
             state.upsert_kueue(kind, key, decoded)
-    elif kind in EXTRA_KINDS:
-        metadata(obj, kind)
-        state.remove_extra(kind, object_key(obj)) if deleted else state.upsert_extra(kind, object_key(obj), obj)
+    elif kind == "PodDisruptionBudget":
+        if deleted:
+            state.remove_budget(_namespaced_key(obj, kind))
+        else:
+            state.upsert_budget(decode_pdb(obj))
+    elif kind == "PodGroup":
+        if deleted:
+            state.remove_pod_group(_namespaced_key(obj, kind))
+        else:
+            state.upsert_pod_group(decode_pod_group(obj))
     else:
         return False
     return True

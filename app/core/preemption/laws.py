@@ -8,16 +8,12 @@ fenced ClusterQueue or Cohort. allow-preemption "false": a pod taken only as a l
 from __future__ import annotations
 
 from ...objects.kueue import ClusterQueue
-from ...objects.meta import parse_duration
+from ...objects.annotations import FENCE
 from ...objects.pod import PodInfo
 from ..gangs import COSCHEDULING_GROUP, KUEUE_GROUP
 from ..quota import QuotaNode
 
-FENCE = "quotient.dev/preemption-fence"
-DELAY = "quotient.dev/preemption-delay"
-ALLOW = ("yunikorn.apache.org/allow-preemption", "quotient.dev/allow-preemption")
 GANG_LABELS = (KUEUE_GROUP, COSCHEDULING_GROUP)
-DEFAULT_DELAY = 30.0        # seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"
 
 
 def same_group(a: PodInfo, b: PodInfo) -> bool:
@@ -35,7 +31,7 @@ def preemption_fence(state, cq: ClusterQueue) -> QuotaNode | None:
     node = state.quota_node(cq.name)
     while node is not None:
         spec = state.cluster_queues.get(node.name) if not node.is_cohort else state.cohorts.get(node.name)
-        if spec is not None and spec.annotations.get(FENCE) == "true":
+        if spec is not None and spec.fence:
             return node
         node = node.parent
     return None
@@ -53,7 +49,7 @@ def inside(node: QuotaNode, root: QuotaNode) -> bool:
 def opted_out(state, pod: PodInfo) -> bool:
     """YuniKorn's allow-preemption: "false" on the pod's PriorityClass asks not to be preempted."""
     pc = state.priority_classes.get(pod.priority_class) if pod.priority_class else None
-    return pc is not None and any(pc.annotations.get(a) == "false" for a in ALLOW)
+    return pc is not None and not pc.allow_preemption
 
 
 def would_break_guarantee(state, c) -> bool:
@@ -82,25 +78,14 @@ def may_preempt(state, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str
         return "the pod's preemptionPolicy is Never"
     left = delay_left(cq, pod, now)
     if left > 0:
-        return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {preemption_delay(cq):g}s after "
+        return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {cq.preemption_delay:g}s after "
                 f"it was created, {left:g}s from now (capacity freed meanwhile is used first)")
     return ""
 
 
-def preemption_delay(cq: ClusterQueue) -> float:
-    """YuniKorn's preemption delay on the ClusterQueue, 0 without one."""
-    delay = cq.annotations.get(DELAY)
-    if not delay:
-        return 0.0
-    try:
-        return parse_duration(delay, DELAY)
-    except ValueError:
-        return DEFAULT_DELAY
-
-
 def delay_left(cq: ClusterQueue, pod: PodInfo, now: float) -> float:
     """Seconds until pod may preempt under its ClusterQueue's preemption delay (0 or less: it may)."""
-    wait = preemption_delay(cq)
+    wait = cq.preemption_delay
     return wait - (now - (pod.created or now)) if wait else 0.0
 
 
