@@ -33,10 +33,13 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 @pytest.fixture(autouse=True)
 def _unfrozen():
-    """A test that loads a snapshot or lists a cluster freezes the heap (app/state/heap.py), as the process
-    would once; in the test process that would keep every later test's cyclic garbage from the collector."""
+    """A test that loads a snapshot or lists a cluster freezes the heap and raises the collector's threshold
+    (app/state/heap.py), as the process would once; in the test process that would keep every later test's
+    cyclic garbage from the collector."""
+    threshold = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.fixture(autouse=True)

@@ -115,7 +115,7 @@ def test_preempt_with_hierarchical_advantage():
     assert targets(s) == {"q-borrowing/admitted2": RECLAIM}
     found = candidates(s)
     assert [c.variant for c in found] == [H.HIERARCHICAL_RECLAIM]
-    assert found[0].lca is s.tree.cohorts["r"]
+    assert found[0].lca is s.quota_tree().cohorts["r"]
 
 
 def test_avoid_queues_within_nominal_quota():

@@ -542,7 +542,7 @@ def test_fence_keeps_a_preemptor_inside_from_taking_victims_outside():
     """seed 002 抢占范围 / law 7: "任务不能抢占其抢占范围外的任务" - t1 sits under the fenced cohort tenant-1:
     of the borrowing queues only t1b (inside) offers candidates, never t2 (outside)."""
     s = fenced_state("tenant-1")
-    assert preemption_fence(s, s.cluster_queues["t1"]) is s.tree.cohorts["tenant-1"]
+    assert preemption_fence(s, s.cluster_queues["t1"]) is s.quota_tree().cohorts["tenant-1"]
     assert keys(candidates(s, "tenant-1", "t1-p")) == ["tenant-1/t1b-1"]
 
 

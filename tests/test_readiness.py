@@ -34,6 +34,7 @@ import pytest
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
 from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
+from app.observe.views import pending_ahead
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
@@ -673,7 +674,8 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
                                                                                      timestamp):
     """Seed 003 timestamp: x (created first) is evicted at START+60s and its Job recreates it as x-r1 (created at
     the eviction). y was created between the two. With Creation, x-r1 sorts by x's creation time, ahead of y
-    (state.queue_key, the order of state.pending); with Eviction, by the eviction, behind y."""
+    (state.queue_key, the order of state.pending); with Eviction, by the eviction, behind y. BUG fixed (issue 13):
+    /debug's pendingAhead counted by creation alone, so with Creation it put y ahead of x-r1, unlike admission."""
     x, y = owned(kit, "x", "x"), kit.pod("y", cpu="2", created=created(10))
     ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                        quota=2, pending=[y])
@@ -686,10 +688,11 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
     watch(ext, x_r1)
     k_x, k_y = state.queue_key(state.pods[uid(x_r1)]), state.queue_key(state.pods[uid(y)])
     order = [state.pods[u].name for _, u in state.pending["cq"]]
+    ahead = {state.pods[uid(p)].name: pending_ahead(state, state.pods[uid(p)], "cq") for p in (x_r1, y)}  # /debug
     if timestamp == "Creation":
-        assert k_x[1] == T0 and k_x < k_y and order == ["x-r1", "y"]
+        assert k_x[1] == T0 and k_x < k_y and order == ["x-r1", "y"] and ahead == {"x-r1": 0, "y": 1}
     else:
-        assert k_x[1] == clock.now and k_y < k_x and order == ["y", "x-r1"]
+        assert k_x[1] == clock.now and k_y < k_x and order == ["y", "x-r1"] and ahead == {"x-r1": 1, "y": 0}
     assert state.requeues["team-a/Job/x"].first_created == T0
 
 

@@ -21,9 +21,8 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..core.fairsharing import dominant_resource_share
 from ..objects.pod import PodInfo
-from ..observe.views import workload_counts
+from ..observe.status import cluster_queue_statuses
 from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, WriteError
 
@@ -194,23 +193,9 @@ class KubeWriter:
         return await self.events.create_namespaced_event(pod.namespace, event, _preload_content=False)
 
     async def publish_status(self) -> int:
-        """Keep `kubectl get clusterqueues` truthful: flavorsUsage, pending and admitted counts, share."""
-        state, written = self.state, 0
-        counts = workload_counts(state)
-        for name, cq in state.cluster_queues.items():
-            node = state.quota_node(name)
-            if node is None:
-                continue
-            usage = {}
-            for (flavor, resource), amount in node.usage.items():
-                borrowed = max(0, amount - node.subtree.get((flavor, resource), 0))
-                fmt = (lambda v: f"{v}m") if resource == "cpu" else str
-                usage.setdefault(flavor, []).append({"name": resource, "total": fmt(amount), "borrowed": fmt(borrowed)})
-            pending, reserving, admitted = counts[name]
-            share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
-            status = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
-                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
-                                 "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
+        """Write each ClusterQueue's status (observe.status computes it); returns how many were written."""
+        written = 0
+        for name, status in cluster_queue_statuses(self.state).items():
             try:
                 await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
                     *KUEUE, "clusterqueues", name, status, _preload_content=False,

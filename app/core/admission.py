@@ -10,7 +10,6 @@ could ever help (kube-scheduler's FailedNodes) or not (FailedAndUnresolvable).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -21,9 +20,11 @@ from .preemption.oracle import oracle as preemption_oracle
 from .gangs import as_workload, group_of, waiting_members
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
-from .quota import FR, QuotaNode, add_usage, remove_usage
+from .overlay import Overlay
+from .quota import FR, QuotaNode
 from .quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
+from .view import ClusterView
 
 
 @dataclass(slots=True)
@@ -42,7 +43,7 @@ def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
     return Verdict(rule, False, reason, resolvable, True, cq, assignment)
 
 
-def preemption_could_help(state, pod: PodInfo, cq: ClusterQueue) -> bool:
+def preemption_could_help(state: ClusterView, pod: PodInfo, cq: ClusterQueue) -> bool:
     """Whether any preemption policy of this ClusterQueue could free quota for the pod."""
     if pod.preemption_policy == "Never":
         return False
@@ -52,23 +53,16 @@ def preemption_could_help(state, pod: PodInfo, cq: ClusterQueue) -> bool:
     return bool(cq.cohort) and p.reclaim_within_cohort != "Never"
 
 
-@contextmanager
-def virtual_charges(node_of, charges: list[tuple[str, dict[FR, int], str]]) -> Iterator[None]:
-    """Charge (ClusterQueue, usage, pod) to the tree for the length of one decision, then take it back."""
-    done: list[tuple[QuotaNode, FR, int]] = []
-    try:
-        for cq_name, usage, _ in charges:
-            node = node_of(cq_name)
-            for fr, v in usage.items():
-                add_usage(node, fr, v)
-                done.append((node, fr, v))
-        yield
-    finally:
-        for node, fr, v in reversed(done):
-            remove_usage(node, fr, v)
+def virtual_charges(state: ClusterView, charges: list[tuple[str, dict[FR, int], str]]) -> Overlay:
+    """Charge (ClusterQueue, usage, pod) to the decisions' tree for the length of one decision (with ...:),
+    then take it back."""
+    overlay = Overlay(state)
+    for i, (cq_name, usage, _) in enumerate(charges):
+        overlay.charge(i, cq_name, usage)
+    return overlay
 
 
-def assign(state, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
+def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
     oracle = preemption_oracle(state, pod, cq)
@@ -78,7 +72,7 @@ def assign(state, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     return assignment
 
 
-def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
+def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
     """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic."""
     if not pod.queue_name:
         if state.config.manage_jobs_without_queue_name:
@@ -110,7 +104,7 @@ def resolve(state, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
     return cq, None
 
 
-def _ahead(state, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:
+def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:
     """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order
     (all of them when pod is None). A group that cannot be admitted (members missing, or naming
     different queues) holds nothing and is passed over."""
@@ -134,7 +128,7 @@ def _ahead(state, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:
             yield as_workload(key, waiting)     # held members are already counted in the quota
 
 
-def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
+def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order.
 
     Each one that fits is charged virtually. One that does not fit blocks every pod
@@ -143,7 +137,7 @@ def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     for other in _ahead(state, pod, cq):
         if resolve(state, other)[1] is not None:
             continue
-        with virtual_charges(state.quota_node, charges):
+        with virtual_charges(state, charges):
             a = assign(state, other, cq)
         if a.mode == FIT:
             charges.append((cq.name, a.usage, other.key))
@@ -154,7 +148,7 @@ def queue_ahead(state, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     return ""
 
 
-def _cohort_queues(state, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
+def _cohort_queues(state: ClusterView, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
     """The other ClusterQueues of cq's cohort tree that admit anything, with their quota nodes."""
     stack = [state.quota_node(cq.name).root()]
     while stack:
@@ -168,7 +162,7 @@ def _cohort_queues(state, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, Quot
         yield other_cq, current
 
 
-def served_first(state, cq: ClusterQueue, usage: dict, charges: list,
+def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: list,
                  mine: BorrowingLevel | None = None) -> tuple[list[tuple[str, BorrowingLevel]], bool]:
     """Pending pods of other ClusterQueues in the cohort tree that Kueue admits before this borrowing pod.
 
@@ -186,7 +180,7 @@ def served_first(state, cq: ClusterQueue, usage: dict, charges: list,
         for other in state.pending_pods(current.name):
             if resolve(state, other)[1] is not None:
                 continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
-            with virtual_charges(state.quota_node, charges):
+            with virtual_charges(state, charges):
                 a = assign(state, other, other_cq)
                 if a.mode != FIT:
                     continue
@@ -200,7 +194,7 @@ def served_first(state, cq: ClusterQueue, usage: dict, charges: list,
     return holders, by_share
 
 
-def reserved_for_heads(state, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
+def reserved_for_heads(state: ClusterView, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
     """Quota that blocked StrictFIFO heads of the other ClusterQueues in the cohort tree keep.
 
     A head that needs preemption, in a ClusterQueue that cannot always reclaim (reclaimWithinCohort
@@ -215,7 +209,7 @@ def reserved_for_heads(state, cq: ClusterQueue, charges: list) -> list[tuple[str
         head = next((p for p in _ahead(state, None, other_cq) if resolve(state, p)[1] is None), None)
         if head is None:
             continue
-        with virtual_charges(state.quota_node, charges):
+        with virtual_charges(state, charges):
             a = assign(state, head, other_cq)
             keep = resources_to_reserve(current, a.usage, a.borrowing) if a.mode == PREEMPT else {}
         if keep:
@@ -236,12 +230,12 @@ def _shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _first_in_cohort(state, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
+def _first_in_cohort(state: ClusterView, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
                      charges: list, has_nodes) -> Verdict | None:
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
     def fits_after() -> Assignment | None:
-        with virtual_charges(state.quota_node, charges):
+        with virtual_charges(state, charges):
             again = assign(state, pod, cq, has_nodes)
         return None if again.mode == FIT else again
 
@@ -279,7 +273,7 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
-def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
+def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
     """Decide whether pod may be admitted now; has_nodes(flavor) says whether a node of it is on offer."""
     cq, refusal = resolve(state, pod)
     if refusal is not None:
@@ -288,7 +282,7 @@ def decide(state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) 
     blocked = queue_ahead(state, pod, cq, charges)
     if blocked:
         return _refuse("StrictFIFO", blocked, cq.name)
-    with virtual_charges(state.quota_node, charges):
+    with virtual_charges(state, charges):
         a = assign(state, pod, cq, has_nodes)
         level = borrowing_level(state.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
@@ -312,7 +306,7 @@ def may_reclaim(verdict: Verdict) -> bool:
             and verdict.assignment.mode == PREEMPT)
 
 
-def drained(state) -> list[tuple[PodInfo, str]]:
+def drained(state: ClusterView) -> list[tuple[PodInfo, str]]:
     """Pods to evict because their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts its
     admitted workloads); pods already terminating are not asked twice."""
     out = []

@@ -16,6 +16,7 @@ from .gangs import KUEUE_TOTAL, as_workload, expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
+from .view import ClusterView
 
 GROUP_INCOMPLETE = "GroupIncomplete"
 
@@ -44,7 +45,7 @@ class GroupAdmission:
         return None
 
 
-def check_group(state, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
+def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
     """A group may be admitted only once its members share one LocalQueue, its size is known and all of
     its members exist (a group that lost a member before it ran holds nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
@@ -61,7 +62,7 @@ def check_group(state, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse
     return None
 
 
-def held_member(state, key: str, members: list[PodInfo], held, on_offer) -> Refuse | None:
+def held_member(state: ClusterView, key: str, members: list[PodInfo], held, on_offer) -> Refuse | None:
     """A member whose node is held already: it passes onto that node once the group's victims are gone
     and the group still fits in what really runs."""
     waiting = victims_left(state, held, key)
@@ -76,7 +77,7 @@ def held_member(state, key: str, members: list[PodInfo], held, on_offer) -> Refu
     return None
 
 
-def group_over_quota(state, members) -> str:
+def group_over_quota(state: ClusterView, members) -> str:
     """The quota invariant for a group's members still to bind, taken together: why their charges
     would not all fit what pods on nodes really use now, or ""."""
     total, queue = {}, ""
@@ -89,7 +90,7 @@ def group_over_quota(state, members) -> str:
     return state.over_quota(Charge(queue, {}, total)) if total else ""
 
 
-def admit_group(state, key: str, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
+def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
     """Decide for a whole pod group: quota as one workload, a node for every pending member at once
     (offered nodes first), preempting for it if needed (core.preemption.gang)."""
     unit = as_workload(key, pending)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..objects.annotations import GROUP_TOTAL
 from ..objects.pod import PodInfo
+from .view import ClusterView
 
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = GROUP_TOTAL
@@ -39,12 +40,12 @@ def group_of(pod: PodInfo) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
-def pending_members(state, members: list[PodInfo]) -> list[PodInfo]:
+def pending_members(state: ClusterView, members: list[PodInfo]) -> list[PodInfo]:
     """The members still to be placed: not on a node, no node held for them."""
     return [m for m in members if not m.node_name and m.uid not in state.holds]
 
 
-def waiting_members(state, key: str, pod: PodInfo) -> list[PodInfo]:
+def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]:
     """The members of pod's group to admit now, or [] when the group cannot be admitted: its size is
     unknown, not all its members exist, nothing is left to place, or its members name several queues."""
     members = state.members(key)
@@ -54,7 +55,7 @@ def waiting_members(state, key: str, pod: PodInfo) -> list[PodInfo]:
     return pending_members(state, members)
 
 
-def expected_size(state, pod: PodInfo) -> int | None:
+def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
     """How many members the group needs: the total-count annotation, or the PodGroup's minMember."""
     if KUEUE_TOTAL in pod.annotations:
         return pod.group_total

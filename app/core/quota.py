@@ -105,6 +105,14 @@ def remove_usage(node: QuotaNode, fr: FR, value: int, bound: bool = False) -> No
         remove_usage(node.parent, fr, min(value, stored_in_parent), bound)
 
 
+def charge(node: QuotaNode, usage: dict[FR, int], sign: int = 1, bound: bool = False) -> None:
+    """Charge a workload's usage to node (sign -1: release it): the one way usage changes, for the live
+    tree (state/) and for a decision's simulations (core.overlay) alike."""
+    change = add_usage if sign > 0 else remove_usage
+    for fr, v in usage.items():
+        change(node, fr, v, bound)
+
+
 def compute_subtree(node: QuotaNode) -> None:
     """Recompute SubtreeQuota bottom-up: own nominal plus what each child lends."""
     node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}

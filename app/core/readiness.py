@@ -14,6 +14,7 @@ from ..objects.meta import format_time
 from ..objects.pod import PodInfo
 from .decisions import Evict, Requeue
 from .gangs import group_of
+from .view import ClusterView
 
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
 
@@ -104,7 +105,7 @@ def refusal(q: RequeueRecord | None, cfg, now: float, key: str) -> tuple[str, bo
     return "", False
 
 
-def admission_gate(state, pod: PodInfo) -> str:
+def admission_gate(state: ClusterView, pod: PodInfo) -> str:
     """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
     blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
     cfg = state.config.wait_for_pods_ready
@@ -117,7 +118,7 @@ def admission_gate(state, pod: PodInfo) -> str:
     return block_admission(state, pod)
 
 
-def block_admission(state, pod: PodInfo) -> str:
+def block_admission(state: ClusterView, pod: PodInfo) -> str:
     """waitForPodsReady.blockAdmission: why pod waits for another workload to be all Ready, or ""."""
     mine = unit_of(pod)
     unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
@@ -130,7 +131,7 @@ def block_admission(state, pod: PodInfo) -> str:
             "not all Ready; nothing else is admitted meanwhile")
 
 
-def timeouts(state, now: float) -> list[Requeue]:
+def timeouts(state: ClusterView, now: float) -> list[Requeue]:
     """Every workload whose pods were not all Ready in time (or lost readiness for recoveryTimeout): evicted
     whole and requeued with backoff (seed 003). Its members' holds and reservations end with it, before
     anything is written: none of them can bind meanwhile (filter and bind see the backoff)."""

@@ -14,12 +14,13 @@ from .admission import Verdict
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge
 from .preemption import may_preempt, plans, victim_message
+from .view import ClusterView
 
 MAY_NOT_PREEMPT = "MayNotPreempt"       # preemption.mode, preemptionPolicy Never, the preemption delay
 NO_PREEMPTION = "NoPreemption"          # no victim group frees quota and room
 
 
-def queue_heads(state, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:
+def queue_heads(state: ClusterView, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:
     """The head of each ClusterQueue's pending pods, for reclaim: a workload the gate refuses (backing off
     or deactivated under waitForPodsReady, as in Kueue it is out of the queue meanwhile; or every one
     while blockAdmission waits) is not a head, and a head already preempting is skipped."""
@@ -29,7 +30,7 @@ def queue_heads(state, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:
             yield head
 
 
-def flavor_nodes(state, a: Assignment) -> list[str]:
+def flavor_nodes(state: ClusterView, a: Assignment) -> list[str]:
     """The nodes of every flavor the assignment uses (all nodes when a flavor selects none)."""
     nodes = None
     for flavor in set(a.flavors.values()):
@@ -39,7 +40,7 @@ def flavor_nodes(state, a: Assignment) -> list[str]:
     return sorted(state.nodes if nodes is None else nodes)
 
 
-def reclaim(state, pod: PodInfo, verdict: Verdict) -> tuple[Hold, object] | Refuse:
+def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, object] | Refuse:
     """The best node's victim group for pod, as a Hold (with the plan chosen), or why there is none."""
     cq = state.cluster_queues[verdict.cluster_queue]
     why = may_preempt(state, pod, cq, state.clock())
@@ -54,7 +55,7 @@ def reclaim(state, pod: PodInfo, verdict: Verdict) -> tuple[Hold, object] | Refu
     return Hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims), best
 
 
-def victims_left(state, held, group: str = "") -> str:
+def victims_left(state: ClusterView, held, group: str = "") -> str:
     """Why a preemptor (or a member of a preempting group) waits: victims chosen for it still run,
     holding their quota and room until they are gone. "" when none is left."""
     left = held.left(state.pods) if held is not None else None

@@ -61,8 +61,10 @@ def admitted_uids(state, cq_name: str) -> set[str]:
 
 
 def pending_ahead(state, pod, cq_name: str) -> int:
-    """Pending pods ahead of pod in its ClusterQueue's order (within maxQueueScan), itself excluded."""
-    return sum(1 for p in state.pending_pods(cq_name, before=state.order_key(pod)) if p.uid != pod.uid)
+    """Pending pods ahead of pod in its ClusterQueue's order (within maxQueueScan), itself excluded: the order
+    admission uses (state.queue_key: with requeuingStrategy.timestamp Creation a requeued workload keeps its
+    first place)."""
+    return sum(1 for p in state.pending_pods(cq_name, before=state.queue_key(pod)) if p.uid != pod.uid)
 
 
 def workload_counts(state) -> dict[str, tuple[int, int, int]]:

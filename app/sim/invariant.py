@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..core.flavors import quota_usage
 from ..core.quantity import format_quantity
-from ..core.quota import add_usage, over_quota
+from ..core.quota import charge as charge_usage
+from ..core.quota import over_quota
 from ..state.cluster import ClusterState
 from ..state.tree import build_tree
 
@@ -28,8 +29,7 @@ def violations(state: ClusterState, running) -> list[str]:
             usage = charge.usage
         else:
             usage = quota_usage(state.quota_requests(pod), state.infer_flavors(pod, cq))
-        for fr, v in usage.items():
-            add_usage(tree.queues[cq.name], fr, v, bound=True)
+        charge_usage(tree.queues[cq.name], usage, bound=True)
     roots = [n for n in list(tree.queues.values()) + list(tree.cohorts.values()) if n.parent is None]
     return [f"{'Cohort' if node.is_cohort else 'ClusterQueue'} {node.name} flavor {fr[0]}: {fr[1]} "
             f"{format_quantity(used, fr[1])} used > {format_quantity(cap, fr[1])} allowed"

@@ -23,7 +23,8 @@ from ..core.flavors import Charge, quota_usage
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, requeue_key, unit_of
-from ..core.quota import QuotaNode, add_usage, available, remove_usage
+from ..core.quota import QuotaNode, available
+from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
@@ -31,7 +32,7 @@ from ..objects.pod import PodInfo
 from ..objects.podgroup import PodGroup
 from .budgets import Budgets
 from .nodetable import NodeTable
-from .tree import QuotaTree, build_tree
+from .tree import QuotaTree, build_tree, mirror
 
 log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
@@ -119,7 +120,9 @@ class ClusterState:
         self.local_queues: dict[str, LocalQueue] = {}
         self.budgets = Budgets()                        # PodDisruptionBudgets, with the pods they cover
         self.pod_groups: dict[str, PodGroup] = {}       # coscheduling PodGroups by namespace/name
-        self.tree = QuotaTree()
+        self.tree = QuotaTree()                         # live usage: changed by charges only
+        self._decisions = QuotaTree()                   # its mirror, that decisions read and simulate on
+        self._unmirrored: set[str] = set()                 # ClusterQueues whose live usage the mirror lacks
         self.flavor_nodes: dict[str, set[str] | None] = {}
         self.admitted = Admissions()
         self.reservations: dict[str, Reservation] = {}
@@ -175,7 +178,26 @@ class ClusterState:
         return lq, (self.cluster_queues.get(lq.cluster_queue) if lq else None)
 
     def quota_node(self, cq_name: str) -> QuotaNode | None:
-        return self.tree.queues.get(cq_name)
+        """The ClusterQueue's node in the decisions' tree (quota_tree)."""
+        if self._unmirrored:
+            self._refresh()
+        return self._decisions.queues.get(cq_name)
+
+    def quota_tree(self) -> QuotaTree:
+        """The quota tree decisions read: a mirror of the live one, brought up to date here, on which a
+        decision may simulate charges and removals (core.overlay) without touching the live usage."""
+        if self._unmirrored:
+            self._refresh()
+        return self._decisions
+
+    def _refresh(self) -> None:
+        """Copy into the mirror the live usage of the ClusterQueues charged since, and their Cohorts."""
+        for name in self._unmirrored:
+            live, twin = self.tree.queues.get(name), self._decisions.queues.get(name)
+            while live is not None and twin is not None:
+                twin.usage = dict(live.usage)
+                live, twin = live.parent, twin.parent
+        self._unmirrored.clear()
 
     def resolve_priority(self, pod: PodInfo) -> None:
         """Fill priority and preemptionPolicy from the PriorityClass, as the Priority admission plugin does."""
@@ -320,6 +342,7 @@ class ClusterState:
     def _rebuild(self) -> None:
         """Rebuild the tree and flavor node sets, then charge every holder again."""
         self.tree = build_tree(self.cluster_queues, self.cohorts, self.flavors)
+        self._decisions, self._unmirrored = mirror(self.tree), set(self.tree.queues)     # charged again below
         self.membership_generation += 1
         self.flavor_nodes = {}
         for fname, flavor in self.flavors.items():
@@ -605,24 +628,20 @@ class ClusterState:
                     chosen[r] = pick
         return chosen
 
-    def _apply(self, charge: Charge, planned: bool = True, running: bool = True) -> None:
-        """Charge the planning usage (planned) and the running truth (running) of the tree."""
+    def _apply(self, charge: Charge, planned: bool = True, running: bool = True, sign: int = 1) -> None:
+        """Charge the planning usage (planned) and the running truth (running) of the live tree (sign -1:
+        release them); the decisions' mirror is brought up to date when next read."""
         node = self.tree.queues.get(charge.cluster_queue)
-        if node is not None:
-            for fr, v in charge.usage.items():
-                if planned:
-                    add_usage(node, fr, v)
-                if running:
-                    add_usage(node, fr, v, bound=True)
+        if node is None:
+            return
+        if planned:
+            charge_usage(node, charge.usage, sign)
+            self._unmirrored.add(node.name)
+        if running:
+            charge_usage(node, charge.usage, sign, bound=True)
 
     def _release(self, charge: Charge, planned: bool = True, running: bool = True) -> None:
-        node = self.tree.queues.get(charge.cluster_queue)
-        if node is not None:
-            for fr, v in charge.usage.items():
-                if planned:
-                    remove_usage(node, fr, v)
-                if running:
-                    remove_usage(node, fr, v, bound=True)
+        self._apply(charge, planned, running, -1)
 
     def over_quota(self, charge: Charge) -> str:
         """The quota invariant for one charge about to run: why it would take its ClusterQueue or a

@@ -20,6 +20,27 @@ class QuotaTree:
     inactive: dict[str, str] = field(default_factory=dict)   # ClusterQueue -> reason
 
 
+def mirror(tree: QuotaTree) -> QuotaTree:
+    """The decisions' tree: the same shape, quotas and bound usage (shared, read-only to decisions) with a
+    planning usage of its own, which a decision's simulated charges and removals (core.overlay) change
+    without touching the live tree."""
+    twin = QuotaTree(inactive=tree.inactive)
+
+    def copy(node: QuotaNode, parent: QuotaNode | None) -> QuotaNode:
+        new = QuotaNode(node.name, node.is_cohort, parent, [], node.quotas, node.subtree, dict(node.usage),
+                        node.bound)
+        (twin.cohorts if node.is_cohort else twin.queues)[node.name] = new
+        new.children = [copy(child, new) for child in node.children]
+        return new
+
+    for node in list(tree.cohorts.values()) + list(tree.queues.values()):
+        if node.parent is None:
+            copy(node, None)
+    twin.queues = {name: twin.queues[name] for name in tree.queues}      # the live tree's order
+    twin.cohorts = {name: twin.cohorts[name] for name in tree.cohorts}
+    return twin
+
+
 def _limits(groups: list[ResourceGroup]) -> dict:
     return {(fq.name, r): Limits(q.nominal, q.borrowing_limit, q.lending_limit)
             for g in groups for fq in g.flavors for r, q in fq.resources.items()}

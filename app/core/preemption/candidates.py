@@ -7,9 +7,6 @@ takes every borrowing queue of the tree and lets shares decide.
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-
 from ...objects.pod import PodInfo
 from ..gangs import group_of
 from ..hierarchy import Scope, reclaim_scopes
@@ -19,23 +16,10 @@ from .laws import guarantee_protected, inside, opted_out, preemption_fence, same
 from .ordering import admission_key, newer, newest_first, order
 from .removals import borrows_after, is_borrowing
 from .targets import Candidate, Preemptor
+from ..view import ClusterView
 
 
-@contextmanager
-def collector_held():
-    """The collector held off over a candidate search: one over 50,000 pods builds thousands of short-lived
-    objects that reference counting frees, and a full collection in the middle of it would cost more than
-    the search."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
+def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
     """The running pods the preemptor's policies allow it to take and that use a resource it needs,
     in Kueue's candidate order. Runs over tens of thousands of pods: filter before building."""
     pod, cq, prio = pre.pod, pre.cq, pre.pod.priority or 0
@@ -90,14 +74,14 @@ def find_candidates(state, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) 
     return order(found, cq.name)
 
 
-def _reclaim_scopes(state, pre: Preemptor, needs: set[FR]) -> list:
+def _reclaim_scopes(state: ClusterView, pre: Preemptor, needs: set[FR]) -> list:
     """The other queues to reclaim from. Classic preemption walks the Cohort tree up from the preemptor
     (core.hierarchy); fair sharing, as Kueue's findCandidates, takes every borrowing queue of the tree
     and lets shares decide."""
     if not state.config.fair_sharing:
         return reclaim_scopes(pre.node, pre.usage, needs)
     root = pre.node.root()
-    return [Scope(node, None, False) for name, node in state.tree.queues.items()
+    return [Scope(node, None, False) for name, node in state.quota_tree().queues.items()
             if name != pre.cq.name and node.root() is root and is_borrowing(node, needs)]
 
 
@@ -110,7 +94,7 @@ def _classified(pre: Preemptor, c: Candidate, scope) -> Candidate:
     return c
 
 
-def group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set[str],
+def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: str, spent: set[str],
                     preemptor_created: float | None = None) -> Candidate | None:
     """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
     members, their summed quota, the highest member priority against the preemptor's policies."""
@@ -137,7 +121,7 @@ def group_candidate(state, key: str, prio: int, policy, cq_name: str, spent: set
                      admission=latest)
 
 
-def unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
+def unqueued_on(state: ClusterView, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
     """Pods in no queue, of lower priority, on the node: they hold no quota, only room."""
     out, going = [], state.victims() if state.holds else ()
     for uid in state.node_pods.get(node, ()):
@@ -151,7 +135,7 @@ def unqueued_on(state, pre: Preemptor, node: str, spent: set[str] = frozenset())
     return out
 
 
-def still_a_candidate(state, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
+def still_a_candidate(state: ClusterView, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
     """Whether c may still go once the victims virtually removed so far are gone: a pod of another queue
     only while that queue borrows (seed 000 候选者) and, in classic preemption, only as Kueue's candidate
     iterator lets it go given whether the preemptor would then borrow (candidate_is_valid)."""

@@ -9,12 +9,13 @@ from ..quota import FR, QuotaNode
 from .laws import guarantee_protected
 from .removals import Removals, given_back, is_borrowing, quota_fits
 from .targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, Candidate, Preemptor, Target
+from ..view import ClusterView
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
-def share(state, node: QuotaNode, extra=None) -> int:
+def share(state: ClusterView, node: QuotaNode, extra=None) -> int:
     """The node's weighted dominant resource share (with extra usage added if given)."""
     spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
     return dominant_resource_share(node, spec.fair_weight if spec else 1.0, extra)[0]
@@ -47,7 +48,7 @@ def strategy_allows(name: str, preemptor_new: int, target_old: int, target_new: 
     return preemptor_new < target_old
 
 
-def fair_targets(state, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
+def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
     """Kueue's FindFairPreemptionTargets (seed 000 算法概述): while the pod does not fit, take from the
     ClusterQueue with the highest share a workload the first strategy allows; then try the next
     strategy on what was passed over; then minimise backwards."""

@@ -15,6 +15,7 @@ from .budgets import spent_budgets
 from .choose import plans
 from .laws import may_preempt
 from .targets import Plan
+from ..view import ClusterView
 
 
 @dataclass
@@ -28,7 +29,7 @@ class PreemptAnswer:
     plans: list[Plan] = field(default_factory=list)
 
 
-def answer(state, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
+def answer(state: ClusterView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
     """The victims on the nodes kube-scheduler proposed (nodes), per Quotient's rules."""
     mode = state.config.preemption_mode
     if not pod.queue_name or mode == "Priority":

@@ -8,13 +8,14 @@ from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Assignment
 from ..quota import FR
-from .candidates import collector_held, find_candidates
+from .candidates import find_candidates
 from .quota import quota_targets
 from .removals import Removals, borrows_after
 from .targets import Candidate, Preemptor
+from ..view import ClusterView
 
 
-def oracle(state, pod: PodInfo, cq: ClusterQueue):
+def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
     """What the quota half of preemption would find for pod in one flavor. The callable answers
     (possibility, borrowing): NoCandidates (no target set frees the quota, or this pod may not preempt at
     all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all are taken back from the
@@ -27,8 +28,7 @@ def oracle(state, pod: PodInfo, cq: ClusterQueue):
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
         candidates = []
         if not barred:
-            with collector_held():
-                candidates = find_candidates(state, pre, pre.relevant, set())
+            candidates = find_candidates(state, pre, pre.relevant, set())
             simulate.searched[search_key(pre)] = (state.generation, candidates)
         targets = quota_targets(state, pre, candidates) if candidates else None
         if not targets:
@@ -49,7 +49,7 @@ def search_key(pre: Preemptor) -> tuple:
     return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
 
 
-def searched_before(state, assignment: Assignment, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
     """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
     (the same decision, a moment before): the search over every running pod is made once, not twice. The
     oracle does not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked

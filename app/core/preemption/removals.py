@@ -1,33 +1,23 @@
-"""Virtual removal of candidates from the quota tree, always taken back: how a preemption search asks
-"would the preemptor fit if these were gone"."""
+"""Virtual removal of candidates (core.overlay), always taken back: how a preemption search asks "would the
+preemptor fit if these were gone"."""
 from __future__ import annotations
 
-from ..quota import FR, QuotaNode, add_usage, available, borrowing, remove_usage
+from ..overlay import Overlay
+from ..quota import FR, QuotaNode, available, borrowing
 
 
-class Removals:
-    """Candidates virtually removed from the quota tree; undo() puts every one back."""
-
-    def __init__(self, state):
-        self.state, self.done = state, []
+class Removals(Overlay):
+    """Candidates virtually removed from the decisions' quota tree; undo() puts every one back."""
 
     def remove(self, c) -> None:
-        node = self.state.quota_node(c.cluster_queue)
-        if node is not None:
-            for fr, v in c.usage.items():
-                remove_usage(node, fr, v)
-        self.done.append(c)
+        self.charge(c, c.cluster_queue, c.usage, -1)
 
     def restore(self, c) -> None:
-        node = self.state.quota_node(c.cluster_queue)
-        if node is not None:
-            for fr, v in c.usage.items():
-                add_usage(node, fr, v)
-        self.done.remove(c)
+        self.take_back(c)
 
-    def undo(self) -> None:
-        for c in list(reversed(self.done)):
-            self.restore(c)
+    @property
+    def done(self):
+        return self.applied
 
 
 def quota_fits(pre, allow_borrowing: bool) -> bool:

@@ -1,0 +1,30 @@
+"""The ClusterQueue .status Quotient publishes, so `kubectl get clusterqueues` is truthful: flavorsUsage
+(total and borrowed), pending, reserving and admitted workloads, and the fair-sharing share."""
+from __future__ import annotations
+
+from ..core.fairsharing import dominant_resource_share
+from .views import workload_counts
+
+
+def _amount(resource: str, value: int) -> str:
+    return f"{value}m" if resource == "cpu" else str(value)
+
+
+def cluster_queue_statuses(state) -> dict[str, dict]:
+    """ClusterQueue name -> the body of its status patch, from the live quota tree."""
+    counts, out = workload_counts(state), {}
+    for name, cq in state.cluster_queues.items():
+        node = state.tree.queues.get(name)
+        if node is None:
+            continue
+        usage: dict[str, list] = {}
+        for (flavor, resource), amount in node.usage.items():
+            borrowed = max(0, amount - node.subtree.get((flavor, resource), 0))
+            usage.setdefault(flavor, []).append({"name": resource, "total": _amount(resource, amount),
+                                                 "borrowed": _amount(resource, borrowed)})
+        pending, reserving, admitted = counts[name]
+        share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
+        out[name] = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
+                                "admittedWorkloads": admitted, "pendingWorkloads": pending,
+                                "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
+    return out
