@@ -25,7 +25,7 @@ from .core.decisions import Evict, Refuse
 from .core.flavors import Charge
 from .core.gangs import group_of
 from .core.placement import pack_scores, shortfall
-from .journal import Journal
+from .journal import BindRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .refusals import QUOTA_RULES, Refusal, Refusals, retry_cause, retry_message
@@ -43,7 +43,7 @@ class Extender:
         self.writer = writer
         self.journal = journal or Journal()
         self.offered = OfferedNodeCache(skip=state.skip)
-        self.actions = Actions(lambda: self.writer, self._record, state.clock)
+        self.actions = Actions(lambda: self.writer, self._journal, state.clock)
         self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._planned: list[Evict] | None = None      # a reconcile's evictions, while it plans
@@ -69,9 +69,8 @@ class Extender:
         self.state.learn_pod(pod)
         return pod
 
-    def _record(self, verb: str, pod: PodInfo, outcome: str, reason: str = "", **extra) -> None:
-        self.journal.record({"time": self.state.clock(), "verb": verb, "pod": pod.key,
-                             "outcome": outcome, "reason": reason, **extra})
+    def _journal(self, record: Record) -> None:
+        self.journal.record(record.entry(self.state.clock()))
 
     def _repeats(self, pod: PodInfo, verb: str, outcome: str, reason: str, queue: str) -> bool:
         """The pod's newest decision by verb is this one already. Every reconcile looks again at each
@@ -135,7 +134,7 @@ class Extender:
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
             gate = self._ready_gate(pod)
             if gate:
-                self._record("filter", pod, "PodsReadyGate", gate, resolvable=False)
+                self._journal(FilterRecord(pod=pod.key, outcome="PodsReadyGate", reason=gate, resolvable=False))
                 return self._refuse(pod, "PodsReadyGate", gate, nodes, offered)
         if group_of(pod) and pod.queue_name:
             return self._filter_member(pod, offered, nodes)
@@ -158,13 +157,15 @@ class Extender:
         if not verdict.admit and may_reclaim(verdict):
             started = self._reclaim(pod, verdict)
             if started:
-                self._record("filter", pod, "Preempting", started, queue=verdict.cluster_queue, resolvable=False,
-                             offered=len(offered.names), tried=list(verdict.assignment.reasons))
+                self._journal(FilterRecord(pod=pod.key, outcome="Preempting", reason=started,
+                                           queue=verdict.cluster_queue, resolvable=False, offered=len(offered.names),
+                                           tried=list(verdict.assignment.reasons)))
                 return self._refuse(pod, "Preempting", started, nodes, offered)
         if not verdict.admit:
-            self._record("filter", pod, verdict.rule, verdict.reason, queue=verdict.cluster_queue,
-                         resolvable=verdict.resolvable, offered=len(offered.names),
-                         tried=list(verdict.assignment.reasons) if verdict.assignment else [])
+            self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason=verdict.reason,
+                                       queue=verdict.cluster_queue, resolvable=verdict.resolvable,
+                                       offered=len(offered.names),
+                                       tried=list(verdict.assignment.reasons) if verdict.assignment else []))
             return self._refuse(pod, verdict.rule, verdict.reason, nodes, offered, verdict.cluster_queue,
                                 verdict.resolvable, verdict.assignment)
         flavor_names = frozenset(flavors.values())
@@ -173,7 +174,8 @@ class Extender:
             reason = (f"none of the {len(offered.names)} nodes offered belongs to flavor(s) "
                       f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
                       "cluster (set percentageOfNodesToScore: 100)")
-            self._record("filter", pod, "NoFlavorNodes", reason, queue=verdict.cluster_queue)
+            self._journal(FilterRecord(pod=pod.key, outcome="NoFlavorNodes", reason=reason,
+                                       queue=verdict.cluster_queue))
             return self._refuse(pod, "NoFlavorNodes", reason, nodes, offered)
         if held is not None and held.node in passing and len(passing) > 1:
             passing, encoded = [held.node], orjson.dumps([held.node])     # the room kept for it
@@ -188,13 +190,15 @@ class Extender:
             over = state.over_quota(charge)
             if over:       # the plan counts victims as gone, the quota still holds them
                 reason = reclaim.still_running(over)
-                self._record("filter", pod, "VictimsStillRunning", reason, queue=verdict.cluster_queue)
+                self._journal(FilterRecord(pod=pod.key, outcome="VictimsStillRunning", reason=reason,
+                                           queue=verdict.cluster_queue))
                 return self._refuse(pod, "VictimsStillRunning", reason, nodes, offered)
             state.reserve(pod.uid, charge)
-        self._record("filter", pod, verdict.rule, "", queue=verdict.cluster_queue, flavors=dict(flavors),
-                     offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
-                     borrowing=bool(verdict.assignment and verdict.assignment.borrowing),
-                     tried=list(verdict.assignment.reasons) if verdict.assignment else [])
+        self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue,
+                                   flavors=dict(flavors), offered=len(offered.names), nodes=len(passing),
+                                   outside_flavor=len(offered.names) - len(passing),
+                                   borrowing=bool(verdict.assignment and verdict.assignment.borrowing),
+                                   tried=list(verdict.assignment.reasons) if verdict.assignment else []))
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
         self.refusals.passed(pod.uid, self.state.clock())
@@ -213,7 +217,8 @@ class Extender:
         state, key = self.state, group_of(pod)
 
         def refuse(r: Refuse) -> bytes:
-            self._record("filter", pod, r.rule, r.reason, queue=r.cluster_queue, group=key)
+            self._journal(FilterRecord(pod=pod.key, outcome=r.rule, reason=r.reason, queue=r.cluster_queue,
+                                       group=key))
             return self._refuse(pod, r.rule, r.reason, nodes, offered, r.cluster_queue or None)
 
         def passes(node: str) -> bytes:
@@ -238,7 +243,7 @@ class Extender:
             refusal = gang_admission.held_member(state, key, members, held, offered.names)
             if refusal is not None:
                 return refuse(refusal)
-            self._record("filter", pod, "GroupReserved", "", group=key, node=held.node)
+            self._journal(FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=key, node=held.node))
             return passes(held.node)
         decision = self._admit_group(pod, key, gangs.pending_members(state, members), set(offered.names))
         if isinstance(decision, Refuse):
@@ -256,17 +261,18 @@ class Extender:
         victims = decision.victims
         if victims:
             shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
-            self._record("reclaim", pod, "Preempting", shown, queue=decision.cluster_queue, group=key,
-                         reasons=sorted({r for r, _ in victims.values()}),
-                         victims={"(group)": sorted(state.pods[u].key for u in victims)})
+            self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown,
+                                        queue=decision.cluster_queue, group=key,
+                                        reasons=sorted({r for r, _ in victims.values()}),
+                                        victims={"(group)": sorted(state.pods[u].key for u in victims)}))
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
         for h in decision.holds:
             held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
         if victims:
             self._issue(self._evictions(pod.uid, held))
-        self._record("filter", pod, "GroupAdmitted", "", queue=decision.cluster_queue, group=key,
-                     flavors=dict(decision.assignment.flavors),
-                     placement={state.pods[h.preemptor].key: h.node for h in decision.holds})
+        self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
+                                   group=key, flavors=dict(decision.assignment.flavors),
+                                   placement={state.pods[h.preemptor].key: h.node for h in decision.holds}))
         return decision.answer(pod, on_offer) or decision
 
     # ---- prioritize ----------------------------------------------------------
@@ -300,16 +306,18 @@ class Extender:
             verdict.reason += f"; no preemption: {decision.reason}"
             if decision.rule == reclaim.NO_PREEMPTION and not self._repeats(
                     pod, "reclaim", "NoPreemption", decision.reason, decision.cluster_queue):
-                self._record("reclaim", pod, "NoPreemption", decision.reason, queue=decision.cluster_queue)
+                self._journal(ReclaimRecord(pod=pod.key, outcome="NoPreemption", reason=decision.reason,
+                                            queue=decision.cluster_queue))
             return ""
         h, best = decision
         held = self.state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims)
         self._issue(self._evictions(pod.uid, held))
         chosen = best.victims()
         shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
-        self._record("reclaim", pod, "Preempting", shown, queue=h.charge.cluster_queue, node=best.node,
-                     victims={best.node: [m.key for _, m in chosen]},
-                     reasons=[t.reason for t in best.targets], why_not=dict(list(best.others.items())[:20]))
+        self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown, queue=h.charge.cluster_queue,
+                                    node=best.node, victims={best.node: [m.key for _, m in chosen]},
+                                    reasons=[t.reason for t in best.targets],
+                                    why_not=dict(list(best.others.items())[:20])))
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
     def preempt(self, raw: bytes) -> bytes:
@@ -325,11 +333,12 @@ class Extender:
             r = decision.reserve
             state.reserve(r.uid, r.charge, r.timeout)
         found = decision.plans
-        self._record("preempt", pod, "Preempting" if decision.victims else "NoPreemption", decision.why,
-                     queue=decision.cluster_queue, candidates=sorted(args.victims),
-                     victims={p.node: [m.key for _, m in p.victims()] for p in found},
-                     reasons=sorted({t.reason for p in found for t in p.targets}),
-                     why_not=dict(list(found[0].others.items())[:20]) if found else {})
+        self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
+                                    reason=decision.why, queue=decision.cluster_queue,
+                                    candidates=sorted(args.victims),
+                                    victims={p.node: [m.key for _, m in p.victims()] for p in found},
+                                    reasons=sorted({t.reason for p in found for t in p.targets}),
+                                    why_not=dict(list(found[0].others.items())[:20]) if found else {}))
         return wire.encode_preemption(decision.victims, decision.violations)
 
     # ---- bind ------------------------------------------------------------------
@@ -386,12 +395,12 @@ class Extender:
             return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
         charge, refusal = self.check_binding(pod, args.node)
         if refusal:
-            self._record("bind", pod, "Refused", refusal)
+            self._journal(BindRecord(pod=pod.key, outcome="Refused", reason=refusal))
             return wire.encode_binding(refusal)
         refusal = state.commit_binding(pod.uid, args.node, charge)
         if refusal:
             refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
-            self._record("bind", pod, "QuotaInvariant", refusal)
+            self._journal(BindRecord(pod=pod.key, outcome="QuotaInvariant", reason=refusal))
             return wire.encode_binding(refusal)
         done = self._binding[pod.uid] = asyncio.Event()
         try:
@@ -400,14 +409,14 @@ class Extender:
             if not isinstance(e, WriteError):
                 log.warning("binding %s to %s: %s: %s", pod.key, args.node, type(e).__name__, e)
             if state.undo_binding(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
-                self._record("bind", pod, "WriteFailed", str(e))
+                self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
                 return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
             log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, args.node)
         finally:
             del self._binding[pod.uid]
             done.set()
-        self._record("bind", pod, "Bound", "", node=args.node,
-                     queue=charge.cluster_queue if charge else "")
+        self._journal(BindRecord(pod=pod.key, outcome="Bound", reason="", node=args.node,
+                                 queue=charge.cluster_queue if charge else ""))
         return wire.encode_binding()
 
     # ---- decisions nobody asks for -------------------------------------------------

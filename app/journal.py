@@ -3,9 +3,84 @@ for /debug/pods, and listeners (metrics, logs) told of each one as it is made.""
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from dataclasses import dataclass, fields
 from typing import Callable
 
 Entry = dict   # {"time", "verb", "pod", "outcome", "reason", "queue", ...}: plain JSON-able values
+
+
+@dataclass(slots=True, kw_only=True)
+class Record:
+    """One decision about one pod (namespace/name); entry() is its journal form, unset fields left out."""
+    pod: str
+    outcome: str
+    reason: str = ""
+    queue: str | None = None
+
+    verb = ""
+
+    def entry(self, time: float) -> Entry:
+        out: Entry = {"time": time, "verb": self.verb, "pod": self.pod, "outcome": self.outcome, "reason": self.reason}
+        for f in fields(self)[3:]:
+            value = getattr(self, f.name)
+            if value is not None and f.name != "verb":
+                out[f.name] = value
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class FilterRecord(Record):
+    """filter: the pod passed (outcome: the admission rule) or why not; the nodes offered and kept."""
+    verb = "filter"
+    resolvable: bool | None = None          # kube-scheduler's preemption may help
+    offered: int | None = None
+    nodes: int | None = None
+    outside_flavor: int | None = None
+    flavors: dict | None = None
+    borrowing: bool | None = None
+    tried: list | None = None               # the flavor assigner's reasons per flavor tried
+    group: str | None = None
+    node: str | None = None
+    placement: dict | None = None           # a pod group's members -> nodes
+
+
+@dataclass(slots=True, kw_only=True)
+class PreemptRecord(Record):
+    """preempt: kube-scheduler's proposed nodes and the victims Quotient's rules allow on each."""
+    verb = "preempt"
+    candidates: list | None = None
+    victims: dict | None = None
+    reasons: list | None = None
+    why_not: dict | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ReclaimRecord(Record):
+    """reclaim: victims Quotient chose itself (for a pod, or a pod group whole), or why none."""
+    verb = "reclaim"
+    node: str | None = None
+    group: str | None = None
+    victims: dict | None = None
+    reasons: list | None = None
+    why_not: dict | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class BindRecord(Record):
+    """bind: the pod bound to node, or why not."""
+    verb = "bind"
+    node: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class EvictionRecord(Record):
+    """An eviction written (or failed): verb is the decision it came from (reclaim, ready, drain)."""
+    verb: str
+    reasons: list | None = None
+    preemptor: str | None = None
+    workload: str | None = None
+    requeues: int | None = None
+    deactivated: bool | None = None
 
 
 class Journal:

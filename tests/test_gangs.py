@@ -443,7 +443,7 @@ def test_as_workload_sums_requests_and_takes_the_highest_priority(kit):
     assert all(m.requests["pods"] == 1 for m in members)       # the members are not changed
 
 
-# ---- known bugs: strict xfail, each reported with its reproduction; remove the marker with the fix ---------------
+# ---- bugs found and fixed, each with its reproduction ---------------------------------------------------------------
 
 async def test_fixed_group_with_queue_mismatch_keeps_quota_from_pods_behind(kit, load_extender, api):
     """Issue: a member naming another queue is an error; a group that cannot be admitted holds no quota. With

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..core.decisions import Evict
+from ..journal import EvictionRecord
 from .writer import WriteError
 
 log = logging.getLogger("quotient.act")
@@ -34,9 +35,10 @@ class Failure:
 class Actions:
     """The single executor of evictions: at most one in flight per pod, failures backed off."""
 
-    def __init__(self, writer: Callable[[], object], record: Callable[..., None], clock: Callable[[], float]):
+    def __init__(self, writer: Callable[[], object], journal: Callable[[EvictionRecord], None],
+                 clock: Callable[[], float]):
         self._writer = writer
-        self._record = record
+        self._journal = journal
         self.clock = clock
         self.in_flight: set[str] = set()
         self.failed: dict[str, Failure] = {}
@@ -116,7 +118,8 @@ class Actions:
             self.in_flight.discard(pod.uid)
         self.failed.pop(pod.uid, None)
         self.done[pod.uid] = self.clock()
-        self._record(intent.verb, pod, intent.outcome, intent.message, reasons=[intent.reason], **intent.record)
+        self._journal(EvictionRecord(verb=intent.verb, pod=pod.key, outcome=intent.outcome, reason=intent.message,
+                                     reasons=[intent.reason], **intent.record))
         return True
 
     def prune(self, pods: dict) -> None:
