@@ -1,9 +1,11 @@
 """The four extender verbs, from wire bytes to wire bytes, over one ClusterState.
 
-Each verb decodes, asks core/ for a decision, commits it to the state, and
-encodes; none awaits in the middle of a decision, so each sees a consistent
-state. bind charges quota before it writes and takes the charge back if the
-write fails, so two pods can never both hold the last unit of quota.
+Each verb decodes, asks core/ for decisions (typed: core.decisions), commits them to the state,
+hands the writes to act/, journals one record of its own type, and encodes. Deciding and committing
+run without an await between them, so a decision is made and applied on one consistent state; the
+only awaits are before deciding (bind waits for another bind of the same pod) and after committing
+(act/'s writes). bind charges quota before it writes and takes the charge back if the write fails, so
+two pods can never both hold the last unit of quota.
 """
 from __future__ import annotations
 
@@ -18,13 +20,13 @@ from .act.intents import Actions
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core import gang_admission, gangs, preemption, readiness, reclaim
-from .core.preemption import kube_preempt
+from .core import binding, gang_admission, gangs, preemption, readiness, reclaim
 from .core.admission import Verdict, decide, drained, may_reclaim
 from .core.decisions import Evict, Refuse
 from .core.flavors import Charge
 from .core.gangs import group_of
-from .core.placement import pack_scores, shortfall
+from .core.placement import pack_scores
+from .core.preemption import kube_preempt
 from .journal import BindRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -288,14 +290,9 @@ class Extender:
 
     # ---- preemption ------------------------------------------------------------------
     def _outside_holds(self, pod: PodInfo, passing: list[str], encoded: bytes) -> tuple[list[str], bytes]:
-        """Drop the nodes where the pod would take room held for a preemptor."""
-        state = self.state
-        held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
-        if held_nodes.isdisjoint(passing):
-            return passing, encoded
-        room = state.rooms(pod.uid)
-        kept = [n for n in passing if n not in held_nodes or not shortfall(pod.requests, room(n))]
-        return kept, orjson.dumps(kept)
+        """Drop the nodes where the pod would take room held for a preemptor (core.reclaim.outside_holds)."""
+        kept = reclaim.outside_holds(self.state, pod, passing)
+        return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
 
     def _reclaim(self, pod: PodInfo, verdict: Verdict) -> str:
         """Self-driven reclaim (core.reclaim), committed: the hold taken, the victims' evictions issued.
@@ -343,35 +340,21 @@ class Extender:
 
     # ---- bind ------------------------------------------------------------------
     def check_binding(self, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
-        """The charge a binding takes, re-checked now; (None, reason) when it must be refused."""
+        """The charge a binding takes, re-checked now (core.binding); (None, reason) when it must be refused.
+        A reservation that does not cover node is given back before admission is decided again."""
         state = self.state
         state.expire_reservations()
-        if node not in state.nodes:
-            return None, f"node {node} is not known to Quotient"
-        if state.holds and any(h.node == node for u, h in state.holds.items() if u != pod.uid):
-            short = shortfall(pod.requests, state.room(node, pod.uid))
-            if short:
-                return None, (f"node {node}: {short.lower()} once the room held there for other pods "
-                              "(preemptors, pod group members) is counted")
-        held = state.reservations.get(pod.uid)
-        if held is not None:
-            outside = sorted(f for f in set(held.charge.flavors.values()) if not state.node_in_flavor(node, f))
-            if not outside:
-                return held.charge, ""
+        why = binding.room_refusal(state, pod, node)
+        if why:
+            return None, why
+        kept = binding.reserved_charge(state, pod, node)
+        if kept is not None:
+            return kept, ""
         state.drop_reservation(pod.uid)
         gate = self._ready_gate(pod) if pod.queue_name else ""
         if gate:             # e.g. its workload timed out after filter passed it, and backs off now
             return None, gate
-        verdict = decide(state, pod, lambda flavor: state.node_in_flavor(node, flavor))
-        if not verdict.managed:
-            return None, ""
-        if not verdict.admit:
-            return None, f"quota no longer fits at bind: {verdict.reason}"
-        a = verdict.assignment
-        outside = [f for f in set(a.flavors.values()) if not state.node_in_flavor(node, f)]
-        if outside:
-            return None, f"node {node} is not in flavor {', '.join(sorted(outside))}"
-        return Charge(verdict.cluster_queue, a.flavors, a.usage), ""
+        return binding.charge_at_bind(state, pod, node)
 
     async def bind(self, raw: bytes) -> bytes:
         """Decide (check, then commit the charge: the pod is assumed bound), write the Binding, and take

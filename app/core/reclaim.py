@@ -13,6 +13,7 @@ from ..objects.pod import PodInfo
 from .admission import Verdict
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge
+from .placement import shortfall
 from .preemption import may_preempt, plans, victim_message
 from .view import ClusterView
 
@@ -53,6 +54,16 @@ def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, o
     best = found[0]
     victims = {m.uid: (reason, victim_message(reason, pod)) for reason, m in best.victims()}
     return Hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims), best
+
+
+def outside_holds(state: ClusterView, pod: PodInfo, nodes: list[str]) -> list[str]:
+    """The nodes where pod fits without taking room held for another preemptor or pod group member (YuniKorn's
+    node reservation); nodes itself when no hold is on any of them."""
+    held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
+    if held_nodes.isdisjoint(nodes):
+        return nodes
+    room = state.rooms(pod.uid)
+    return [n for n in nodes if n not in held_nodes or not shortfall(pod.requests, room(n))]
 
 
 def victims_left(state: ClusterView, held, group: str = "") -> str:

@@ -1,0 +1,45 @@
+"""bind, re-checked: the charge a binding takes now, or why it is refused. kube-scheduler binds after filter
+passed the pod, but the cluster may have moved since (quota taken, room held for a preemptor, a flavor's
+nodes changed), and the quota invariant is checked on the charge at commit (state.commit_binding)."""
+from __future__ import annotations
+
+from ..objects.pod import PodInfo
+from .admission import decide
+from .flavors import Charge
+from .placement import shortfall
+from .view import ClusterView
+
+
+def room_refusal(state: ClusterView, pod: PodInfo, node: str) -> str:
+    """Why pod may not bind to node whatever its quota: an unknown node, or room held there for others."""
+    if node not in state.nodes:
+        return f"node {node} is not known to Quotient"
+    if state.holds and any(h.node == node for u, h in state.holds.items() if u != pod.uid):
+        short = shortfall(pod.requests, state.room(node, pod.uid))
+        if short:
+            return (f"node {node}: {short.lower()} once the room held there for other pods "
+                    "(preemptors, pod group members) is counted")
+    return ""
+
+
+def reserved_charge(state: ClusterView, pod: PodInfo, node: str) -> Charge | None:
+    """The charge filter reserved for pod, when every flavor of it covers node (None: decide anew)."""
+    held = state.reservations.get(pod.uid)
+    if held is not None and all(state.node_in_flavor(node, f) for f in set(held.charge.flavors.values())):
+        return held.charge
+    return None
+
+
+def charge_at_bind(state: ClusterView, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
+    """Admission decided again for pod on node (its reservation, if any, already given back): the charge,
+    (None, "") for a pod Quotient does not manage, or (None, why) when it no longer fits."""
+    verdict = decide(state, pod, lambda flavor: state.node_in_flavor(node, flavor))
+    if not verdict.managed:
+        return None, ""
+    if not verdict.admit:
+        return None, f"quota no longer fits at bind: {verdict.reason}"
+    a = verdict.assignment
+    outside = [f for f in set(a.flavors.values()) if not state.node_in_flavor(node, f)]
+    if outside:
+        return None, f"node {node} is not in flavor {', '.join(sorted(outside))}"
+    return Charge(verdict.cluster_queue, a.flavors, a.usage), ""
