@@ -73,7 +73,8 @@ def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -
 
 
 def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
-    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic."""
+    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the ClusterQueue exists and
+    is active, its stopPolicy is None, and its namespaceSelector selects the pod's namespace."""
     if not pod.queue_name:
         if state.config.manage_jobs_without_queue_name:
             return None, _refuse("NoQueueName", f"pod has no {QUEUE_LABEL} label and "

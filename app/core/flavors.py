@@ -221,8 +221,10 @@ def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_
 
 
 def _try_next_flavor(option: _Option, cq: ClusterQueue, oracle: Oracle | None) -> bool:
-    """Kueue's shouldTryNextFlavor: stop at a flavor flavorFungibility says is good enough; a flavor
-    that needs preemption is never good enough when preemption there would find no candidates."""
+    """Kueue's shouldTryNextFlavor: stop at a flavor flavorFungibility says is good enough (whenCanPreempt:
+    TryNextFlavor moves on from a flavor that needs preemption, whenCanBorrow: TryNextFlavor from one that
+    borrows); a flavor that needs preemption is never good enough when preemption there would find no
+    candidates."""
     if option.mode == PREEMPT and cq.when_can_preempt == TRY_NEXT_FLAVOR:
         return True
     possibility, borrow = option.granular(oracle)

@@ -56,7 +56,8 @@ def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]
 
 
 def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
-    """How many members the group needs: the total-count annotation, or the PodGroup's minMember."""
+    """How many members the group needs: Kueue's pod-group-total-count annotation, or the coscheduling
+    PodGroup's minMember (both decoded once, objects/)."""
     if KUEUE_TOTAL in pod.annotations:
         return pod.group_total
     if pod.labels.get(COSCHEDULING_GROUP):

@@ -105,6 +105,17 @@ def refusal(q: RequeueRecord | None, cfg, now: float, key: str) -> tuple[str, bo
     return "", False
 
 
+def queue_order(pod: PodInfo, record: RequeueRecord | None, cfg) -> tuple:
+    """The pod's place in its ClusterQueue (BestEffortFIFO and StrictFIFO alike): priority high first, then
+    its queue time, then its name. The queue time is its creationTimestamp; a workload requeued after a
+    PodsReadyTimeout is a new pod created at the eviction, so with requeuingStrategy.timestamp Eviction (the
+    default) it goes behind, and with Creation it keeps its workload's original place (seed 003)."""
+    created = pod.created or 0.0
+    if cfg is not None and cfg.timestamp == "Creation" and record is not None and record.first_created is not None:
+        created = record.first_created
+    return (-(pod.priority or 0), created, pod.key)
+
+
 def admission_gate(state: ClusterView, pod: PodInfo) -> str:
     """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
     blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""

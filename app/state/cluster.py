@@ -22,7 +22,7 @@ from ..config import Configuration
 from ..core.flavors import Charge, quota_usage
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
-from ..core.readiness import Readiness, RequeueRecord, requeue_key, unit_of
+from ..core.readiness import Readiness, RequeueRecord, queue_order, requeue_key, unit_of
 from ..core.quota import QuotaNode, available
 from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
@@ -410,15 +410,9 @@ class ClusterState:
         return self.members(unit)
 
     def queue_key(self, pod: PodInfo) -> tuple:
-        """The pod's place in its ClusterQueue: order_key, except that with waitForPodsReady's
-        requeuingStrategy.timestamp Creation a requeued workload keeps its original place."""
-        key = self.order_key(pod)
+        """The pod's place in its ClusterQueue (core.readiness.queue_order, requeuingStrategy included)."""
         cfg = self.config.wait_for_pods_ready
-        if cfg is not None and cfg.timestamp == "Creation":
-            q = self.requeues.get(requeue_key(pod))
-            if q is not None and q.first_created is not None:
-                key = (key[0], q.first_created, key[2])
-        return key
+        return queue_order(pod, self.requeues.get(requeue_key(pod)) if cfg is not None else None, cfg)
 
     def forget_stale_requeue(self, pod: PodInfo) -> None:
         """A new controller that reuses a requeued workload's name starts afresh: its predecessor's
@@ -662,8 +656,8 @@ class ClusterState:
     # ---- pending index ------------------------------------------------------
     @staticmethod
     def order_key(pod: PodInfo) -> tuple:
-        """Queue order: priority high first, then creation time, then name."""
-        return (-(pod.priority or 0), pod.created or 0.0, pod.key)
+        """Queue order by the pod alone: priority high first, then creation time, then name."""
+        return queue_order(pod, None, None)
 
     def _index_pending(self, pod: PodInfo) -> None:
         if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name:

@@ -20,8 +20,10 @@ from ..view import ClusterView
 
 
 def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
-    """The running pods the preemptor's policies allow it to take and that use a resource it needs,
-    in Kueue's candidate order. Runs over tens of thousands of pods: filter before building."""
+    """The running pods the preemptor's policies allow it to take and that use a resource it needs, in Kueue's
+    candidate order: withinClusterQueue (LowerPriority, or LowerOrNewerEqualPriority) in its own queue, and
+    reclaimWithinCohort (LowerPriority, or Any) in the others of its Cohort tree, never out of a preemption
+    fence. Runs over tens of thousands of pods: filter before building."""
     pod, cq, prio = pre.pod, pre.cq, pre.pod.priority or 0
     policy = cq.preemption
     found: list[Candidate] = []

@@ -16,11 +16,11 @@ from ..view import ClusterView
 
 
 def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
-    """What the quota half of preemption would find for pod in one flavor. The callable answers
-    (possibility, borrowing): NoCandidates (no target set frees the quota, or this pod may not preempt at
-    all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all are taken back from the
-    cohort), and whether the pod would borrow once those targets are gone. It leaves the state as it
-    found it."""
+    """Kueue's PreemptionOracle.SimulatePreemption: what the quota half of preemption would find for pod in one
+    flavor. The callable answers (possibility, borrowing): NoCandidates (no target set frees the quota, or
+    this pod may not preempt at all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all
+    are taken back from the cohort), and whether the pod would borrow once those targets are gone. It
+    simulates on the decisions' tree (core.overlay) and takes everything back."""
     barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
 
     def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
