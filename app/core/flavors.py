@@ -65,6 +65,25 @@ def quota_usage(requests: dict[str, int], flavors: dict[str, str]) -> dict[FR, i
     return {(flavors[r], r): v for r, v in requests.items() if r in flavors}
 
 
+def running_flavors(cq: ClusterQueue, requests: dict[str, int], node: str | None,
+                    node_in_flavor: Callable[[str, str], bool]) -> dict[str, str]:
+    """The flavors of a pod Quotient did not admit, found running on node (None: unknown node): per resource
+    group it uses, the first flavor whose nodes include node, else the group's first flavor."""
+    chosen: dict[str, str] = {}
+    for group in cq.resource_groups:
+        if not any(r in requests for r in group.covered):
+            continue
+        pick = group.flavors[0].name
+        for fq in group.flavors:
+            if node is not None and node_in_flavor(node, fq.name):
+                pick = fq.name
+                break
+        for r in group.covered:
+            if r in requests:
+                chosen[r] = pick
+    return chosen
+
+
 def _shortfall(cq: ClusterQueue, node: QuotaNode, fr: FR, need: int) -> str:
     flavor, resource = fr
     fmt = lambda v: format_quantity(v, resource)  # noqa: E731

@@ -38,6 +38,10 @@ class ResourceFlavor:
     node_taints: list[dict] = field(default_factory=list)
     tolerations: list[dict] = field(default_factory=list)
 
+    def selects(self, node_labels: dict[str, str]) -> bool:
+        """A node is the flavor's when it has every one of the flavor's nodeLabels."""
+        return all(node_labels.get(k) == v for k, v in self.node_labels.items())
+
 
 @dataclass(slots=True)
 class Quota:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from ..config import Configuration
-from ..core.flavors import Charge, quota_usage
+from ..core.flavors import Charge, quota_usage, running_flavors
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, queue_order, requeue_key, unit_of
@@ -260,7 +260,7 @@ class ClusterState:
             members = self.flavor_nodes.get(fname)
             if members is None:
                 continue
-            if all(node.labels.get(k) == v for k, v in flavor.node_labels.items()):
+            if flavor.selects(node.labels):
                 members.add(node.name)
             else:
                 members.discard(node.name)
@@ -349,9 +349,7 @@ class ClusterState:
             if not flavor.node_labels:
                 self.flavor_nodes[fname] = None
                 continue
-            items = flavor.node_labels.items()
-            self.flavor_nodes[fname] = {n.name for n in self.nodes.values()
-                                        if all(n.labels.get(k) == v for k, v in items)}
+            self.flavor_nodes[fname] = {n.name for n in self.nodes.values() if flavor.selects(n.labels)}
         admitted, self.admitted = self.admitted, Admissions()
         reservations, self.reservations = self.reservations, {}
         self.pending, self._pending_of = {}, {}
@@ -604,23 +602,12 @@ class ClusterState:
         return node is not None and all(fr in node.quotas for fr in charge.usage)
 
     def infer_flavors(self, pod: PodInfo, cq: ClusterQueue) -> dict[str, str]:
-        """Flavors of a pod found running: the first flavor of each group whose nodeLabels its node has."""
+        """Flavors of a pod found running (core.flavors.running_flavors); a flavor that does not exist has no node."""
+        def known_and_holds(node: str, flavor: str) -> bool:
+            members = self.flavor_nodes.get(flavor, ())
+            return members is None or node in members
         node = pod.node_name if pod.node_name in self.nodes else None
-        chosen: dict[str, str] = {}
-        requests = self.quota_requests(pod)
-        for group in cq.resource_groups:
-            if not any(r in requests for r in group.covered):
-                continue
-            pick = group.flavors[0].name
-            for fq in group.flavors:
-                members = self.flavor_nodes.get(fq.name, ())
-                if node is not None and (members is None or node in members):
-                    pick = fq.name
-                    break
-            for r in group.covered:
-                if r in requests:
-                    chosen[r] = pick
-        return chosen
+        return running_flavors(cq, self.quota_requests(pod), node, known_and_holds)
 
     def _apply(self, charge: Charge, planned: bool = True, running: bool = True, sign: int = 1) -> None:
         """Charge the planning usage (planned) and the running truth (running) of the live tree (sign -1:
