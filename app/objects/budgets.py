@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.selectors import Selector, decode_selector
+from ..core.selectors import Selector
 from .errors import InvalidObject
-from .meta import mapping, metadata
+from .meta import mapping, metadata, selector_field
 
 KIND = "PodDisruptionBudget"
 
@@ -51,12 +51,6 @@ def _int_or_percent(value: object, name: str, field: str) -> IntOrPercent | None
 def decode_pdb(obj: dict) -> PodDisruptionBudget:
     meta, name = metadata(obj, KIND)
     spec = mapping(obj.get("spec"), KIND, name, "spec")
-    selector = None
-    if spec.get("selector") is not None:
-        try:
-            selector = decode_selector(spec["selector"])
-        except ValueError as e:
-            raise InvalidObject(KIND, name, f"spec.selector: {e}") from None
-    return PodDisruptionBudget(meta.get("namespace") or "default", name, selector,
+    return PodDisruptionBudget(meta.get("namespace") or "default", name, selector_field(spec, "selector", KIND, name),
                                _int_or_percent(spec.get("minAvailable"), name, "minAvailable"),
                                _int_or_percent(spec.get("maxUnavailable"), name, "maxUnavailable"))

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
-from ..core.selectors import Selector, decode_selector
+from ..core.selectors import Selector
 from .annotations import fenced, preemption_delay
 from .errors import InvalidObject
-from .meta import listing, mapping, metadata, string_map
+from .meta import listing, mapping, metadata, selector_field, string_map
 
 GROUP = "kueue.x-k8s.io"
 FENCE_ANNOTATION = "quotient.dev/preemption-fence"
@@ -251,12 +251,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
     cohort = spec.get("cohort") or ""
     if not isinstance(cohort, str):
         raise InvalidObject(kind, name, "spec.cohort must be a string")
-    selector = None
-    if spec.get("namespaceSelector") is not None:
-        try:
-            selector = decode_selector(spec["namespaceSelector"])
-        except ValueError as e:
-            raise InvalidObject(kind, name, f"spec.namespaceSelector: {e}") from None
+    selector = selector_field(spec, "namespaceSelector", kind, name)
     pre = mapping(spec.get("preemption"), kind, name, "spec.preemption")
     bwc = mapping(pre.get("borrowWithinCohort"), kind, name, "spec.preemption.borrowWithinCohort")
     threshold = bwc.get("maxPriorityThreshold")

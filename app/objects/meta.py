@@ -4,7 +4,19 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
+from ..core.selectors import Selector, decode_selector
 from .errors import InvalidObject
+
+
+def selector_field(spec: dict, key: str, kind: str, name: str) -> Selector | None:
+    """An optional metav1.LabelSelector field of spec: None when absent or null, else decoded (InvalidObject
+    naming the field when it does not decode)."""
+    if spec.get(key) is None:
+        return None
+    try:
+        return decode_selector(spec[key])
+    except ValueError as e:
+        raise InvalidObject(kind, name, f"spec.{key}: {e}") from None
 
 
 def mapping(obj: object, kind: str, name: str, field: str) -> dict:

@@ -64,7 +64,8 @@ def under_nominal(pre: Preemptor, needs: set[FR]) -> bool:
     return all(pre.node.usage.get(fr, 0) < pre.node.subtree.get(fr, 0) for fr in needs)
 
 
-def classic_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
+def classic_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
+                    needs: set[FR]) -> list[Target] | None:
     """Kueue's classicalPreemptions: one or two runs over the candidates, with and without letting the
     preemptor borrow. Only the own queue's candidates, or classic reclaim while the queue is at its
     nominal quota already: a run with borrowing, where other queues' pods go only under the hierarchical

@@ -48,7 +48,8 @@ def strategy_allows(name: str, preemptor_new: int, target_old: int, target_new: 
     return preemptor_new < target_old
 
 
-def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate], needs: set[FR]) -> list[Target] | None:
+def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
+                 needs: set[FR]) -> list[Target] | None:
     """Kueue's FindFairPreemptionTargets (seed 000 算法概述): while the pod does not fit, take from the
     ClusterQueue with the highest share a workload the first strategy allows; then try the next
     strategy on what was passed over; then minimise backwards."""

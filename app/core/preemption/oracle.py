@@ -49,7 +49,8 @@ def search_key(pre: Preemptor) -> tuple:
     return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
 
 
-def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor,
+                    spent: set[str]) -> list[Candidate] | None:
     """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
     (the same decision, a moment before): the search over every running pod is made once, not twice. The
     oracle does not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked
