@@ -285,3 +285,17 @@ def with_uids(docs: list[dict]) -> list[dict]:
         if d["kind"] == "Pod":
             d["metadata"]["uid"] = f"uid-{d['metadata']['namespace']}-{d['metadata']['name']}"
     return out
+
+
+def uid(obj: dict) -> str:
+    """A pod object's metadata.uid."""
+    return obj["metadata"]["uid"]
+
+
+def refused(answer: dict, offered) -> str:
+    """The one reason every offered node was refused with (unresolvable, or answered as a retry); asserts it."""
+    assert answer["NodeNames"] == [] and not answer["FailedNodes"], answer
+    reasons = answer_reasons(answer, offered)
+    assert set(reasons) == set(offered), reasons
+    assert len(set(reasons.values())) == 1, reasons
+    return next(iter(reasons.values()))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from app.core import gangs
 from app.objects.pod import decode_pod
-from helpers import answer_reasons
+from helpers import refused, uid
 from helpers import NODE_YAML, one_queue_yaml, with_pods
 
 CPU = 1000
@@ -75,21 +75,8 @@ def gang(kit, n: int = 3, cpu: str = "3", group: str = "g", total: int | None = 
             for i in range(n)]
 
 
-def uid(pod: dict) -> str:
-    return pod["metadata"]["uid"]
-
-
 def usage(ext, cq: str = "cq", flavor: str = "default-flavor", resource: str = "cpu") -> int:
     return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
-
-
-def refused(answer: dict, offered: list[str]) -> str:
-    """The one reason every offered node was refused with (FailedAndUnresolvableNodes, or a retry); asserts it."""
-    assert answer["NodeNames"] == [] and not answer["FailedNodes"], answer
-    reasons = answer_reasons(answer, offered)
-    assert set(reasons) == set(offered), reasons
-    assert len(set(reasons.values())) == 1, reasons
-    return next(iter(reasons.values()))
 
 
 def nothing_held(ext, used_before: int = 0) -> None:

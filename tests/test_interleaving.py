@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import orjson
 import pytest
 
 from app.act.intents import BACKOFF_BASE
 from app.api.app import create_app
 from app.config import decode_configuration
-from helpers import answer_reasons
+from helpers import answer_reasons, uid
 from helpers import cq, flavor, lq, namespace, node, pod
 from live import Live, started, until
 
@@ -26,10 +25,6 @@ async def live(tmp_path):
                cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption=LOWER), lq("team-a", "lq", "cq"))
     async with started(tmp_path, objects) as kit:
         yield kit
-
-
-def uid(obj: dict) -> str:
-    return obj["metadata"]["uid"]
 
 
 def refusal(answer: dict) -> str:

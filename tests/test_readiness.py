@@ -38,7 +38,8 @@ from app.observe.views import pending_ahead
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
-from helpers import answer_reasons
+from helpers import refused as refused_on
+from helpers import uid
 from helpers import one_queue_yaml, with_pods
 
 CPU = 1000
@@ -47,6 +48,10 @@ START = T0 + 100                             # the clock when a test starts
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 ALL = ["n1", "n2"]
+
+
+def refused(answer: dict, offered=ALL) -> str:
+    return refused_on(answer, offered)
 
 # ---- builders -------------------------------------------------------------------------------------------
 
@@ -103,10 +108,6 @@ def member(kit, name: str, group: str = "g", total: int = 2, cpu: str = "2", at:
     return pod
 
 
-def uid(pod: dict) -> str:
-    return pod["metadata"]["uid"]
-
-
 def key(pod: dict) -> str:
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
@@ -127,15 +128,6 @@ def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None
     if phase is not None:
         obj["status"]["phase"] = phase
     assert apply_object(ext.state, obj, deleted=deleted) is True
-
-
-def refused(answer: dict, offered=ALL) -> str:
-    """The one reason every offered node was refused with, as unresolvable or as a retry; asserts it."""
-    assert answer["NodeNames"] == [] and not answer["FailedNodes"], answer
-    reasons = answer_reasons(answer, offered)
-    assert set(reasons) == set(offered), reasons
-    assert len(set(reasons.values())) == 1, reasons
-    return next(iter(reasons.values()))
 
 
 async def filter_(client, kit, pod: dict, offered=ALL) -> dict:

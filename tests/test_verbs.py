@@ -5,6 +5,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration
+from helpers import uid
 
 CPU = 1000
 
@@ -173,10 +174,6 @@ ALL_NODES = ["od-1", "spot-1", "plain-1", "spot-2"]
 
 def usage(ext, cq: str, flavor: str, resource: str = "cpu") -> int:
     return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
-
-
-def uid(pod: dict) -> str:
-    return pod["metadata"]["uid"]
 
 
 # ---- a pod that fits ------------------------------------------------------------------------------
