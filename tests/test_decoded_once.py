@@ -11,6 +11,7 @@ from app.objects.annotations import ALLOW, DELAY, FENCE, GROUP_TOTAL
 from app.objects.budgets import IntOrPercent, decode_pdb
 from app.objects.errors import InvalidObject
 from app.objects.podgroup import decode_pod_group
+from app.sync.dispatch import remove_object
 from helpers import apply, cohort, cq, delete, lq, make_state, node, pod, pod_info
 
 
@@ -213,3 +214,15 @@ def test_allow_preemption_is_decoded_on_the_priority_class(notes, allowed):
           "metadata": {"name": "batch", "annotations": notes}}
     state = make_state(pc, lq("team-a", "lq", "q"))
     assert state.priority_classes["batch"].allow_preemption is allowed
+
+
+@pytest.mark.parametrize("obj", [pdb(selector={}, minAvailable=1), podgroup(2)])
+def test_a_namespace_less_object_is_removed_by_the_key_the_watch_gives(obj):
+    """Found in review (issue 13): the decoders key an object without a namespace as default/NAME, the watch's
+    DELETED event and relist give NAME; both now name the same object, so the delete takes it out."""
+    del obj["metadata"]["namespace"]
+    state = make_state(obj)
+    assert "default/" + obj["metadata"]["name"] in (state.budgets.budgets if obj["kind"] == "PodDisruptionBudget"
+                                                    else state.pod_groups)
+    remove_object(state, obj["kind"], obj["metadata"]["name"])
+    assert not state.budgets and not state.pod_groups

@@ -31,16 +31,18 @@ import copy
 
 import pytest
 
+from app.act.writer import SnapshotWriter
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
 from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
+from app.extender import Extender
 from app.observe.views import pending_ahead
 from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
 from helpers import refused as refused_on
 from helpers import uid
-from helpers import one_queue_yaml, with_pods
+from helpers import FakeClock, cq, flavor, lq, make_state, node, one_queue_yaml, pod, with_pods
 
 CPU = 1000
 T0 = parse_time("2026-01-01T00:00:00Z")     # pods are created from here on
@@ -821,3 +823,31 @@ def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(kit, b
     clock.advance(61)                                                 # the backoff is over: x is the head again
     assert ext.reclaim_for_heads() == 1
     assert set(state.holds) == {uid(x)}
+
+
+# ---- units that share one requeue key -----------------------------------------------------------------------------
+
+def test_pods_of_one_replica_set_timing_out_together_count_one_requeue_each():
+    """BUG found in review (issue 13): core.readiness.timeouts computed every unit's requeue from the record as it
+    was before the reconcile, so three pods of one ReplicaSet (three units, one requeue key) timing out together
+    counted 1 requeue instead of 3, and backoffLimitCount 1 never deactivated the workload. Each unit now counts
+    on top of the one before, as the extender's loop did: requeues 1, 2, 3, deactivated from the second."""
+    clock = FakeClock(T0)
+    config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "60s",
+                                                        "requeuingStrategy": {"backoffLimitCount": 1}}})
+    members = []
+    for i in range(3):
+        obj = pod(f"web-{i}", queue="lq", node="n1", phase="Running")
+        obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                                               "uid": "rs-uid", "controller": True}]
+        members.append(obj)
+    state = make_state(flavor("default-flavor"), node("n1"), cq("cq"), lq("team-a", "lq", "cq"), *members,
+                       config=config, clock=clock)
+    ext = Extender(state, SnapshotWriter(state))
+    assert len(state.readiness) == 3                     # each pod of a ReplicaSet is a unit of its own
+    clock.advance(61)
+    evictions = ext._pods_ready_timeouts()
+    record = state.requeues["team-a/ReplicaSet/web"]
+    assert (record.count, record.deactivated) == (3, True)
+    assert sorted((e.record["requeues"], e.record["deactivated"]) for e in evictions) == \
+        [(1, False), (2, True), (3, True)]

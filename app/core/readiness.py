@@ -145,11 +145,14 @@ def block_admission(state: ClusterView, pod: PodInfo) -> str:
 def timeouts(state: ClusterView, now: float) -> list[Requeue]:
     """Every workload whose pods were not all Ready in time (or lost readiness for recoveryTimeout): evicted
     whole and requeued with backoff (seed 003). Its members' holds and reservations end with it, before
-    anything is written: none of them can bind meanwhile (filter and bind see the backoff)."""
+    anything is written: none of them can bind meanwhile (filter and bind see the backoff). Units that
+    count against one requeue key (the pods of one ReplicaSet, each its own unit) are counted one after
+    the other, each on top of the last: in the order given, the last Requeue of a key holds its total."""
     cfg = state.config.wait_for_pods_ready
     if cfg is None:
         return []
-    out = []
+    out: list[Requeue] = []
+    counted: dict[str, RequeueRecord] = {}          # requeue key -> the record as the units so far left it
     for unit, record in state.readiness.items():
         why = timed_out(record, cfg, now)
         if not why:
@@ -159,7 +162,7 @@ def timeouts(state: ClusterView, now: float) -> list[Requeue]:
             out.append(Requeue(unit, "", 0, 0.0, False, None, "", (), ()))
             continue
         key = requeue_key(members[0])
-        q = state.requeues.get(key)
+        q = counted.get(key) or state.requeues.get(key)
         count, at, deactivated = backoff_after(q, cfg, now)
         message = f"evicted whole and requeued: {why}"
         evictions = tuple(Evict(m, PODS_READY_TIMEOUT, message, "ready",
@@ -169,4 +172,5 @@ def timeouts(state: ClusterView, now: float) -> list[Requeue]:
             (m.created for m in members if m.created is not None), default=None)
         owner = q.owner_uid if q is not None else (members[0].owner.uid if members[0].owner is not None else "")
         out.append(Requeue(unit, key, count, at, deactivated, first, owner, tuple(members), evictions))
+        counted[key] = RequeueRecord(count, at, deactivated, first, owner)
     return out

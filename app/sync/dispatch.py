@@ -72,9 +72,9 @@ def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> No
     elif kind in KUEUE_KINDS:
         state.remove_kueue(kind, key)
     elif kind == "PodDisruptionBudget":
-        state.remove_budget(key)
+        state.remove_budget(key if "/" in key else f"default/{key}")
     elif kind == "PodGroup":
-        state.remove_pod_group(key)
+        state.remove_pod_group(key if "/" in key else f"default/{key}")
 
 
 def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
