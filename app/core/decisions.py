@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..objects.pod import PodInfo
-from .flavors import Assignment, Charge
+from .flavors import Charge
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,8 +14,6 @@ class Refuse:
     rule: str
     reason: str
     cluster_queue: str = ""
-    resolvable: bool = False              # kube-scheduler's own preemption may help (FailedNodes)
-    assignment: Assignment | None = None  # the flavors tried, when quota decided
 
 
 @dataclass(frozen=True, slots=True)

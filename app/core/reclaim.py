@@ -14,7 +14,7 @@ from .admission import Verdict
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge
 from .placement import shortfall
-from .preemption import may_preempt, plans, victim_message
+from .preemption import Plan, may_preempt, plans, victim_message
 from .view import ClusterView
 
 MAY_NOT_PREEMPT = "MayNotPreempt"       # preemption.mode, preemptionPolicy Never, the preemption delay
@@ -41,7 +41,7 @@ def flavor_nodes(state: ClusterView, a: Assignment) -> list[str]:
     return sorted(state.nodes if nodes is None else nodes)
 
 
-def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, object] | Refuse:
+def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, Plan] | Refuse:
     """The best node's victim group for pod, as a Hold (with the plan chosen), or why there is none."""
     cq = state.cluster_queues[verdict.cluster_queue]
     why = may_preempt(state, pod, cq, state.clock())

@@ -122,7 +122,7 @@ class ClusterState:
         self.pod_groups: dict[str, PodGroup] = {}       # coscheduling PodGroups by namespace/name
         self.tree = QuotaTree()                         # live usage: changed by charges only
         self._decisions = QuotaTree()                   # its mirror, that decisions read and simulate on
-        self._unmirrored: set[str] = set()                 # ClusterQueues whose live usage the mirror lacks
+        self._unmirrored: set[str] = set()              # ClusterQueues whose live usage the mirror lacks
         self.flavor_nodes: dict[str, set[str] | None] = {}
         self.admitted = Admissions()
         self.reservations: dict[str, Reservation] = {}
@@ -137,7 +137,7 @@ class ClusterState:
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
-        self.requeues: dict[str, RequeueRecord] = {}            # waitForPodsReady: PodsReadyTimeout evictions
+        self.requeues: dict[str, RequeueRecord] = {}      # waitForPodsReady: PodsReadyTimeout evictions
         self.learned: dict[str, float] = {}               # pods known only from requests -> when first learned
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()

@@ -27,14 +27,14 @@ def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pd
     pod, cq, prio = pre.pod, pre.cq, pre.pod.priority or 0
     policy = cq.preemption
     found: list[Candidate] = []
-    pods, admitted, classes = state.pods, state.admitted, state.priority_classes
+    pods, admitted, classes, going = state.pods, state.admitted, state.priority_classes, state.going
 
     groups_seen: set[str] = set()
     own_group = group_of(pod)
 
     def add(uid: str, other: PodInfo, scope=None) -> None:
         charge = admitted.get(uid)
-        if charge is None or other.deleting or uid == pod.uid or uid in state.going:
+        if charge is None or other.deleting or uid == pod.uid or uid in going:
             return      # a victim already chosen for another preemptor frees its quota once, for that one
         if needs and needs.isdisjoint(charge.usage):
             return

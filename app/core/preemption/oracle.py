@@ -58,5 +58,7 @@ def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor,
     found = assignment.searched.get(search_key(pre))
     if found is None or found[0] != state.generation:
         return None
+    if not spent:
+        return list(found[1])
     return [c if c.last_resort or not any(m.uid in spent for m in c.pods()) else replace(c, last_resort=True)
             for c in found[1]]
