@@ -9,6 +9,17 @@ from typing import Callable
 Entry = dict   # {"time", "verb", "pod", "outcome", "reason", "queue", ...}: plain JSON-able values
 
 
+_OPTIONAL: dict[type, tuple[str, ...]] = {}
+
+
+def _optional(cls: type) -> tuple[str, ...]:
+    """The fields of a record type past pod, outcome and reason (verb aside), in order: worked out once."""
+    names = _OPTIONAL.get(cls)
+    if names is None:
+        names = _OPTIONAL[cls] = tuple(f.name for f in fields(cls)[3:] if f.name != "verb")
+    return names
+
+
 @dataclass(slots=True, kw_only=True)
 class Record:
     """One decision about one pod (namespace/name); entry() is its journal form, unset fields left out."""
@@ -21,10 +32,10 @@ class Record:
 
     def entry(self, time: float) -> Entry:
         out: Entry = {"time": time, "verb": self.verb, "pod": self.pod, "outcome": self.outcome, "reason": self.reason}
-        for f in fields(self)[3:]:
-            value = getattr(self, f.name)
-            if value is not None and f.name != "verb":
-                out[f.name] = value
+        for name in _optional(type(self)):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
 
 

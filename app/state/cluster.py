@@ -415,6 +415,8 @@ class ClusterState:
     def forget_stale_requeue(self, pod: PodInfo) -> None:
         """A new controller that reuses a requeued workload's name starts afresh: its predecessor's
         PodsReadyTimeout record (backoff, deactivation, place in the queue) is forgotten."""
+        if not self.requeues:
+            return
         key = requeue_key(pod)
         record = self.requeues.get(key)
         if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
