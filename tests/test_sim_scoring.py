@@ -3,12 +3,14 @@ MostAllocated score as kube-scheduler computes it, and prioritize only where it 
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from app.extender import Extender
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sim.scheduler import SimScheduler
 from app.sim.scoring import SHIPPED_WEIGHTS, most_allocated, nonzero
+from helpers import cq, flavor, lq, namespace, node, pod
 
 MI = 2**20
 GPU = "nvidia.com/gpu"
@@ -52,57 +54,17 @@ def test_scoring_counts_what_kube_scheduler_counts_for_an_unset_request():
     assert nonzero({"cpu": 2000, GPU: 1}) == {"cpu": 2000, "memory": 200 * MI, GPU: 1}
 
 
-PACKING = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n2}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default
-      resources: [{name: cpu, nominalQuota: "16"}, {name: memory, nominalQuota: 64Gi}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: running, namespace: team-a}
-spec:
-  nodeName: n2
-  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}}}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p1
-  namespace: team-a
-  labels: {kueue.x-k8s.io/queue-name: q}
-spec:
-  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
-"""
+def packing(running: list[dict], pending: dict) -> str:
+    """A scenario: two 8-CPU, 32Gi nodes, one ClusterQueue with room for everything, pods already running
+    (in no queue) and one pending pod in LocalQueue q."""
+    docs = [namespace("team-a"), node("n1", "8", memory="32Gi"), node("n2", "8", memory="32Gi"),
+            flavor("default"), cq("cq", flavors=[("default", {"cpu": "16", "memory": "64Gi"})]),
+            lq("team-a", "q", "cq"), *running, pending]
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+PACKING = packing([pod("running", queue=None, cpu="4", memory="8Gi", node="n2")],
+                  pod("p1", queue="q", cpu="1", memory="1Gi"))
 
 
 @pytest.fixture
@@ -133,19 +95,9 @@ async def test_the_simulator_packs_without_prioritize_as_the_shipped_configurati
 # n1 is full of memory, n2 half full of cpu; p1 asks for cpu only. MostAllocated averages cpu and memory
 # (n1: (25 + 94) / 2 = 59, n2: (62 + 1) / 2 = 31, x plugin weight 2 = 118 and 62); Quotient's prioritize packs
 # on the resources the pod requests (n1: 2, n2: 6, x 2 x 10 = 40 and 120 points), which outweighs it.
-DISAGREE = PACKING.replace(
-    """  nodeName: n2
-  containers: [{name: c, resources: {requests: {cpu: "4", memory: 8Gi}}}]""",
-    """  nodeName: n2
-  containers: [{name: c, resources: {requests: {cpu: "4", memory: "0"}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: memory-hog, namespace: team-a}
-spec:
-  nodeName: n1
-  containers: [{name: c, resources: {requests: {cpu: "1", memory: 30Gi}}}]""").replace(
-    "{requests: {cpu: \"1\", memory: 1Gi}}", "{requests: {cpu: \"1\"}}")
+DISAGREE = packing([pod("running", queue=None, cpu="4", memory="0", node="n2"),
+                    pod("memory-hog", queue=None, cpu="1", memory="30Gi", node="n1")],
+                   pod("p1", queue="q", cpu="1"))
 
 
 @pytest.mark.parametrize("weight,node,calls", [(0, "n1", 0), (2, "n2", 1)])
