@@ -1,15 +1,15 @@
 """Shared fixtures for the HTTP-level tests (test_wire, test_verbs, test_bad_input, test_scenarios).
 
-States are built from small YAML snapshots written to tmp_path, through the same
-read_snapshot/apply_documents path `quotient serve --snapshot` uses; the verbs are
-called over the real FastAPI routes with httpx's ASGI transport.
+States are built from small YAML snapshots written to tmp_path (builders.snapshot_yaml), through the
+same read_snapshot/apply_documents path `quotient serve --snapshot` uses; the verbs are called over the
+real FastAPI routes with httpx's ASGI transport. Objects and bodies come from builders.py, the tests'
+one builder vocabulary; conftest holds fixtures only.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
 import textwrap
-from types import SimpleNamespace
 from pathlib import Path
 
 import httpx
@@ -22,13 +22,11 @@ from app.config import Configuration
 from app.extender import Extender
 from app.state.cluster import ClusterState
 from app.sync.snapshot import apply_documents, read_snapshot
-from helpers import FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
 WIRE_DIR = REPO.parent / "shared" / "wire"
 SCENARIO_DIR = REPO.parent / "shared" / "scenarios" / "examples"
 QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 @pytest.fixture(autouse=True)
@@ -97,40 +95,3 @@ def api():
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield client
     return open_client
-
-
-def pod_obj(name: str, namespace: str = "team-a", cpu: str | None = "1", *, queue: str | None = "q",
-            uid: str | None = None, memory: str | None = None, priority: int | None = None,
-            extra_requests: dict | None = None, created: str = "2026-01-01T00:00:00Z") -> dict:
-    """A Pod as kube-scheduler sends it (no kind/apiVersion), pending."""
-    requests = {}
-    if cpu is not None:
-        requests["cpu"] = cpu
-    if memory is not None:
-        requests["memory"] = memory
-    requests.update(extra_requests or {})
-    meta = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}",
-            "creationTimestamp": created, "labels": {"app": "test"}}
-    if queue:
-        meta["labels"][QUEUE_LABEL] = queue
-    spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": requests}}],
-            "schedulerName": "default-scheduler"}
-    if priority is not None:
-        spec["priority"] = priority
-    return {"metadata": meta, "spec": spec, "status": {"phase": "Pending", "qosClass": "Burstable"}}
-
-
-def filter_body(pod: dict, names: list[str]) -> dict:
-    return {"Pod": pod, "Nodes": None, "NodeNames": names}
-
-
-def bind_body(pod: dict, node: str) -> dict:
-    m = pod["metadata"]
-    return {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node}
-
-
-@pytest.fixture
-def kit():
-    """Builders without importing conftest: kit.pod(...), kit.filter(pod, names), kit.bind(pod, node), kit.Clock()."""
-    return SimpleNamespace(pod=pod_obj, filter=filter_body, bind=bind_body, Clock=FakeClock)

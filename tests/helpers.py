@@ -1,14 +1,7 @@
-"""Builders for the plain Kubernetes dicts a cluster delivers, and a ClusterState fed with them.
+"""A ClusterState fed with objects, and what the tests read back from it and from the verbs' answers.
 
-Every state in the quota/flavor/admission tests is built through
+The objects come from builders.py. Every state in the quota/flavor/admission tests is built through
 app.sync.dispatch.apply_object, exactly as the watch or a snapshot would feed it.
-
-Quota shorthand used by cq()/cohort():
-    flavors=[("default-flavor", {"cpu": "9", "memory": ("36Gi", None, None)})]
-a resource maps to its nominalQuota, or to (nominalQuota, borrowingLimit, lendingLimit)
-with None for "not set". One list of flavors is one resource group whose
-coveredResources are the resources of its first flavor, in order; pass groups=[...]
-(a list of such flavor lists) for several resource groups.
 """
 from __future__ import annotations
 
@@ -17,128 +10,12 @@ import copy
 import re
 
 from app.config import Configuration
-from app.objects.meta import format_time
 from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
-
-KUEUE = "kueue.x-k8s.io/v1beta1"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-BASE_TIME = 1_700_000_000          # creation times are BASE_TIME + created seconds
-ALL = object()                     # namespaceSelector {} (the default)
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
 
 CPU = 1000                         # milli-CPU per CPU
 Gi = 2**30
-
-
-# ---- Kueue objects ---------------------------------------------------------------------------
-
-def _resources(spec: dict) -> list[dict]:
-    out = []
-    for resource, q in spec.items():
-        nominal, borrowing, lending = q if isinstance(q, tuple) else (q, None, None)
-        entry = {"name": resource, "nominalQuota": nominal}
-        if borrowing is not None:
-            entry["borrowingLimit"] = borrowing
-        if lending is not None:
-            entry["lendingLimit"] = lending
-        out.append(entry)
-    return out
-
-
-def resource_group(flavors: list) -> dict:
-    """[(flavor, {resource: quota})] -> one resourceGroups entry."""
-    covered = list(flavors[0][1])
-    return {"coveredResources": covered,
-            "flavors": [{"name": name, "resources": _resources(res)} for name, res in flavors]}
-
-
-def cq(name: str, cohort: str | None = None, flavors: list | None = None, *, groups: list | None = None,
-       selector=ALL, **spec) -> dict:
-    """A ClusterQueue; extra keyword arguments are copied into spec (queueingStrategy, stopPolicy, ...)."""
-    if groups is None:
-        groups = [flavors if flavors is not None else [("default-flavor", {"cpu": "9"})]]
-    body: dict = {"resourceGroups": [resource_group(g) for g in groups], **spec}
-    if cohort:
-        body["cohort"] = cohort
-    if selector is ALL:
-        body["namespaceSelector"] = {}
-    elif selector is not None:
-        body["namespaceSelector"] = selector
-    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
-
-
-def cohort(name: str, parent: str | None = None, flavors: list | None = None, *,
-           groups: list | None = None) -> dict:
-    """A Cohort object (hierarchical cohorts): optional parentName and its own quota."""
-    body: dict = {}
-    if parent:
-        body["parentName"] = parent
-    if groups is None and flavors is not None:
-        groups = [flavors]
-    if groups:
-        body["resourceGroups"] = [resource_group(g) for g in groups]
-    return {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": body}
-
-
-def flavor(name: str, labels: dict | None = None, taints: list | None = None,
-           tolerations: list | None = None) -> dict:
-    spec: dict = {}
-    if labels:
-        spec["nodeLabels"] = labels
-    if taints:
-        spec["nodeTaints"] = taints
-    if tolerations:
-        spec["tolerations"] = tolerations
-    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
-
-
-def lq(ns: str, name: str, cluster_queue: str) -> dict:
-    return {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
-            "spec": {"clusterQueue": cluster_queue}}
-
-
-# ---- core objects ------------------------------------------------------------------------------
-
-def namespace(name: str, labels: dict | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
-
-
-def node(name: str, cpu="16", labels: dict | None = None, memory="128Gi", taints: list | None = None,
-         extra: dict | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels or {})},
-            "spec": {"taints": list(taints or [])},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}}}
-
-
-def pod(name: str, ns: str = "team-a", queue: str | None = "lq", cpu="1", *, memory=None, extra: dict | None = None,
-        node: str | None = None, priority: int | None = None, created: float = 0, phase: str | None = None,
-        node_selector: dict | None = None, tolerations: list | None = None, uid: str | None = None) -> dict:
-    """A single-container pod; created is seconds after BASE_TIME (older pods have smaller values)."""
-    requests: dict = {}
-    if cpu is not None:
-        requests["cpu"] = cpu
-    if memory is not None:
-        requests["memory"] = memory
-    requests.update(extra or {})
-    meta: dict = {"name": name, "namespace": ns, "uid": uid or f"uid-{ns}-{name}",
-                  "creationTimestamp": format_time(BASE_TIME + created), "labels": {}}
-    if queue:
-        meta["labels"][QUEUE_LABEL] = queue
-    spec: dict = {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}]}
-    if node:
-        spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
-    if node_selector:
-        spec["nodeSelector"] = node_selector
-    if tolerations:
-        spec["tolerations"] = tolerations
-    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    if phase:
-        obj["status"] = {"phase": phase}
-    elif node:
-        obj["status"] = {"phase": "Running"}
-    return obj
 
 
 # ---- state -------------------------------------------------------------------------------------
@@ -208,60 +85,18 @@ def decide_pod(state: ClusterState, obj: dict, offered=None):
     return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
-# ---- YAML snapshots (for the HTTP tests that load an Extender from text) ---------------------
+# ---- one-queue cluster (for the HTTP tests that load an Extender from a snapshot) --------------
 
-# ClusterQueue cq ({quota} CPUs of default-flavor, {strategy}, {preemption}) behind LocalQueue q in
-# team-a; format() it, then add nodes (NODE_YAML) and pods (with_pods).
-ONE_QUEUE_YAML = """
-apiVersion: v1
-kind: Namespace
-metadata: {{name: team-a}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {{name: default-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: cq}}
-spec:
-  namespaceSelector: {{}}
-  queueingStrategy: {strategy}{preemption}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{{name: cpu, nominalQuota: {quota}}}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {{name: q, namespace: team-a}}
-spec: {{clusterQueue: cq}}
-"""
-
-NODE_YAML = """
----
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}}}
-status: {{allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}}}
-"""
-
-
-def one_queue_yaml(quota: int, strategy: str = "BestEffortFIFO", preemption: str = "",
-                   nodes=("n1", "n2"), node_cpu: int = 8) -> str:
-    """ONE_QUEUE_YAML with its nodes; preemption is a flow mapping for the ClusterQueue's spec.preemption."""
-    text = ONE_QUEUE_YAML.format(quota=quota, strategy=strategy,
-                                 preemption=f"\n  preemption: {preemption}" if preemption else "")
-    return text + "".join(NODE_YAML.format(name=n, cpu=node_cpu) for n in nodes)
-
-
-def with_pods(text: str, pods) -> str:
-    """A snapshot text followed by the given pods (bodies without apiVersion/kind), in order."""
-    import yaml
-
-    return text + "".join("\n---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", **p}, sort_keys=False)
-                          for p in pods)
+def one_queue(quota: int, strategy: str = "BestEffortFIFO", preemption: dict | None = None,
+              nodes=("n1", "n2"), node_cpu: int = 8) -> list[dict]:
+    """ClusterQueue cq ({quota} CPUs of default-flavor) behind LocalQueue q in team-a, and the nodes."""
+    queue = (ClusterQueue("cq").queueing_strategy(strategy)
+             .resource_group(FlavorQuotas("default-flavor").resource("cpu", quota)))
+    if preemption:
+        queue.preemption(preemption)
+    return [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), queue.obj(),
+            LocalQueue("q", "team-a").cluster_queue("cq").obj(),
+            *(Node(n).cpu(str(node_cpu)).memory("32Gi").obj() for n in nodes)]
 
 
 RETRY = re.compile(r" \(Quotient: kube-scheduler tries it again after its backoff, (\w+)\)$")

@@ -10,17 +10,19 @@ from app.core.admission import decide
 from app.core.flavors import Charge
 from app.core.quota import available
 
-from helpers import (decide_pod, CPU, FakeClock, all_usage, apply, cq, delete, flavor, lq, make_state, namespace, node, pod,
-                     pod_info)
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from helpers import CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info
 
 FR = ("default-flavor", "cpu")
 
 
-def single(*extra, config=None, clock=None, cpu="9", **spec):
+def single(*extra, config=None, clock=None, cpu="9", selector=None, **spec):
     """One ClusterQueue "cq" (default-flavor, no cohort), LocalQueue team-a/lq → cq, one big node."""
-    return make_state(flavor("default-flavor"), node("n1", "64"),
-                      cq("cq", None, [("default-flavor", {"cpu": cpu})], **spec),
-                      lq("team-a", "lq", "cq"), *extra, config=config, clock=clock)
+    queue = ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", cpu)).spec(**spec)
+    if selector is not None:
+        queue.namespace_selector(selector)
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(), queue.obj(),
+                      LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *extra, config=config, clock=clock)
 
 
 def refused(v, rule, *names, resolvable=False):
@@ -38,14 +40,14 @@ def test_pod_without_queue_label_is_not_managed():
     """seed 001 集群队列: ClusterQueues admit workloads submitted to them (via a LocalQueue); a pod that names
     no queue is not Quotient's to admit and passes untouched."""
     s = single()
-    v = decide_pod(s, pod("free", queue=None, cpu="100"))
+    v = decide_pod(s, Pod("free").cpu("100").obj())
     assert (v.managed, v.admit, v.rule) == (False, True, "NoQueueName")
 
 
 def test_pod_without_queue_label_is_refused_when_manage_jobs_without_queue_name():
     """seed 001 集群队列 (Kueue's manageJobsWithoutQueueName): every pod must then go through a queue."""
     s = single(config=Configuration(manage_jobs_without_queue_name=True))
-    v = decide_pod(s, pod("free", queue=None, cpu="1"))
+    v = decide_pod(s, Pod("free").cpu("1").obj())
     refused(v, "NoQueueName", "kueue.x-k8s.io/queue-name")
 
 
@@ -54,26 +56,28 @@ def test_pod_without_queue_label_is_refused_when_manage_jobs_without_queue_name(
 def test_missing_local_queue_is_refused_naming_it():
     """seed 001 集群队列: the pod's queue-name label must name a LocalQueue in its namespace."""
     s = single()
-    refused(decide_pod(s, pod("p", queue="nope", cpu="1")), "LocalQueueNotFound", "team-a/nope")
+    refused(decide_pod(s, Pod("p").queue("nope").cpu("1").obj()), "LocalQueueNotFound", "team-a/nope")
 
 
 def test_local_queue_in_another_namespace_does_not_count():
     """seed 001 集群队列: LocalQueues are namespaced; team-b/lq does not serve a pod in team-a."""
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})]),
-                   lq("team-b", "lq", "cq"))
-    refused(decide_pod(s, pod("p", "team-a", "lq", cpu="1")), "LocalQueueNotFound", "team-a/lq")
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   LocalQueue("lq", "team-b").cluster_queue("cq").obj())
+    refused(decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()), "LocalQueueNotFound", "team-a/lq")
 
 
 def test_missing_cluster_queue_is_refused_naming_it():
     """seed 001 集群队列: a LocalQueue pointing to a ClusterQueue that does not exist admits nothing."""
-    s = make_state(flavor("default-flavor"), lq("team-a", "lq", "ghost-cq"))
-    refused(decide_pod(s, pod("p", cpu="1")), "ClusterQueueNotFound", "ghost-cq", "team-a/lq")
+    s = make_state(ResourceFlavor("default-flavor").obj(), LocalQueue("lq", "team-a").cluster_queue("ghost-cq").obj())
+    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueNotFound", "ghost-cq", "team-a/lq")
 
 
 def test_inactive_cluster_queue_is_refused_with_its_reason():
     """seed 001 资源规格与资源: a ClusterQueue naming a ResourceFlavor that does not exist admits nothing."""
-    s = make_state(cq("cq", None, [("ghost-flavor", {"cpu": "9"})]), lq("team-a", "lq", "cq"))
-    refused(decide_pod(s, pod("p", cpu="1")), "ClusterQueueInactive", "ghost-flavor")
+    s = make_state(ClusterQueue("cq").resource_group(FlavorQuotas("ghost-flavor").resource("cpu", "9")).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("cq").obj())
+    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueInactive", "ghost-flavor")
 
 
 # ---- stopPolicy ------------------------------------------------------------------------------------------------
@@ -82,7 +86,7 @@ def test_inactive_cluster_queue_is_refused_with_its_reason():
 def test_stop_policy_holds_new_admissions(policy):
     """seed 001 停止策略: "stopPolicy: Hold ... 将停止 ClusterQueue 中新的工作负载接纳"; HoldAndDrain also."""
     s = single(stopPolicy=policy)
-    refused(decide_pod(s, pod("p", cpu="1")), "ClusterQueueStopped", "cq", policy)
+    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueStopped", "cq", policy)
 
 
 @pytest.mark.parametrize("policy", [None, "None"])
@@ -90,8 +94,8 @@ def test_stop_policy_none_or_removed_admits(policy):
     """seed 001 停止策略: "如果设置为 None 或 spec.stopPolicy 被删除,ClusterQueue 将恢复正常接纳行为"."""
     s = single(stopPolicy="Hold")
     spec = {"stopPolicy": policy} if policy else {}
-    apply(s, cq("cq", None, [("default-flavor", {"cpu": "9"})], **spec))
-    assert decide_pod(s, pod("p", cpu="1")).admit is True
+    apply(s, ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).spec(**spec).obj())
+    assert decide_pod(s, Pod("p").queue("lq").cpu("1").obj()).admit is True
 
 
 # ---- namespaceSelector ----------------------------------------------------------------------------------------
@@ -99,31 +103,38 @@ def test_stop_policy_none_or_removed_admits(policy):
 def test_null_namespace_selector_selects_no_namespace():
     """seed 001 命名空间选择器: "要允许所有命名空间的工作负载,请将空选择器 {} 设置为 spec.namespaceSelector";
     without one (null) Kueue matches nothing."""
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})], selector=None),
-                   lq("team-a", "lq", "cq"))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .namespace_selector(None).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     assert s.cluster_queues["cq"].namespace_selector is None
-    refused(decide_pod(s, pod("p", cpu="1")), "NamespaceNotSelected", "cq", "namespaceSelector")
+    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "cq", "namespaceSelector")
 
 
 def test_empty_namespace_selector_selects_every_namespace():
     """seed 001 命名空间选择器: "namespaceSelector: {} # 匹配所有命名空间。"."""
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})]),
-                   lq("anything", "lq", "cq"))
-    assert decide_pod(s, pod("p", "anything", "lq", cpu="1")).admit is True
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   LocalQueue("lq", "anything").cluster_queue("cq").obj())
+    assert decide_pod(s, Pod("p", "anything").queue("lq").cpu("1").obj()).admit is True
 
 
 def test_namespace_selector_match_labels_on_namespace_labels():
     """seed 001 命名空间选择器: matchLabels research-cohort: team-a-b lets team-a and team-b submit; a namespace
     without the label is refused, naming the namespace."""
     sel = {"matchLabels": {"research-cohort": "team-a-b"}}
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})], selector=sel),
-                   namespace("team-a", {"research-cohort": "team-a-b"}),
-                   namespace("team-b", {"research-cohort": "team-a-b"}),
-                   namespace("team-c", {"research-cohort": "other"}),
-                   lq("team-a", "lq", "cq"), lq("team-b", "lq", "cq"), lq("team-c", "lq", "cq"))
-    assert decide_pod(s, pod("p", "team-a", cpu="1")).admit is True
-    assert decide_pod(s, pod("p", "team-b", cpu="1")).admit is True
-    refused(decide_pod(s, pod("p", "team-c", cpu="1")), "NamespaceNotSelected", "team-c", "cq",
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .namespace_selector(sel).obj(),
+                   Namespace("team-a").labels({"research-cohort": "team-a-b"}).obj(),
+                   Namespace("team-b").labels({"research-cohort": "team-a-b"}).obj(),
+                   Namespace("team-c").labels({"research-cohort": "other"}).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                   LocalQueue("lq", "team-b").cluster_queue("cq").obj(),
+                   LocalQueue("lq", "team-c").cluster_queue("cq").obj())
+    assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
+    assert decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()).admit is True
+    refused(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c", "cq",
             "research-cohort=team-a-b")
 
 
@@ -131,10 +142,13 @@ def test_namespace_selector_metadata_name_label():
     """seed 001 命名空间选择器: "kubernetes.io/metadata.name: team-a 指的是 Kubernetes 控制平面在所有命名空间上设置的
     不可变标签" - it matches even when the Namespace object carries no labels."""
     sel = {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})], selector=sel),
-                   namespace("team-a"), lq("team-a", "lq", "cq"), lq("team-b", "lq", "cq"))
-    assert decide_pod(s, pod("p", "team-a", cpu="1")).admit is True
-    refused(decide_pod(s, pod("p", "team-b", cpu="1")), "NamespaceNotSelected", "team-b")
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .namespace_selector(sel).obj(),
+                   Namespace("team-a").obj(), LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                   LocalQueue("lq", "team-b").cluster_queue("cq").obj())
+    assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
+    refused(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
 
 
 def test_namespace_selector_match_expressions():
@@ -142,34 +156,42 @@ def test_namespace_selector_match_expressions():
     sel = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
                                  "values": ["team-a", "team-b"]},
                                 {"key": "frozen", "operator": "DoesNotExist"}]}
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})], selector=sel),
-                   namespace("team-a"), namespace("team-b", {"frozen": "yes"}), namespace("team-c"),
-                   lq("team-a", "lq", "cq"), lq("team-b", "lq", "cq"), lq("team-c", "lq", "cq"))
-    assert decide_pod(s, pod("p", "team-a", cpu="1")).admit is True
-    refused(decide_pod(s, pod("p", "team-b", cpu="1")), "NamespaceNotSelected", "team-b")
-    refused(decide_pod(s, pod("p", "team-c", cpu="1")), "NamespaceNotSelected", "team-c")
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .namespace_selector(sel).obj(),
+                   Namespace("team-a").obj(), Namespace("team-b").labels({"frozen": "yes"}).obj(),
+                   Namespace("team-c").obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                   LocalQueue("lq", "team-b").cluster_queue("cq").obj(),
+                   LocalQueue("lq", "team-c").cluster_queue("cq").obj())
+    assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
+    refused(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
+    refused(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c")
 
 
 def test_namespace_label_change_is_seen():
     """seed 001 命名空间选择器: selection follows the Namespace's current labels."""
     sel = {"matchLabels": {"research-cohort": "team-a-b"}}
-    s = make_state(flavor("default-flavor"), cq("cq", None, [("default-flavor", {"cpu": "9"})], selector=sel),
-                   namespace("team-a"), lq("team-a", "lq", "cq"))
-    assert decide_pod(s, pod("p", cpu="1")).admit is False
-    apply(s, namespace("team-a", {"research-cohort": "team-a-b"}))
-    assert decide_pod(s, pod("p", cpu="1")).admit is True
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .namespace_selector(sel).obj(),
+                   Namespace("team-a").obj(), LocalQueue("lq", "team-a").cluster_queue("cq").obj())
+    assert decide_pod(s, Pod("p").queue("lq").cpu("1").obj()).admit is False
+    apply(s, Namespace("team-a").labels({"research-cohort": "team-a-b"}).obj())
+    assert decide_pod(s, Pod("p").queue("lq").cpu("1").obj()).admit is True
 
 
 # ---- queueing strategy ----------------------------------------------------------------------------------------
 
 def fifo_state(strategy, *pods, cpu="8"):
-    return single(node("n2", "64"), *pods, cpu=cpu, queueingStrategy=strategy)
+    return single(Node("n2").cpu("64").obj(), *pods, cpu=cpu, queueingStrategy=strategy)
 
 
 def test_strict_fifo_older_pod_that_does_not_fit_blocks_newer_pod_that_fits():
     """seed 001 排队策略: StrictFIFO "无法被接纳的旧工作负载会阻止新工作负载,即使新工作负载适合可用配额"."""
-    s = fifo_state("StrictFIFO", pod("running", cpu="6", node="n1"), pod("old", cpu="4", created=0))
-    v = decide_pod(s, pod("new", cpu="2", created=10))
+    s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
+                   Pod("old").queue("lq").cpu("4").obj())
+    v = decide_pod(s, Pod("new").queue("lq").cpu("2").created(10).obj())
     refused(v, "StrictFIFO", "team-a/old")
 
 
@@ -177,55 +199,56 @@ def test_best_effort_fifo_older_pod_that_does_not_fit_does_not_block():
     """seed 001 排队策略: BestEffortFIFO "无法被接纳的旧工作负载不会阻止新工作负载,只要新工作负载适合可用配额"; it
     is the default ("默认排队策略是 BestEffortFIFO")."""
     for strategy in ("BestEffortFIFO", None):
-        pods = (pod("running", cpu="6", node="n1"), pod("old", cpu="4", created=0))
-        s = fifo_state(strategy, *pods) if strategy else single(node("n2", "64"), *pods, cpu="8")
+        pods = (Pod("running").queue("lq").cpu("6").node("n1").obj(), Pod("old").queue("lq").cpu("4").obj())
+        s = fifo_state(strategy, *pods) if strategy else single(Node("n2").cpu("64").obj(), *pods, cpu="8")
         assert s.cluster_queues["cq"].queueing_strategy == "BestEffortFIFO"
-        v = decide_pod(s, pod("new", cpu="2", created=10))
+        v = decide_pod(s, Pod("new").queue("lq").cpu("2").created(10).obj())
         assert v.admit is True, v.reason
 
 
 def test_strict_fifo_higher_priority_newer_pod_is_ahead_of_older_low_priority():
     """seed 001 排队策略: "工作负载首先按 优先级排序, 然后按创建时间 .metadata.creationTimestamp 排序" - an older
     low-priority pod that does not fit does not block a newer high-priority one..."""
-    s = fifo_state("StrictFIFO", pod("running", cpu="6", node="n1"),
-                   pod("old-low", cpu="4", created=0, priority=0))
-    v = decide_pod(s, pod("new-high", cpu="2", created=10, priority=100))
+    s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
+                   Pod("old-low").queue("lq").cpu("4").priority(0).obj())
+    v = decide_pod(s, Pod("new-high").queue("lq").cpu("2").priority(100).created(10).obj())
     assert v.admit is True, v.reason
 
 
 def test_strict_fifo_higher_priority_newer_pod_blocks_older_low_priority():
     """seed 001 排队策略: "...首先按 优先级排序" - a newer high-priority pod that does not fit blocks an older
     low-priority pod that would."""
-    s = fifo_state("StrictFIFO", pod("running", cpu="6", node="n1"),
-                   pod("new-high", cpu="4", created=10, priority=100))
-    v = decide_pod(s, pod("old-low", cpu="2", created=0, priority=0))
+    s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
+                   Pod("new-high").queue("lq").cpu("4").priority(100).created(10).obj())
+    v = decide_pod(s, Pod("old-low").queue("lq").cpu("2").priority(0).obj())
     refused(v, "StrictFIFO", "team-a/new-high")
 
 
 def test_strict_fifo_priority_comes_from_the_priority_class():
     """seed 001 排队策略: "工作负载首先按 优先级排序" - the priority of a pod naming a PriorityClass is its value."""
-    high = pod("new-high", cpu="4", created=10)
+    high = Pod("new-high").queue("lq").cpu("4").created(10).obj()
     high["spec"]["priorityClassName"] = "high"
     s = fifo_state("StrictFIFO",
                    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
                     "value": 1000},
-                   pod("running", cpu="6", node="n1"), high)
+                   Pod("running").queue("lq").cpu("6").node("n1").obj(), high)
     assert pod_info(s, "team-a", "new-high").priority == 1000
-    refused(decide_pod(s, pod("old-low", cpu="2", created=0)), "StrictFIFO", "team-a/new-high")
+    refused(decide_pod(s, Pod("old-low").queue("lq").cpu("2").obj()), "StrictFIFO", "team-a/new-high")
 
 
 def test_strict_fifo_equal_priority_orders_by_creation_time():
     """seed 001 排队策略: at equal priority, creation time decides: a newer pod is behind, not ahead."""
-    s = fifo_state("StrictFIFO", pod("running", cpu="6", node="n1"), pod("newer", cpu="4", created=20))
-    assert decide_pod(s, pod("older", cpu="2", created=10)).admit is True
+    s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
+                   Pod("newer").queue("lq").cpu("4").created(20).obj())
+    assert decide_pod(s, Pod("older").queue("lq").cpu("2").created(10).obj()).admit is True
 
 
 def test_strict_fifo_older_pods_that_fit_are_charged_virtually_first():
     """seed 001 排队策略: StrictFIFO order means the two older 3-CPU pods are admitted before the newer one; in an
     8-CPU queue that leaves 2, so the newer 3-CPU pod is refused; the tree is unchanged afterwards."""
-    s = fifo_state("StrictFIFO", pod("a", cpu="3", created=0), pod("b", cpu="3", created=1))
+    s = fifo_state("StrictFIFO", Pod("a").queue("lq").cpu("3").obj(), Pod("b").queue("lq").cpu("3").created(1).obj())
     before = all_usage(s)
-    v = decide_pod(s, pod("c", cpu="3", created=2))
+    v = decide_pod(s, Pod("c").queue("lq").cpu("3").created(2).obj())
     assert v.admit is False and v.rule == "QuotaExceeded"
     assert "ahead of it in queue order" in v.reason and "team-a/a, team-a/b" in v.reason
     assert all_usage(s) == before == {}
@@ -240,21 +263,24 @@ def test_strict_fifo_older_pods_that_fit_are_charged_virtually_first():
 
 def cohort_state(*extra):
     """team-a-cq 9 CPUs and team-b-cq 12 CPUs in cohort team-ab; team-a uses its 9 with a running pod."""
-    return make_state(flavor("default-flavor"), node("n1", "64"),
-                      cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                      cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                      lq("team-a", "lq", "team-a-cq"), lq("team-b", "lq", "team-b-cq"),
-                      pod("a-running", "team-a", cpu="9", node="n1"), *extra)
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                      ClusterQueue("team-a-cq").cohort("team-ab")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                      ClusterQueue("team-b-cq").cohort("team-ab")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                      LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+                      LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj(),
+                      Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(), *extra)
 
 
 def test_nominal_quota_first_pending_team_b_pod_comes_before_team_a_borrowing():
     """seed 001 借用示例: "如果 ClusterQueue team-b-cq 有待处理的工作负载,并且 ClusterQueue team-a-cq 的所有
     nominalQuota 配额已用完,Kueue 将首先在 ClusterQueue team-b-cq 中接纳工作负载,然后再接纳任何新工作负载
     team-a-cq"."""
-    b_pending = pod("b-pending", "team-b", cpu="12", created=100)
+    b_pending = Pod("b-pending", "team-b").queue("lq").cpu("12").created(100).obj()
     s = cohort_state(b_pending)
     before = all_usage(s)
-    v = decide_pod(s, pod("a-borrower", "team-a", cpu="1", created=0))
+    v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
     refused(v, "NominalQuotaFirst", "team-b/b-pending", "team-a-cq")
     assert all_usage(s) == before
     # team-b's pod itself is admitted, within its nominal quota
@@ -270,34 +296,37 @@ def test_nominal_quota_first_does_not_apply_without_pending_pods_in_team_b():
     """seed 001 借用示例: "如果 ClusterQueue team-b-cq 没有被接纳的工作负载,那么 ClusterQueue team-a-cq 可以接纳
     ... 21 CPUs" - with nothing pending in team-b, team-a borrows."""
     s = cohort_state()
-    v = decide_pod(s, pod("a-borrower", "team-a", cpu="12"))
+    v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("12").obj())
     assert v.admit is True and v.assignment.borrowing is True
 
 
 def test_nominal_quota_first_only_blocks_when_the_pending_pods_need_the_quota():
     """seed 001 借用示例: Kueue "确保 nominalQuota 配额用于 team-b-cq"; a small team-b pod leaves enough to lend."""
-    s = cohort_state(pod("b-pending", "team-b", cpu="2", created=100))
-    v = decide_pod(s, pod("a-borrower", "team-a", cpu="10"))
+    s = cohort_state(Pod("b-pending", "team-b").queue("lq").cpu("2").created(100).obj())
+    v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("10").obj())
     assert v.admit is True and v.assignment.borrowing is True
-    v = decide_pod(s, pod("a-big", "team-a", cpu="11"))
+    v = decide_pod(s, Pod("a-big", "team-a").queue("lq").cpu("11").obj())
     refused(v, "NominalQuotaFirst", "team-b/b-pending")
 
 
 def test_nominal_quota_first_ignores_team_b_pods_that_would_borrow_themselves():
     """seed 001 借用示例: only team-b workloads within team-b's nominal quota take precedence."""
-    s = cohort_state(pod("b-huge", "team-b", cpu="13", created=100))
-    v = decide_pod(s, pod("a-borrower", "team-a", cpu="1"))
+    s = cohort_state(Pod("b-huge", "team-b").queue("lq").cpu("13").created(100).obj())
+    v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
     assert v.admit is True
 
 
 def test_nominal_quota_first_does_not_affect_pods_within_nominal():
     """seed 001 借用示例: the rule is about borrowing; a team-a pod within its own nominal quota is admitted."""
-    s = make_state(flavor("default-flavor"), node("n1", "64"),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                   lq("team-a", "lq", "team-a-cq"), lq("team-b", "lq", "team-b-cq"),
-                   pod("b-pending", "team-b", cpu="12"))
-    v = decide_pod(s, pod("a-own", "team-a", cpu="9"))
+    s = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+                   LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj(),
+                   Pod("b-pending", "team-b").queue("lq").cpu("12").obj())
+    v = decide_pod(s, Pod("a-own", "team-a").queue("lq").cpu("9").obj())
     assert v.admit is True and v.assignment.borrowing is False
 
 
@@ -308,12 +337,12 @@ def test_reservation_holds_quota_until_it_expires():
     until it binds, and a reservation whose bind never comes is released after reservation_timeout."""
     clock = FakeClock(1000.0)
     s = single(cpu="8", clock=clock)
-    v = decide_pod(s, pod("first", cpu="5"))
+    v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     assert v.admit is True
     first = pod_info(s, "team-a", "first")
     s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert s.quota_node("cq").usage[FR] == 5 * CPU
-    v2 = decide_pod(s, pod("second", cpu="4"))
+    v2 = decide_pod(s, Pod("second").queue("lq").cpu("4").obj())
     assert v2.admit is False and v2.rule == "QuotaExceeded"
     clock.advance(s.config.reservation_timeout - 1)
     assert s.expire_reservations() == 0
@@ -324,17 +353,17 @@ def test_reservation_holds_quota_until_it_expires():
     # "first" is still pending and older: in queue order it takes its quota before "second" does.
     v3 = decide(s, pod_info(s, "team-a", "second"))
     assert v3.admit is False and "ahead of it in queue order (team-a/first)" in v3.reason
-    delete(s, pod("first", cpu="5"))
+    delete(s, Pod("first").queue("lq").cpu("5").obj())
     assert decide(s, pod_info(s, "team-a", "second")).admit is True
 
 
 def test_reserved_pod_binding_keeps_the_charge_once():
     """seed 001 集群队列: a reserved pod that then runs is charged once, not twice."""
     s = single(cpu="8")
-    v = decide_pod(s, pod("first", cpu="5"))
+    v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     first = pod_info(s, "team-a", "first")
     s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
-    apply(s, pod("first", cpu="5", node="n1"))
+    apply(s, Pod("first").queue("lq").cpu("5").node("n1").obj())
     assert first.uid not in s.reservations
     assert s.quota_node("cq").usage[FR] == 5 * CPU
 
@@ -342,16 +371,21 @@ def test_reserved_pod_binding_keeps_the_charge_once():
 # ---- running pods -----------------------------------------------------------------------------------------------
 
 def flavor_state(*extra):
-    return make_state(flavor("spot", {"pool": "spot"}), flavor("on-demand", {"pool": "on-demand"}),
-                      node("n-spot", "64", {"pool": "spot"}), node("n-od", "64", {"pool": "on-demand"}),
-                      cq("cq", None, [("spot", {"cpu": "4"}), ("on-demand", {"cpu": "8"})]),
-                      lq("team-a", "lq", "cq"), *extra)
+    return make_state(ResourceFlavor("spot").node_labels({"pool": "spot"}).obj(),
+                      ResourceFlavor("on-demand").node_labels({"pool": "on-demand"}).obj(),
+                      Node("n-spot").cpu("64").labels({"pool": "spot"}).obj(),
+                      Node("n-od").cpu("64").labels({"pool": "on-demand"}).obj(),
+                      ClusterQueue("cq")
+                          .resource_group(FlavorQuotas("spot").resource("cpu", "4"),
+                                          FlavorQuotas("on-demand").resource("cpu", "8"))
+                          .obj(),
+                      LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *extra)
 
 
 def test_running_pod_is_charged_in_the_flavor_its_node_belongs_to():
     """seed 001 资源规格与资源: "您可以通过 ResourceFlavor 对象定义规格与节点组的映射关系" - a pod running on an
     on-demand node holds on-demand quota."""
-    running = pod("r", cpu="3", node="n-od")
+    running = Pod("r").queue("lq").cpu("3").node("n-od").obj()
     s = flavor_state(running)
     uid = pod_info(s, "team-a", "r").uid
     assert s.admitted[uid].flavors == {"cpu": "on-demand"}
@@ -361,7 +395,7 @@ def test_running_pod_is_charged_in_the_flavor_its_node_belongs_to():
 
 def test_running_pod_released_when_deleted():
     """seed 001 借用示例: usage counts admitted workloads only; a deleted pod releases its quota."""
-    running = pod("r", cpu="3", node="n-od")
+    running = Pod("r").queue("lq").cpu("3").node("n-od").obj()
     s = flavor_state(running)
     delete(s, running)
     assert all_usage(s) == {}
@@ -371,29 +405,36 @@ def test_running_pod_released_when_deleted():
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_running_pod_released_when_finished(phase):
     """seed 001 停止策略: "允许已经接纳的工作负载完成" - a finished pod no longer holds quota."""
-    s = flavor_state(pod("r", cpu="3", node="n-od"))
-    apply(s, pod("r", cpu="3", node="n-od", phase=phase))
+    s = flavor_state(Pod("r").queue("lq").cpu("3").node("n-od").obj())
+    apply(s, Pod("r").queue("lq").cpu("3").node("n-od").phase(phase).obj())
     assert all_usage(s) == {}
     assert pod_info(s, "team-a", "r").uid not in s.admitted
 
 
 def test_running_pod_update_is_not_charged_twice():
     """seed 001 借用示例: the same pod seen again (status update) is charged once."""
-    s = flavor_state(pod("r", cpu="3", node="n-spot"))
+    s = flavor_state(Pod("r").queue("lq").cpu("3").node("n-spot").obj())
     for _ in range(3):
-        apply(s, pod("r", cpu="3", node="n-spot"))
+        apply(s, Pod("r").queue("lq").cpu("3").node("n-spot").obj())
     assert all_usage(s) == {("cq", "cq"): {("spot", "cpu"): 3 * CPU}}
 
 
 def test_running_pod_seen_before_its_node_is_charged_in_the_nodes_flavor_once_the_node_arrives():
     """seed 001 资源规格与资源: "您可以通过 ResourceFlavor 对象定义规格与节点组的映射关系" - a pod running on an
     on-demand node holds on-demand quota, whatever order the watch delivers the Pod and the Node in."""
-    s = make_state(flavor("spot", {"pool": "spot"}), flavor("on-demand", {"pool": "on-demand"}),
-                   cq("cq", None, [("spot", {"cpu": "4"}), ("on-demand", {"cpu": "8"})]),
-                   lq("team-a", "lq", "cq"), bulk=False)
-    apply(s, pod("r", cpu="3", node="n-od"))            # the Pod event comes first ...
-    apply(s, node("n-od", "64", {"pool": "on-demand"}))  # ... then its Node
-    apply(s, cq("cq", None, [("spot", {"cpu": "4"}), ("on-demand", {"cpu": "8"})]))   # and a rebuild
+    s = make_state(ResourceFlavor("spot").node_labels({"pool": "spot"}).obj(),
+                   ResourceFlavor("on-demand").node_labels({"pool": "on-demand"}).obj(),
+                   ClusterQueue("cq")
+                       .resource_group(FlavorQuotas("spot").resource("cpu", "4"),
+                                       FlavorQuotas("on-demand").resource("cpu", "8"))
+                       .obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("cq").obj(), bulk=False)
+    apply(s, Pod("r").queue("lq").cpu("3").node("n-od").obj())            # the Pod event comes first ...
+    apply(s, Node("n-od").cpu("64").labels({"pool": "on-demand"}).obj())  # ... then its Node
+    apply(s,
+          ClusterQueue("cq")
+              .resource_group(FlavorQuotas("spot").resource("cpu", "4"), FlavorQuotas("on-demand").resource("cpu", "8"))
+              .obj())   # and a rebuild
     assert s.admitted[pod_info(s, "team-a", "r").uid].flavors == {"cpu": "on-demand"}
     assert all_usage(s) == {("cq", "cq"): {("on-demand", "cpu"): 3 * CPU}}
 
@@ -406,24 +447,28 @@ def test_raising_nominal_quota_rebuilds_tree_and_keeps_usage_once():
     s = cohort_state()
     old_tree = s.tree
     assert available(s.quota_node("team-a-cq"), FR) == 12 * CPU
-    apply(s, cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "20"})]))
+    apply(s,
+          ClusterQueue("team-a-cq").cohort("team-ab")
+              .resource_group(FlavorQuotas("default-flavor").resource("cpu", "20")).obj())
     assert s.tree is not old_tree
     assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
     assert s.tree.cohorts["team-ab"].usage[FR] == 9 * CPU
     assert available(s.quota_node("team-a-cq"), FR) == (20 + 12 - 9) * CPU
-    apply(s, cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "20"})]))   # same object again
-    apply(s, flavor("default-flavor"))
+    apply(s,
+          ClusterQueue("team-a-cq").cohort("team-ab")
+              .resource_group(FlavorQuotas("default-flavor").resource("cpu", "20")).obj())   # same object again
+    apply(s, ResourceFlavor("default-flavor").obj())
     assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
-    assert decide_pod(s, pod("a-more", "team-a", cpu="11")).assignment.borrowing is False
+    assert decide_pod(s, Pod("a-more", "team-a").queue("lq").cpu("11").obj()).assignment.borrowing is False
 
 
 def test_kueue_change_keeps_reservations_charged_once():
     """seed 001 借用示例: a rebuild re-charges quota held by reservations once."""
     s = single(cpu="8")
-    v = decide_pod(s, pod("first", cpu="5"))
+    v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     first = pod_info(s, "team-a", "first")
     s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
-    apply(s, cq("cq", None, [("default-flavor", {"cpu": "10"})]))
+    apply(s, ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "10")).obj())
     assert s.quota_node("cq").usage[FR] == 5 * CPU
     assert available(s.quota_node("cq"), FR) == 5 * CPU
     s.drop_reservation(first.uid)
@@ -433,31 +478,38 @@ def test_kueue_change_keeps_reservations_charged_once():
 def test_moving_a_cluster_queue_into_a_cohort_keeps_usage_once():
     """seed 001 队列组: "要向队列组添加 ClusterQueue,请在 .spec.cohort 字段中指定 cohort 的名称"; its usage
     moves with it."""
-    s = make_state(flavor("default-flavor"), node("n1", "64"),
-                   cq("team-a-cq", None, [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                   lq("team-a", "lq", "team-a-cq"), pod("a-running", "team-a", cpu="9", node="n1"))
+    s = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                   ClusterQueue("team-a-cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+                   Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj())
     assert available(s.quota_node("team-a-cq"), FR) == 0
-    apply(s, cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]))
+    apply(s,
+          ClusterQueue("team-a-cq").cohort("team-ab")
+              .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj())
     assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
     assert s.tree.cohorts["team-ab"].usage[FR] == 9 * CPU
     assert available(s.quota_node("team-a-cq"), FR) == 12 * CPU
-    assert decide_pod(s, pod("a-borrower", "team-a", cpu="12")).admit is True
+    assert decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("12").obj()).admit is True
 
 
 def test_nominal_quota_first_ignores_pending_pods_team_b_would_refuse():
     """seed 001 借用示例: "Kueue 将首先在 ClusterQueue team-b-cq 中接纳工作负载,然后再接纳任何新工作负载
     team-a-cq" - a pending pod that team-b-cq itself refuses (its namespace is not selected, 命名空间选择器) can
     never be admitted first, so it must not hold team-a back. (Regression: it used to block team-a forever.)"""
-    s = make_state(flavor("default-flavor"), node("n1", "64"),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})],
-                      selector={"matchLabels": {"kubernetes.io/metadata.name": "team-b"}}),
-                   lq("team-a", "lq", "team-a-cq"), lq("other", "lq", "team-b-cq"),
-                   pod("a-running", "team-a", cpu="9", node="n1"),
-                   pod("x-pending", "other", cpu="12"))
+    s = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12"))
+                       .namespace_selector({"matchLabels": {"kubernetes.io/metadata.name": "team-b"}}).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+                   LocalQueue("lq", "other").cluster_queue("team-b-cq").obj(),
+                   Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(),
+                   Pod("x-pending", "other").queue("lq").cpu("12").obj())
     refused(decide(s, pod_info(s, "other", "x-pending")), "NamespaceNotSelected", "other")
-    v = decide_pod(s, pod("a-borrower", "team-a", cpu="1"))
+    v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
     assert v.admit is True, v.reason
     assert v.assignment.borrowing is True
 
@@ -465,23 +517,25 @@ def test_nominal_quota_first_ignores_pending_pods_team_b_would_refuse():
 def test_best_effort_fifo_older_pod_that_fits_takes_its_quota_first():
     """seed 001 排队策略: BestEffortFIFO orders "与 StrictFIFO 相同的方式" - an older pending pod that fits is admitted
     before a newer one, so the newer pod sees the quota the older one will take (Kueue admits heads in order)."""
-    s = fifo_state("BestEffortFIFO", pod("running", cpu="4", node="n1"), pod("old", cpu="3", created=0))
+    s = fifo_state("BestEffortFIFO", Pod("running").queue("lq").cpu("4").node("n1").obj(),
+                   Pod("old").queue("lq").cpu("3").obj())
     before = all_usage(s)
-    v = decide_pod(s, pod("new", cpu="3", created=10))
+    v = decide_pod(s, Pod("new").queue("lq").cpu("3").created(10).obj())
     assert v.admit is False and v.rule == "QuotaExceeded"
     assert "ahead of it in queue order (team-a/old)" in v.reason
     assert all_usage(s) == before                      # the virtual charge was taken back
-    assert decide_pod(s, pod("small", cpu="1", created=11)).admit is True
+    assert decide_pod(s, Pod("small").queue("lq").cpu("1").created(11).obj()).admit is True
 
 
 def test_pods_their_queue_refuses_do_not_hold_quota_ahead():
     """seed 001 命名空间选择器: a pending pod whose namespace the ClusterQueue does not select can never be admitted,
     so it neither blocks (StrictFIFO) nor holds quota ahead of anyone."""
-    s = single(node("n2", "64"), namespace("blocked"), lq("blocked", "lq", "cq"),
-               pod("running", cpu="6", node="n1"), cpu="8", queueingStrategy="StrictFIFO",
+    s = single(Node("n2").cpu("64").obj(), Namespace("blocked").obj(),
+               LocalQueue("lq", "blocked").cluster_queue("cq").obj(),
+               Pod("running").queue("lq").cpu("6").node("n1").obj(), cpu="8", queueingStrategy="StrictFIFO",
                selector={"matchLabels": {"kubernetes.io/metadata.name": "team-a"}})
-    apply(s, pod("outsider", ns="blocked", cpu="1", created=0))
-    v = decide_pod(s, pod("new", cpu="2", created=10))
+    apply(s, Pod("outsider", "blocked").queue("lq").cpu("1").obj())
+    v = decide_pod(s, Pod("new").queue("lq").cpu("2").created(10).obj())
     assert v.admit is True, v.reason
 
 
@@ -489,15 +543,22 @@ def test_fair_sharing_admits_the_lower_share_queue_first():
     """seed 000 ClusterQueue 份额值: "在准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入 Workload" - with
     fairSharing on, a borrowing pod waits while a queue whose share stays lower has a pending pod that fits."""
     from app.config import Configuration
-    objs = [flavor("default-flavor"), node("n1", "64"), namespace("team-b"), namespace("team-c"),
-            cq("team-a", "co", [("default-flavor", {"cpu": "4"})]),
-            cq("team-b", "co", [("default-flavor", {"cpu": "4"})]),
-            cq("team-c", "co", [("default-flavor", {"cpu": "8"})]),
-            lq("team-a", "lq", "team-a"), lq("team-b", "lq", "team-b"), lq("team-c", "lq", "team-c"),
-            pod("a-run", cpu="8", node="n1"), pod("b-run", ns="team-b", cpu="4", node="n1"),
-            pod("b-wait", ns="team-b", cpu="2", created=5)]
+    objs = [ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(), Namespace("team-b").obj(),
+            Namespace("team-c").obj(),
+            ClusterQueue("team-a").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+                .obj(),
+            ClusterQueue("team-b").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+                .obj(),
+            ClusterQueue("team-c").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "8"))
+                .obj(),
+            LocalQueue("lq", "team-a").cluster_queue("team-a").obj(),
+            LocalQueue("lq", "team-b").cluster_queue("team-b").obj(),
+            LocalQueue("lq", "team-c").cluster_queue("team-c").obj(),
+            Pod("a-run").queue("lq").cpu("8").node("n1").obj(),
+            Pod("b-run", "team-b").queue("lq").cpu("4").node("n1").obj(),
+            Pod("b-wait", "team-b").queue("lq").cpu("2").created(5).obj()]
     fair = make_state(*objs, config=Configuration(fair_sharing=True))
-    v = decide_pod(fair, pod("a-more", cpu="3", created=10))
+    v = decide_pod(fair, Pod("a-more").queue("lq").cpu("3").created(10).obj())
     assert (v.admit, v.rule) == (False, "FairSharingOrder") and "team-b/b-wait" in v.reason
     classic = make_state(*objs)          # without fair sharing, first come first served for borrowing
-    assert decide_pod(classic, pod("a-more", cpu="3", created=10)).admit is True
+    assert decide_pod(classic, Pod("a-more").queue("lq").cpu("3").created(10).obj()).admit is True

@@ -28,12 +28,13 @@ from app.sim.cluster import SimCluster, SimPod
 from app.sim.scenario import ScenarioError, load_scenario
 from app.sim.scheduler import SimScheduler
 
-from helpers import BASE_TIME, FakeClock, apply, cq, flavor, lq, make_state, node, pod, pod_info
+from builders import BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from helpers import FakeClock, apply, make_state, pod_info
 
 
-def running(name, created=0, scheduled=None, started=None, **kw):
+def running(name, created=0, scheduled=None, started=None, cpu="1", priority=None):
     """A running pod; scheduled/started are seconds after BASE_TIME (PodScheduled, status.startTime)."""
-    obj = pod(name, node=kw.pop("node", "n1"), created=created, **kw)
+    obj = Pod(name).queue("lq").cpu(cpu).priority(priority).created(created).node("n1").obj()
     status = obj["status"]
     if scheduled is not None:
         status["conditions"] = [{"type": "PodScheduled", "status": "True",
@@ -44,9 +45,10 @@ def running(name, created=0, scheduled=None, started=None, **kw):
 
 
 def within_state(*pods, policy="LowerOrNewerEqualPriority", clock=None, quota="4"):
-    return make_state(flavor("default-flavor"), node("n1", "64"),
-                      cq("cq", flavors=[("default-flavor", {"cpu": quota})], preemption={"withinClusterQueue": policy}),
-                      lq("team-a", "lq", "cq"), *pods, clock=clock)
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                      ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", quota))
+                          .preemption({"withinClusterQueue": policy}).obj(),
+                      LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *pods, clock=clock)
 
 
 def candidate_keys(state, ns="team-a", name="p") -> list[str]:
@@ -97,7 +99,7 @@ def test_quotients_own_bind_is_its_second_then_the_apis_podscheduled():
     """A pod Quotient bound is admitted at the bind moment, to the second (as the API server's PodScheduled
     records it); once the watch shows the binding, the API's own time is taken, which is what a restart reads."""
     clock = FakeClock(BASE_TIME + 20.8)
-    s = within_state(pod("x", cpu="1", created=1), clock=clock)
+    s = within_state(Pod("x").queue("lq").cpu("1").created(1).obj(), clock=clock)
     x = pod_info(s, "team-a", "x")
     s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000}))
     assert (s.admitted[x.uid].admitted_at, s.admitted[x.uid].admitted_from) == (BASE_TIME + 20, "bind")
@@ -126,7 +128,7 @@ def test_candidates_are_most_recently_admitted_first_with_a_deterministic_tie_br
     pods = [copy.deepcopy(p) for p in TIED]
     for i, p in enumerate(pods):
         p["metadata"]["uid"] = f"uid-{i}"
-    s = within_state(*pods, pod("p", cpu="1", created=-10))
+    s = within_state(*pods, Pod("p").queue("lq").cpu("1").created(-10).obj())
     assert candidate_keys(s) == NEWEST_FIRST
 
 
@@ -135,7 +137,7 @@ def test_the_same_key_orders_pods_in_no_queue():
     pods = [copy.deepcopy(p) for p in TIED]
     for p in pods:
         p["metadata"]["labels"] = {}
-    s = within_state(*pods, pod("p", cpu="1", created=-10, priority=100))
+    s = within_state(*pods, Pod("p").queue("lq").cpu("1").priority(100).created(-10).obj())
     pre = Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.quota_node("cq"), {}, set())
     assert [c.pod.key for c in unqueued_on(s, pre, "n1")] == NEWEST_FIRST
 
@@ -144,7 +146,8 @@ def test_a_restart_rebuilds_the_same_candidate_order():
     """Issue 12: a fresh ClusterState listing the same objects (Quotient's own bind included, as the API shows
     it) orders the candidates as the state that made the bind did."""
     clock = FakeClock(BASE_TIME + 35.9)
-    objects = [copy.deepcopy(p) for p in TIED] + [pod("x", cpu="1", created=0), pod("p", cpu="1", created=-10)]
+    objects = [copy.deepcopy(p) for p in TIED] + [Pod("x").queue("lq").cpu("1").obj(),
+                                                  Pod("p").queue("lq").cpu("1").created(-10).obj()]
     s = within_state(*objects, clock=clock, quota="7")
     x = pod_info(s, "team-a", "x")
     assert s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000})) == ""
@@ -176,9 +179,9 @@ def test_an_equal_priority_pod_group_created_before_the_preemptor_is_no_candidat
         obj["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
         obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
         return obj
-    old = within_state(member("g1", 1), member("g2", 7), pod("p", cpu="2", created=5))
+    old = within_state(member("g1", 1), member("g2", 7), Pod("p").queue("lq").cpu("2").created(5).obj())
     assert candidate_keys(old) == []
-    new = within_state(member("g1", 6), member("g2", 7), pod("p", cpu="2", created=5))
+    new = within_state(member("g1", 6), member("g2", 7), Pod("p").queue("lq").cpu("2").created(5).obj())
     assert candidate_keys(new) == ["team-a/g1"] or candidate_keys(new) == ["team-a/g2"]
 
 
@@ -310,10 +313,10 @@ async def test_fakeapi_sets_creation_times_itself_to_the_second_and_start_pod_se
 
     clock = Clock(BASE_TIME + 4.9)
     async with FakeApiServer(clock=clock) as api:
-        stored = api.apply(pod("a", created=100, node="n1"))
+        stored = api.apply(Pod("a").queue("lq").cpu("1").created(100).node("n1").obj())
         assert stored["metadata"]["creationTimestamp"] == format_time(BASE_TIME + 4)   # the given one is ignored
         clock.now += 3
-        again = api.apply(pod("a", created=200, node="n1"))
+        again = api.apply(Pod("a").queue("lq").cpu("1").created(200).node("n1").obj())
         assert again["metadata"]["creationTimestamp"] == format_time(BASE_TIME + 4)    # immutable
         started = api.start_pod("team-a", "a")
         assert started["status"]["startTime"] == format_time(BASE_TIME + 7)
@@ -328,8 +331,8 @@ async def test_fakeapi_evicts_a_bound_pod_through_deletion_timestamp(grace, tmp_
     from app.act.kube import KubeWriter
 
     async with FakeApiServer(pod_grace=grace) as api:
-        api.apply(pod("v", node="n1"))
-        api.apply(pod("w"))
+        api.apply(Pod("v").queue("lq").cpu("1").node("n1").obj())
+        api.apply(Pod("w").queue("lq").cpu("1").obj())
         client = await api.api_client(tmp_path)
         try:
             writer = KubeWriter(client, state=None)

@@ -11,6 +11,7 @@ import pytest
 
 from app.cli import build_from_snapshot
 from app.sync.snapshot import SnapshotError, read_snapshot
+from builders import Pod, binding_args, extender_args
 
 QUOTIENT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "quotient"
 
@@ -66,21 +67,10 @@ def with_requests(pod: dict, requests: dict) -> dict:
     return pod
 
 
-def pod(name: str, cpu: str = "1", queue: str | None = "q") -> dict:
-    labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
-    return {"metadata": {"name": name, "namespace": "team-a", "uid": f"uid-team-a-{name}", "labels": labels},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": "Pending"}}
-
-
-def filter_body(pod: dict, names: list[str]) -> dict:
-    return {"Pod": pod, "Nodes": None, "NodeNames": names}
-
-
 def bad_requests() -> list[tuple[str, str, bytes, str]]:
     """(id, verb, body, what the error must mention)."""
-    queued = pod("bad", cpu="1")
-    plain = pod("bad-plain", cpu="1", queue=None)
+    queued = Pod("bad").queue("q").cpu("1").wire()
+    plain = Pod("bad-plain").cpu("1").wire()
     node_obj = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}}
     dumps = orjson.dumps
     cases = [
@@ -109,20 +99,20 @@ def bad_requests() -> list[tuple[str, str, bytes, str]]:
          dumps({"Pod": queued, "Nodes": {"items": [{"metadata": None}]}, "NodeNames": None}), "metadata.name"),
         ("nodes-item-metadata-list", "prioritize",
          dumps({"Pod": queued, "Nodes": {"items": [{"metadata": ["n1"]}]}, "NodeNames": None}), "metadata.name"),
-        ("cpu-lots", "filter", dumps(filter_body(with_requests(queued, {"cpu": "lots"}), NODES)), "lots"),
-        ("cpu-minus-one", "filter", dumps(filter_body(with_requests(queued, {"cpu": "-1"}), NODES)), "negative"),
-        ("cpu-minus-one-unmanaged", "filter", dumps(filter_body(with_requests(plain, {"cpu": "-1"}), NODES)),
+        ("cpu-lots", "filter", dumps(extender_args(with_requests(queued, {"cpu": "lots"}), NODES)), "lots"),
+        ("cpu-minus-one", "filter", dumps(extender_args(with_requests(queued, {"cpu": "-1"}), NODES)), "negative"),
+        ("cpu-minus-one-unmanaged", "filter", dumps(extender_args(with_requests(plain, {"cpu": "-1"}), NODES)),
          "negative"),
-        ("cpu-lots-prioritize", "prioritize", dumps(filter_body(with_requests(queued, {"cpu": "lots"}), NODES)),
+        ("cpu-lots-prioritize", "prioritize", dumps(extender_args(with_requests(queued, {"cpu": "lots"}), NODES)),
          "lots"),
-        ("memory-list", "filter", dumps(filter_body(with_requests(queued, {"memory": ["1Gi"]}), NODES)), "memory"),
-        ("cpu-1e30", "filter", dumps(filter_body(with_requests(queued, {"cpu": "1e30"}), NODES)), "absurdly large"),
-        ("cpu-1e30-unmanaged", "filter", dumps(filter_body(with_requests(plain, {"cpu": "1e30"}), NODES)),
+        ("memory-list", "filter", dumps(extender_args(with_requests(queued, {"memory": ["1Gi"]}), NODES)), "memory"),
+        ("cpu-1e30", "filter", dumps(extender_args(with_requests(queued, {"cpu": "1e30"}), NODES)), "absurdly large"),
+        ("cpu-1e30-unmanaged", "filter", dumps(extender_args(with_requests(plain, {"cpu": "1e30"}), NODES)),
          "absurdly large"),
-        ("cpu-1e30-prioritize", "prioritize", dumps(filter_body(with_requests(queued, {"cpu": "1e30"}), NODES)),
+        ("cpu-1e30-prioritize", "prioritize", dumps(extender_args(with_requests(queued, {"cpu": "1e30"}), NODES)),
          "absurdly large"),
         ("containers-not-list", "filter",
-         dumps(filter_body({**queued, "spec": {"containers": {"name": "c"}}}, NODES)), "containers"),
+         dumps(extender_args({**queued, "spec": {"containers": {"name": "c"}}}, NODES)), "containers"),
         ("preempt-victims-list", "preempt",
          dumps({"Pod": plain, "NodeNameToVictims": None, "NodeNameToMetaVictims": [{"n1": {"Pods": []}}]}),
          "NodeNameToMetaVictims"),
@@ -155,11 +145,11 @@ def ext(load_extender):
     return load_extender(SNAPSHOT)
 
 
-async def good_request(client, kit, verb: str, n: int) -> None:
+async def good_request(client, verb: str, n: int) -> None:
     """A request kube-scheduler could send; it must succeed."""
-    pod = kit.pod(f"good-{verb}-{n}", cpu="100m", queue=None)
+    pod = Pod(f"good-{verb}-{n}").cpu("100m").wire()
     if verb in ("filter", "prioritize"):
-        r = await client.post(f"/{verb}", json=kit.filter(pod, NODES))
+        r = await client.post(f"/{verb}", json=extender_args(pod, NODES))
         assert r.status_code == 200, r.text
         if verb == "filter":
             assert r.json()["NodeNames"] == NODES
@@ -172,13 +162,13 @@ async def good_request(client, kit, verb: str, n: int) -> None:
         assert r.status_code == 200, r.text
         assert r.json() == {"NodeNameToMetaVictims": victims}
     else:
-        assert (await client.post("/filter", json=kit.filter(pod, NODES))).status_code == 200
-        r = await client.post("/bind", json=kit.bind(pod, "n2"))
+        assert (await client.post("/filter", json=extender_args(pod, NODES))).status_code == 200
+        r = await client.post("/bind", json=binding_args(pod, "n2"))
         assert r.status_code == 200 and r.json() == {"Error": ""}, r.text
 
 
 @pytest.mark.parametrize("case,verb,body,mention", BAD_REQUESTS, ids=[c[0] for c in BAD_REQUESTS])
-async def test_bad_request_is_400_and_changes_nothing(ext, api, kit, case, verb, body, mention):
+async def test_bad_request_is_400_and_changes_nothing(ext, api, case, verb, body, mention):
     async with api(ext) as client:
         before = fingerprint(ext.state)
         r = await client.post(f"/{verb}", content=body, headers={"Content-Type": "application/json"})
@@ -190,31 +180,31 @@ async def test_bad_request_is_400_and_changes_nothing(ext, api, kit, case, verb,
         assert answer["error"].startswith(f"{verb}: ")
         assert mention in answer["error"], answer["error"]
         assert fingerprint(ext.state) == before           # no reservation, no pod learned
-        await good_request(client, kit, verb, 0)          # still answering
+        await good_request(client, verb, 0)          # still answering
 
 
-async def test_every_bad_request_in_a_row_then_normal_work(ext, api, kit):
+async def test_every_bad_request_in_a_row_then_normal_work(ext, api):
     async with api(ext) as client:
         for i, (case, verb, body, _) in enumerate(BAD_REQUESTS):
             before = fingerprint(ext.state)
             r = await client.post(f"/{verb}", content=body)
             assert r.status_code == 400, case
             assert fingerprint(ext.state) == before, case
-            await good_request(client, kit, verb, i)
+            await good_request(client, verb, i)
         # A queued pod is still admitted and charged normally afterwards.
-        pod = kit.pod("after", cpu="2")
-        assert (await client.post("/filter", json=kit.filter(pod, NODES))).json()["NodeNames"] == NODES
-        assert (await client.post("/bind", json=kit.bind(pod, "n1"))).json() == {"Error": ""}
+        pod = Pod("after").queue("q").cpu("2").wire()
+        assert (await client.post("/filter", json=extender_args(pod, NODES))).json()["NodeNames"] == NODES
+        assert (await client.post("/bind", json=binding_args(pod, "n1"))).json() == {"Error": ""}
     assert ext.state.tree.queues["cq"].usage[("default-flavor", "cpu")] == 2000
     assert "uid-team-a-bad" not in ext.state.pods
 
 
-async def test_absurd_quantity_is_never_admitted(ext, api, kit):
-    pod = with_requests(kit.pod("absurd", cpu="1"), {"cpu": "1e30"})
+async def test_absurd_quantity_is_never_admitted(ext, api):
+    pod = with_requests(Pod("absurd").queue("q").cpu("1").wire(), {"cpu": "1e30"})
     async with api(ext) as client:
         for verb in ("filter", "prioritize"):
-            assert (await client.post(f"/{verb}", json=kit.filter(pod, NODES))).status_code == 400
-        r = await client.post("/bind", json=kit.bind(pod, "n1"))
+            assert (await client.post(f"/{verb}", json=extender_args(pod, NODES))).status_code == 400
+        r = await client.post("/bind", json=binding_args(pod, "n1"))
     assert r.status_code == 200 and "team-a/absurd" in r.json()["Error"]       # never learned
     assert not ext.state.admitted and not ext.state.reservations
     assert pod["metadata"]["uid"] not in ext.state.pods
@@ -227,42 +217,42 @@ async def test_absurd_quantity_is_never_admitted(ext, api, kit):
     (("status", "phase"), ["Pending"]),
     (("status", "conditions"), 1),
 ])
-async def test_wrongly_typed_pod_fields_are_400(ext, api, kit, field, value):
+async def test_wrongly_typed_pod_fields_are_400(ext, api, field, value):
     """A wrong type must be refused before the pod reaches the state (a stored one would break every rebuild)."""
-    pod = kit.pod("typed", cpu="1")
+    pod = Pod("typed").queue("q").cpu("1").wire()
     pod[field[0]][field[1]] = value
     async with api(ext) as client:
         before = fingerprint(ext.state)
         for verb in ("filter", "prioritize"):
-            r = await client.post(f"/{verb}", json=kit.filter(pod, NODES))
+            r = await client.post(f"/{verb}", json=extender_args(pod, NODES))
             assert r.status_code == 400, r.text
             assert field[1] in r.json()["error"], r.text
         assert fingerprint(ext.state) == before
-        await good_request(client, kit, "filter", 0)
+        await good_request(client, "filter", 0)
     ext.state.upsert_kueue("ResourceFlavor", "default-flavor", ext.state.flavors["default-flavor"])     # a rebuild still works
 
 
 # ---- unknown keys are ignored ----------------------------------------------------------------------------
 
-async def test_unknown_keys_are_ignored(ext, api, kit):
-    pod = kit.pod("extra", cpu="1")
+async def test_unknown_keys_are_ignored(ext, api):
+    pod = Pod("extra").queue("q").cpu("1").wire()
     pod["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:x": {}}}]
     pod["metadata"]["someFutureField"] = {"a": [1, 2]}
     pod["spec"]["someFutureField"] = True
     pod["spec"]["containers"][0]["futureField"] = "x"
     pod["status"]["somethingNew"] = 1
     async with api(ext) as client:
-        body = {**kit.filter(pod, NODES), "FutureArgs": {"x": 1}, "nodenames": ["ignored"]}
+        body = {**extender_args(pod, NODES), "FutureArgs": {"x": 1}, "nodenames": ["ignored"]}
         r = await client.post("/filter", json=body)
         assert r.status_code == 200 and r.json()["NodeNames"] == NODES
         r = await client.post("/prioritize", json=body)
         assert r.status_code == 200 and [e["Host"] for e in r.json()] == NODES
         victims = {"n1": {"Pods": [{"UID": "v1", "Extra": 1}], "NumPDBViolations": 0, "Future": None}}
-        r = await client.post("/preempt", json={"Pod": kit.pod("free", queue=None), "NodeNameToVictims": None,
+        r = await client.post("/preempt", json={"Pod": Pod("free").cpu("1").wire(), "NodeNameToVictims": None,
                                                "NodeNameToMetaVictims": victims, "Unknown": []})
         assert r.status_code == 200
         assert r.json() == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}}}
-        r = await client.post("/bind", json={**kit.bind(pod, "n1"), "Extra": "x"})
+        r = await client.post("/bind", json={**binding_args(pod, "n1"), "Extra": "x"})
         assert r.status_code == 200 and r.json() == {"Error": ""}
     assert pod["metadata"]["uid"] in ext.state.admitted
 

@@ -15,8 +15,7 @@ from app.act.writer import SnapshotWriter  # noqa: E402
 from app.extender import Extender  # noqa: E402
 from app.objects.pod import decode_pod  # noqa: E402
 from fakeapi import FakeApiServer  # noqa: E402
-from helpers import answer_reasons
-from helpers import make_state, with_uids  # noqa: E402
+from helpers import answer_reasons, make_state, with_uids
 
 
 def test_cluster_quota_is_full_and_every_node_has_room():

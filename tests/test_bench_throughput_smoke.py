@@ -14,7 +14,7 @@ import rig  # noqa: E402
 
 from app.act.writer import SnapshotWriter  # noqa: E402
 from app.extender import Extender  # noqa: E402
-from helpers import make_state, with_uids  # noqa: E402
+from helpers import make_state, with_uids
 
 
 async def test_every_pod_of_the_backlog_is_admitted_onto_every_node_and_bound():

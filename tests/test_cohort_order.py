@@ -10,8 +10,8 @@ getNodeHeight, and preemption.CanAlwaysReclaim (reclaimWithinCohort: Any).
 from app.core.admission import decide
 from app.core.borrowing import borrowing_level, resources_to_reserve, subtree_height
 
-from helpers import (CPU, all_usage, apply, cohort, cq, decide_pod, delete, flavor, lq, make_state, namespace, node,
-                     pod, pod_info)
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, pod_info
 
 FR = ("default-flavor", "cpu")
 
@@ -31,14 +31,19 @@ def tree_state(*extra):
 
     c's 2 idle CPUs are the only free quota of the tree: near borrows them from c (level 1, the height of c);
     far can reach them only through the root (level 2, the height of root)."""
-    return make_state(flavor("default-flavor"), node("n1", "64"),
-                      namespace("team-near"), namespace("team-far"), namespace("team-idle"),
-                      cohort("root"), cohort("c", parent="root"),
-                      cq("near", "c", [("default-flavor", {"cpu": "0"})]),
-                      cq("idle", "c", [("default-flavor", {"cpu": "2"})]),
-                      cq("far", "root", [("default-flavor", {"cpu": "2"})]),
-                      lq("team-near", "lq", "near"), lq("team-idle", "lq", "idle"), lq("team-far", "lq", "far"),
-                      pod("far-running", "team-far", cpu="2", node="n1"), *extra)
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                      Namespace("team-near").obj(), Namespace("team-far").obj(), Namespace("team-idle").obj(),
+                      Cohort("root").obj(), Cohort("c").parent("root").obj(),
+                      ClusterQueue("near").cohort("c")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "0")).obj(),
+                      ClusterQueue("idle").cohort("c")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "2")).obj(),
+                      ClusterQueue("far").cohort("root")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "2")).obj(),
+                      LocalQueue("lq", "team-near").cluster_queue("near").obj(),
+                      LocalQueue("lq", "team-idle").cluster_queue("idle").obj(),
+                      LocalQueue("lq", "team-far").cluster_queue("far").obj(),
+                      Pod("far-running", "team-far").queue("lq").cpu("2").node("n1").obj(), *extra)
 
 
 def test_borrowing_level_is_the_height_of_the_lowest_subtree_that_fits():
@@ -62,8 +67,8 @@ def test_pod_borrowing_from_its_parent_cohort_goes_before_older_higher_priority_
     """Kueue scheduler_test.go hierarchical-cohort ordering (makeClassicalIterator: borrowing level, then priority,
     then timestamp): the pod that borrows only from its own parent Cohort c is admitted before an older,
     higher-priority pod that would borrow from the root for the same quota."""
-    s = tree_state(pod("far-pending", "team-far", cpu="2", priority=100, created=0),
-                   pod("near-pending", "team-near", cpu="2", priority=0, created=60))
+    s = tree_state(Pod("far-pending", "team-far").queue("lq").cpu("2").priority(100).obj(),
+                   Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).obj())
     before = all_usage(s)
     v = decide(s, pod_info(s, "team-far", "far-pending"))
     refused(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending",
@@ -72,26 +77,28 @@ def test_pod_borrowing_from_its_parent_cohort_goes_before_older_higher_priority_
     near = decide(s, pod_info(s, "team-near", "near-pending"))
     assert near.admit is True, near.reason
     # once near's pod runs, the quota is gone for far, which now simply does not fit
-    apply(s, pod("near-pending", "team-near", cpu="2", priority=0, created=60, node="n1"))
+    apply(s, Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).node("n1").obj())
     assert decide(s, pod_info(s, "team-far", "far-pending")).rule == "QuotaExceeded"
 
 
 def test_equal_borrowing_level_does_not_hold_a_borrower_back():
     """Only a lower borrowing level goes first: two pods that both borrow from c compete as before (kube-scheduler's
     own order, priority then age, decides)."""
-    s = tree_state(cq("near2", "c", [("default-flavor", {"cpu": "0"})]), namespace("team-near2"),
-                   lq("team-near2", "lq", "near2"),
-                   pod("other-near", "team-near2", cpu="2", created=0))
-    assert decide_pod(s, pod("near-pending", "team-near", cpu="2", created=60)).admit is True
+    s = tree_state(ClusterQueue("near2").cohort("c").resource_group(FlavorQuotas("default-flavor").resource("cpu", "0"))
+                       .obj(),
+                   Namespace("team-near2").obj(),
+                   LocalQueue("lq", "team-near2").cluster_queue("near2").obj(),
+                   Pod("other-near", "team-near2").queue("lq").cpu("2").obj())
+    assert decide_pod(s, Pod("near-pending", "team-near").queue("lq").cpu("2").created(60).obj()).admit is True
 
 
 def test_borrower_from_root_proceeds_when_the_nearer_pod_leaves_enough():
     """The nearer pod only goes first for quota both need: a 1-CPU pod in near leaves c one CPU for far."""
-    s = tree_state(pod("near-small", "team-near", cpu="1", created=60))
-    v = decide_pod(s, pod("far-pending", "team-far", cpu="1", priority=100, created=0))
+    s = tree_state(Pod("near-small", "team-near").queue("lq").cpu("1").created(60).obj())
+    v = decide_pod(s, Pod("far-pending", "team-far").queue("lq").cpu("1").priority(100).obj())
     assert v.admit is True, v.reason
-    s = tree_state(pod("near-small", "team-near", cpu="1", created=60))
-    refused(decide_pod(s, pod("far-big", "team-far", cpu="2", priority=100, created=0)),
+    s = tree_state(Pod("near-small", "team-near").queue("lq").cpu("1").created(60).obj())
+    refused(decide_pod(s, Pod("far-big", "team-far").queue("lq").cpu("2").priority(100).obj()),
             "BorrowingLevelOrder", "team-near/near-small")
 
 
@@ -102,14 +109,18 @@ def reserve_state(strategy="StrictFIFO", reclaim="LowerPriority", a_limit=None, 
     a-head (6 CPUs) is cq-a's head: it does not fit (2 CPUs free) and has no candidates (a-run has its
     priority, b-run is within cq-b's nominal quota)."""
     quota = {"cpu": "6"} if a_limit is None else {"cpu": ("6", a_limit, None)}
-    return make_state(flavor("default-flavor"), node("n1", "64"), namespace("team-b"),
-                      cq("cq-a", "co", [("default-flavor", quota)], queueingStrategy=strategy,
-                         preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": reclaim}),
-                      cq("cq-b", "co", [("default-flavor", {"cpu": "2"})]),
-                      lq("team-a", "lq", "cq-a"), lq("team-b", "lq", "cq-b"),
-                      pod("a-run", cpu="4", node="n1", priority=100),
-                      pod("b-run", "team-b", cpu="2", node="n1", priority=100),
-                      pod("a-head", cpu="6", priority=100, created=0), *extra)
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(), Namespace("team-b").obj(),
+                      ClusterQueue("cq-a").cohort("co")
+                          .resource_group(FlavorQuotas("default-flavor").resources_from(quota))
+                      .queueing_strategy(strategy)
+                      .preemption({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": reclaim}).obj(),
+                      ClusterQueue("cq-b").cohort("co")
+                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "2")).obj(),
+                      LocalQueue("lq", "team-a").cluster_queue("cq-a").obj(),
+                      LocalQueue("lq", "team-b").cluster_queue("cq-b").obj(),
+                      Pod("a-run").queue("lq").cpu("4").priority(100).node("n1").obj(),
+                      Pod("b-run", "team-b").queue("lq").cpu("2").priority(100).node("n1").obj(),
+                      Pod("a-head").queue("lq").cpu("6").priority(100).obj(), *extra)
 
 
 def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota():
@@ -121,11 +132,12 @@ def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota
     head = decide(s, pod_info(s, "team-a", "a-head"))
     assert (head.admit, head.rule, head.assignment.mode) == (False, "QuotaExceeded", "Preempt")
     before = all_usage(s)
-    v = decide_pod(s, pod("b-borrow", "team-b", cpu="2", priority=0, created=30))
+    v = decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj())
     refused(v, "StrictFIFOReservation", "ClusterQueue cq-a keeps 6 cpu", "team-a/a-head",
             "reclaimWithinCohort LowerPriority, not Any", "cq-b")
     assert all_usage(s) == before
-    delete(s, pod("a-run", cpu="4", node="n1", priority=100))       # the head's own running pod finishes
+    delete(s,
+           Pod("a-run").queue("lq").cpu("4").priority(100).node("n1").obj())       # the head's own running pod finishes
     assert decide(s, pod_info(s, "team-a", "a-head")).admit is True
 
 
@@ -133,24 +145,24 @@ def test_a_queue_that_can_always_reclaim_keeps_nothing():
     """preemption.CanAlwaysReclaim: with reclaimWithinCohort Any the head takes its quota back when it needs it,
     so the borrower is admitted meanwhile (Kueue reserves nothing)."""
     s = reserve_state(reclaim="Any")
-    assert decide_pod(s, pod("b-borrow", "team-b", cpu="2", priority=0, created=30)).admit is True
+    assert decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
 
 
 def test_a_best_effort_fifo_head_keeps_nothing():
     """Issue 9 point 4 is about StrictFIFO: a BestEffortFIFO queue lets the pods behind its head go, so its head
     does not hold the cohort either."""
     s = reserve_state(strategy="BestEffortFIFO")
-    assert decide_pod(s, pod("b-borrow", "team-b", cpu="2", priority=0, created=30)).admit is True
+    assert decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
 
 
 def test_pods_within_their_own_nominal_quota_are_not_held_back():
     """The reservation holds borrowers back: a pod within its own ClusterQueue's nominal quota is admitted
     (it could reclaim that quota anyway)."""
     s = reserve_state()
-    delete(s, pod("b-run", "team-b", cpu="2", node="n1", priority=100))
+    delete(s, Pod("b-run", "team-b").queue("lq").cpu("2").priority(100).node("n1").obj())
     assert decide(s, pod_info(s, "team-a", "a-head")).assignment.mode == "Preempt"     # still blocked
-    assert decide_pod(s, pod("b-small", "team-b", cpu="2", priority=0, created=30)).admit is True
-    refused(decide_pod(s, pod("b-more", "team-b", cpu="1", priority=0, created=31)),
+    assert decide_pod(s, Pod("b-small", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
+    refused(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()),
             "StrictFIFOReservation", "team-a/a-head")
 
 

@@ -21,7 +21,7 @@ from app.leader import LeaderElector
 from app.objects.pod import decode_pod
 from app.observe import attach
 from app.state.cluster import ClusterState
-from helpers import pod
+from builders import Pod
 from live import Running, fingerprint, fresh_state, until
 from test_watch import api_client, cq_cpu, fake_api, seed  # noqa: F401  (fixtures)
 
@@ -30,8 +30,9 @@ from test_watch import api_client, cq_cpu, fake_api, seed  # noqa: F401  (fixtur
 
 @pytest.mark.parametrize("write", ["eviction", "binding"])
 async def test_a_write_the_api_never_answers_fails_within_its_timeouts(fake_api, api_client, write):
-    fake_api.apply(pod("victim", node="n1" if write == "eviction" else "", phase="Running" if write == "eviction"
-                       else "Pending"))
+    fake_api.apply(Pod("victim").queue("lq").cpu("1").node("n1" if write == "eviction" else "")
+                       .phase("Running" if write == "eviction"
+                       else "Pending").obj())
     info = decode_pod(fake_api.get("Pod", "team-a", "victim"))
     writer = KubeWriter(api_client, ClusterState(), timeout=0.2)
     fake_api.fault("hang", resource="pods", times=100)
@@ -139,7 +140,7 @@ async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_cl
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
             await until(lambda: source.ready and fake_api.open_watches > 0, what="watching")
             backup = fake_api.backup()
-            fake_api.apply(pod("after-backup", node="n2", phase="Running", cpu="5"))
+            fake_api.apply(Pod("after-backup").queue("lq").cpu("5").node("n2").phase("Running").obj())
             await until(lambda: "uid-team-a-after-backup" in state.pods, what="pod seen")
             assert cq_cpu(state, "cq-a") == 7 * 1000
             fake_api.fault("pause", resource="pods", verb="list")        # hold the relist to look at /readyz
@@ -168,7 +169,7 @@ async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client
         fake_api.drop_watches()
         await until(lambda: source.errors[("Pod", "timeout")] + source.errors[("Pod", "watch idle")] >= 1,
                     timeout=10, what="timed out")
-        fake_api.apply(pod("later", node="n1", phase="Running"))
+        fake_api.apply(Pod("later").queue("lq").cpu("1").node("n1").phase("Running").obj())
         await until(lambda: "uid-team-a-later" in source.state.pods, timeout=10, what="resumed")
         assert source.relists["Pod"] == 1 and source.ready
         fake_api.release()

@@ -19,25 +19,26 @@ from app.core.quota import available, charge
 from app.core import reclaim
 from app.core.view import ClusterView
 from app.state.cluster import ClusterState
-from helpers import CPU, apply, cohort, cq, delete, flavor, lq, make_state, node, pod, pod_info
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, cpu_queue
+from helpers import CPU, apply, delete, make_state, pod_info
 
 FR = ("default-flavor", "cpu")
-
-
-def queue(name, nominal, cohort_name=None, **spec):
-    return cq(name, cohort_name, [("default-flavor", {"cpu": str(nominal)})], **spec)
 
 
 def cohort_state():
     """Cohort c: a (4 CPUs, withinClusterQueue LowerPriority, reclaimWithinCohort Any) and b (4). b runs b0..b5
     (1 CPU each: it borrows 2 of a's), b4 and b5 on n2; a runs a1 (1 CPU, n2); h (a, 3 CPUs, priority 100) is
     pending: a's quota fits it once 2 of b's borrowed CPUs come back."""
-    return make_state(flavor("default-flavor"), cohort("c"), node("n1", "8"), node("n2", "8"),
-                      queue("a", 4, "c", preemption={"withinClusterQueue": "LowerPriority",
+    return make_state(ResourceFlavor("default-flavor").obj(), Cohort("c").obj(), Node("n1").cpu("8").obj(),
+                      Node("n2").cpu("8").obj(),
+                      cpu_queue("a", 4, "c", preemption={"withinClusterQueue": "LowerPriority",
                                                      "reclaimWithinCohort": "Any"}),
-                      queue("b", 4, "c"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                      *[pod(f"b{i}", "team-b", cpu="1", node="n1" if i < 4 else "n2", created=i) for i in range(6)],
-                      pod("a1", cpu="1", node="n2", created=1), pod("h", cpu="3", priority=100, created=10))
+                      cpu_queue("b", 4, "c"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                      LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                      *[Pod(f"b{i}", "team-b").queue("lq").cpu("1").created(i).node("n1" if i < 4 else "n2")
+                            .obj() for i in range(6)],
+                      Pod("a1").queue("lq").cpu("1").created(1).node("n2").obj(),
+                      Pod("h").queue("lq").cpu("3").priority(100).created(10).obj())
 
 
 def live_usage(state) -> dict:
@@ -103,11 +104,13 @@ def test_a_live_charge_reaches_the_mirror_when_it_is_next_read():
     s = cohort_state()
     mirror_a = s.quota_node("a")
     assert mirror_a.usage[FR] == 1 * CPU
-    apply(s, pod("a2", cpu="2", node="n2", created=2))            # a running pod charged to a, on the live tree
+    apply(s,
+          Pod("a2").queue("lq").cpu("2").created(2).node("n2")
+              .obj())            # a running pod charged to a, on the live tree
     assert s.tree.queues["a"].usage[FR] == 3 * CPU
     assert s.quota_node("a").usage[FR] == 3 * CPU                  # the mirror caught up on reading
     assert s.quota_tree().cohorts["c"].usage == s.tree.cohorts["c"].usage
-    delete(s, pod("a2", cpu="2", node="n2", created=2))
+    delete(s, Pod("a2").queue("lq").cpu("2").created(2).node("n2").obj())
     assert s.quota_node("a").usage[FR] == 1 * CPU
 
 
@@ -139,9 +142,10 @@ def test_the_overlay_takes_back_even_when_the_decision_fails():
 
 @pytest.mark.parametrize("sign,bound", [(1, False), (-1, False), (1, True)])
 def test_charge_is_the_one_primitive_and_charges_above_guaranteed_quota_to_the_cohort(sign, bound):
-    s = make_state(flavor("default-flavor"), cohort("c"),
-                   cq("a", "c", [("default-flavor", {"cpu": ("4", None, "1")})]),
-                   queue("b", 4, "c"))
+    s = make_state(ResourceFlavor("default-flavor").obj(), Cohort("c").obj(),
+                   ClusterQueue("a").cohort("c")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4", lending="1")).obj(),
+                   cpu_queue("b", 4, "c"))
     node = s.tree.queues["a"]
     start = 5 * CPU if sign < 0 else 0
     if start:

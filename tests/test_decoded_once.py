@@ -12,7 +12,8 @@ from app.objects.budgets import IntOrPercent, decode_pdb
 from app.objects.errors import InvalidObject
 from app.objects.podgroup import decode_pod_group
 from app.sync.dispatch import remove_object
-from helpers import apply, cohort, cq, delete, lq, make_state, node, pod, pod_info
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod
+from helpers import apply, delete, make_state, pod_info
 
 
 def pdb(name: str = "db", ns: str = "team-a", selector: dict | None = None, **spec) -> dict:
@@ -22,10 +23,7 @@ def pdb(name: str = "db", ns: str = "team-a", selector: dict | None = None, **sp
 
 
 def running(name: str, app: str = "db", ready: bool = True, **kw) -> dict:
-    obj = pod(name, node="n1", **kw)
-    obj["metadata"]["labels"]["app"] = app
-    obj["status"] = {"phase": "Running" if ready else "Pending"}
-    return obj
+    return Pod(name).queue("lq").cpu("1").label("app", app).node("n1").phase("Running" if ready else "Pending").obj()
 
 
 def scanned(state) -> set[str]:
@@ -88,7 +86,7 @@ def test_disruptions_allowed_as_the_disruption_controller_counts_them(expected, 
 def test_a_null_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespace():
     """policy/v1: "A null selector will match no pods, while an empty ({}) selector will select all pods within
     its namespace." BUG fixed: a budget without a selector made every running pod of its namespace a last resort."""
-    objects = [node("n1"), running("db-1"), running("web-1", app="web")]
+    objects = [Node("n1").obj(), running("db-1"), running("web-1", app="web")]
     state = make_state(*objects, pdb(minAvailable=5))
     assert spent_budgets(state) == set()
     state = make_state(*objects, pdb(selector={}, minAvailable=5))
@@ -100,7 +98,7 @@ def test_a_null_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespa
 def test_the_covered_and_healthy_pods_are_running_figures_that_follow_every_pod_change():
     """A budget added before or after its pods, pods turning unready, finishing, leaving or changing labels:
     the figures always equal a full scan, and spent_budgets reads them."""
-    state = make_state(node("n1"), running("db-1"), pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=2))
+    state = make_state(Node("n1").obj(), running("db-1"), pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=2))
     budget = "team-a/db"
     assert dict(state.budgets.covered[budget]) == {"uid-team-a-db-1": True}
     assert spent_budgets(state) == {"uid-team-a-db-1"} == scanned(state)     # 1 healthy, 2 must stay
@@ -120,14 +118,15 @@ def test_the_covered_and_healthy_pods_are_running_figures_that_follow_every_pod_
     assert spent_budgets(state) == scanned(state) == {"uid-team-a-db-1", "uid-team-a-db-3"}
     delete(state, running("db-1"))
     assert set(state.budgets.covered[budget]) == {"uid-team-a-db-3"}
-    apply(state, pod("pending", cpu="1"))                                     # not on a node: not covered
+    apply(state,
+          Pod("pending").queue("lq").cpu("1").obj())                                     # not on a node: not covered
     assert set(state.budgets.covered[budget]) == {"uid-team-a-db-3"}
     delete(state, pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=2))
     assert not state.budgets and spent_budgets(state) == set()
 
 
 def test_a_budget_replaced_counts_its_pods_again():
-    state = make_state(node("n1"), running("db-1"), running("web-1", app="web"),
+    state = make_state(Node("n1").obj(), running("db-1"), running("web-1", app="web"),
                        pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=1))
     assert spent_budgets(state) == {"uid-team-a-db-1"}
     apply(state, pdb(selector={"matchLabels": {"app": "web"}}, minAvailable=1))
@@ -154,7 +153,7 @@ def test_a_pod_group_that_does_not_decode_is_refused(min_member):
 
 
 def group_member(annotation: str | None, coscheduling: bool = False) -> dict:
-    obj = pod("m-0")
+    obj = Pod("m-0").queue("lq").cpu("1").obj()
     label = "scheduling.x-k8s.io/pod-group" if coscheduling else "kueue.x-k8s.io/pod-group-name"
     obj["metadata"]["labels"][label] = "pg"
     if annotation is not None:
@@ -192,7 +191,10 @@ def annotated(obj: dict, **annotations) -> dict:
 @pytest.mark.parametrize("value,fenced", [("true", True), ("True", False), ("false", False), (None, False)])
 def test_the_fence_is_decoded_on_cluster_queues_and_cohorts(value, fenced):
     notes = {FENCE: value} if value is not None else {}
-    state = make_state(annotated(cohort("c"), **notes), annotated(cq("q", "c"), **notes))
+    state = make_state(annotated(Cohort("c").obj(), **notes),
+                       annotated(ClusterQueue("q").cohort("c")
+                                     .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                                 **notes))
     assert state.cluster_queues["q"].fence is fenced and state.cohorts["c"].fence is fenced
 
 
@@ -201,7 +203,9 @@ def test_the_fence_is_decoded_on_cluster_queues_and_cohorts(value, fenced):
 def test_the_preemption_delay_is_decoded_once_and_an_unparsable_one_is_30s(value, seconds):
     """seed 002 抢占配置: "如果字符串解析失败,一样使用 30s"."""
     notes = {DELAY: value} if value is not None else {}
-    state = make_state(annotated(cq("q"), **notes))
+    state = make_state(annotated(ClusterQueue("q").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                                     .obj(),
+                                 **notes))
     assert state.cluster_queues["q"].preemption_delay == seconds
 
 
@@ -212,7 +216,7 @@ def test_the_preemption_delay_is_decoded_once_and_an_unparsable_one_is_30s(value
 def test_allow_preemption_is_decoded_on_the_priority_class(notes, allowed):
     pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 10,
           "metadata": {"name": "batch", "annotations": notes}}
-    state = make_state(pc, lq("team-a", "lq", "q"))
+    state = make_state(pc, LocalQueue("lq", "team-a").cluster_queue("q").obj())
     assert state.priority_classes["batch"].allow_preemption is allowed
 
 

@@ -22,7 +22,9 @@ from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
 from app.sync.watch import make_api_client
 from fakeapi import FakeApiServer
-from helpers import FakeClock, cq, flavor, lq, namespace, node
+from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, binding_args,
+                      extender_args)
+from helpers import FakeClock
 from serving import QUOTIENT_BIN, free_port, served
 from test_bad_input import NODES, SNAPSHOT
 
@@ -90,42 +92,43 @@ async def test_reactivate_forwarded_by_a_local_proxy_is_judged_by_the_original_c
 
 # ---- ghosts: pods learned from requests that the API never shows ------------------------------------
 
-async def test_a_ghost_asked_about_for_ever_is_forgotten_after_learned_pod_timeout(build_extender, api, kit):
+async def test_a_ghost_asked_about_for_ever_is_forgotten_after_learned_pod_timeout(build_extender, api):
     clock = FakeClock()
     ext = build_extender(SNAPSHOT, config=Configuration(learned_pod_timeout=600.0), clock=clock)
-    ghost = kit.pod("ghost", cpu="3")
+    ghost = Pod("ghost").queue("q").cpu("3").wire()
     async with api(ext) as client:
         for _ in range(11):                                   # asked about every 61 s for 10 minutes
-            r = await client.post("/filter", json=kit.filter(ghost, NODES))
+            r = await client.post("/filter", json=extender_args(ghost, NODES))
             assert r.json()["NodeNames"] == NODES
             clock.advance(61)
         assert ext.state.skips["learned pod forgotten"] == 1  # forgotten at 610 s, then learned anew
         assert ext.state.learned[ghost["metadata"]["uid"]] == clock() - 61
 
 
-async def test_a_ghost_whose_bind_the_api_refused_is_forgotten_and_frees_its_quota(tmp_path, kit):
+async def test_a_ghost_whose_bind_the_api_refused_is_forgotten_and_frees_its_quota(tmp_path):
     """Before: a bind answered 404 cleared the 'learned' mark, so the ghost held its place for ever."""
     async with FakeApiServer() as fake:
         client = await make_api_client(fake.kubeconfig_path(tmp_path))
         try:
             clock = FakeClock()
             state = ClusterState(Configuration(learned_pod_timeout=600.0), clock=clock)
-            for obj in (namespace("team-a"), node("n1", cpu="8"), flavor("default-flavor"),
-                        cq("cq", flavors=[("default-flavor", {"cpu": "4"})]), lq("team-a", "q", "cq")):
+            for obj in (Namespace("team-a").obj(), Node("n1").cpu("8").obj(), ResourceFlavor("default-flavor").obj(),
+                        ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+                        LocalQueue("q", "team-a").cluster_queue("cq").obj()):
                 fake.apply(obj)
                 apply_object(state, obj)                 # as the watch would deliver them
             ext = Extender(state, KubeWriter(client, state, timeout=2.0))
-            ghost = kit.pod("ghost", cpu="3", queue="q")
+            ghost = Pod("ghost").queue("q").cpu("3").wire()
             app = create_app(ext)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-                assert (await c.post("/filter", json=kit.filter(ghost, ["n1"]))).json()["NodeNames"] == ["n1"]
-                r = (await c.post("/bind", json=kit.bind(ghost, "n1"))).json()
+                assert (await c.post("/filter", json=extender_args(ghost, ["n1"]))).json()["NodeNames"] == ["n1"]
+                r = (await c.post("/bind", json=binding_args(ghost, "n1"))).json()
                 assert "failed" in r["Error"]                            # the API has no such pod: 404
                 uid = ghost["metadata"]["uid"]
                 assert uid in state.learned                              # still only learned
                 clock.advance(601)
-                other = kit.pod("real", cpu="1", queue="q")
-                await c.post("/filter", json=kit.filter(other, ["n1"]))
+                other = Pod("real").queue("q").cpu("1").wire()
+                await c.post("/filter", json=extender_args(other, ["n1"]))
             assert uid not in state.pods and uid not in state.reservations
             assert sum(v for (f, r), v in state.tree.queues["cq"].usage.items() if r == "cpu") <= 1000
         finally:

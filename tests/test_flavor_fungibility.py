@@ -17,7 +17,8 @@ from app.core.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, assign_flavor
 from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_cluster_queue
 
-from helpers import CPU, apply, cq, flavor, lq, make_state, node, pod, pod_info
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from helpers import CPU, apply, make_state, pod_info
 
 SPOT = {"pool": "spot"}
 OD = {"pool": "on-demand"}
@@ -30,11 +31,13 @@ def two_flavors(*, running_priority: int, preemption=None, **fung):
     if fung:
         spec["flavorFungibility"] = fung
     return make_state(
-        flavor("spot", SPOT), flavor("on-demand", OD),
-        node("n-spot", "64", SPOT), node("n-od", "64", OD),
-        cq("cq", None, [("spot", {"cpu": "4"}), ("on-demand", {"cpu": "8"})], **spec),
-        lq("team-a", "lq", "cq"),
-        pod("running", cpu="4", node="n-spot", priority=running_priority))
+        ResourceFlavor("spot").node_labels(SPOT).obj(), ResourceFlavor("on-demand").node_labels(OD).obj(),
+        Node("n-spot").cpu("64").labels(SPOT).obj(), Node("n-od").cpu("64").labels(OD).obj(),
+        ClusterQueue("cq")
+            .resource_group(FlavorQuotas("spot").resource("cpu", "4"), FlavorQuotas("on-demand").resource("cpu", "8"))
+            .spec(**spec).obj(),
+        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+        Pod("running").queue("lq").cpu("4").priority(running_priority).node("n-spot").obj())
 
 
 def decide_for(state, obj):
@@ -51,7 +54,7 @@ def test_a_flavor_where_preemption_finds_no_candidates_is_passed_over_and_the_ne
     stops at a flavor that needs preemption only if preemption there has candidates. "running" has a higher
     priority than the pod, so withinClusterQueue LowerPriority gives none: the pod is admitted on on-demand."""
     s = two_flavors(running_priority=100, whenCanPreempt=when_can_preempt)
-    v = decide_for(s, pod("p", cpu="2", priority=10))
+    v = decide_for(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert v.admit is True, v.reason
     assert v.assignment.flavors == {"cpu": "on-demand"}
     assert v.assignment.usage == {("on-demand", "cpu"): 2 * CPU}
@@ -63,7 +66,7 @@ def test_a_flavor_where_preemption_has_candidates_is_kept_and_preempted_in():
     preemption there can succeed (Kueue shouldTryNextFlavor: Preempt mode, policy MayStopSearch → stop). The
     lower-priority "running" is a candidate: the pod stays on spot and preemption evicts "running"."""
     s = two_flavors(running_priority=0, whenCanPreempt="Preempt")
-    v = decide_for(s, pod("p", cpu="2", priority=10))
+    v = decide_for(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert (v.admit, v.rule, v.resolvable) == (False, "QuotaExceeded", True)
     assert v.assignment.mode == PREEMPT and v.assignment.flavors == {"cpu": "spot"}
     assert not any("no candidates" in r for r in v.assignment.reasons)
@@ -76,7 +79,7 @@ def test_a_pod_that_may_not_preempt_passes_over_the_flavor_too():
     """The oracle answers for this pod: with preemptionPolicy Never it can take no one (Kueue's preemptor finds
     no targets), so a flavor that needs preemption has no candidates for it and the next flavor is used."""
     s = two_flavors(running_priority=0, whenCanPreempt="MayStopSearch")
-    obj = pod("p", cpu="2", priority=10)
+    obj = Pod("p").queue("lq").cpu("2").priority(10).obj()
     obj["spec"]["preemptionPolicy"] = "Never"
     v = decide_for(s, obj)
     assert v.admit is True and v.assignment.flavors == {"cpu": "on-demand"}
@@ -86,8 +89,8 @@ def test_with_no_flavor_to_pass_over_to_the_pod_waits_on_the_first():
     """When every flavor would need preemption and none has candidates, the first one is still the answer
     (Kueue maps NoCandidates to the Preempt assignment mode): the pod is pending, the reason says why."""
     s = two_flavors(running_priority=100, whenCanPreempt="MayStopSearch")
-    apply(s, pod("od-user", cpu="8", node="n-od", priority=100))
-    v = decide_for(s, pod("p", cpu="2", priority=10))
+    apply(s, Pod("od-user").queue("lq").cpu("8").priority(100).node("n-od").obj())
+    v = decide_for(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert v.admit is False and v.assignment.mode == PREEMPT
     assert v.assignment.flavors == {"cpu": "spot"}
     assert "flavor spot: preemption would find no candidates; the next flavor is tried" in v.assignment.reasons
@@ -99,8 +102,8 @@ def test_try_next_flavor_prefers_a_flavor_with_candidates_over_one_without():
     attempt. Rank it below viable modes". Both flavors need preemption (whenCanPreempt TryNextFlavor, the
     default); spot has no candidate, on-demand's lower-priority pod is one: on-demand is chosen."""
     s = two_flavors(running_priority=100)
-    apply(s, pod("od-user", cpu="8", node="n-od", priority=0))
-    a = assign(s, _applied(s, pod("p", cpu="2", priority=10)), s.cluster_queues["cq"])
+    apply(s, Pod("od-user").queue("lq").cpu("8").priority(0).node("n-od").obj())
+    a = assign(s, _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj()), s.cluster_queues["cq"])
     assert (a.mode, a.flavors) == (PREEMPT, {"cpu": "on-demand"})
 
 
@@ -113,21 +116,22 @@ def test_the_oracle_tells_preempt_from_reclaim_and_no_candidates():
     """Kueue SimulatePreemption: Preempt when a target is in the preemptor's own ClusterQueue, Reclaim when all
     are taken back from other ClusterQueues of the cohort, NoCandidates when no target set frees the quota."""
     s = make_state(
-        flavor("default-flavor"), node("n", "64"),
-        cq("cq", "co", [("default-flavor", {"cpu": "4"})],
-           preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-        cq("other", "co", [("default-flavor", {"cpu": "0"})]),
-        lq("team-a", "lq", "cq"), lq("team-a", "lq-other", "other"),
-        pod("borrower", queue="lq-other", cpu="4", node="n", priority=100))
-    p = _applied(s, pod("p", cpu="2", priority=10))
+        ResourceFlavor("default-flavor").obj(), Node("n").cpu("64").obj(),
+        ClusterQueue("cq").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+            .preemption({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}).obj(),
+        ClusterQueue("other").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "0")).obj(),
+        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+        LocalQueue("lq-other", "team-a").cluster_queue("other").obj(),
+        Pod("borrower").queue("lq-other").cpu("4").priority(100).node("n").obj())
+    p = _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
     ask = oracle(s, p, s.cluster_queues["cq"])
     usage = {("default-flavor", "cpu"): 2 * CPU}
     assert ask("default-flavor", usage) == (RECLAIM, False)
     s2 = two_flavors(running_priority=0)
-    p2 = _applied(s2, pod("p", cpu="2", priority=10))
+    p2 = _applied(s2, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert oracle(s2, p2, s2.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == (PREEMPT, False)
     s3 = two_flavors(running_priority=100)
-    p3 = _applied(s3, pod("p", cpu="2", priority=10))
+    p3 = _applied(s3, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert oracle(s3, p3, s3.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == \
         (NO_CANDIDATES, False)
     assert s3.tree.queues["cq"].usage[("spot", "cpu")] == 4 * CPU         # the simulation took nothing away
@@ -146,7 +150,8 @@ def test_without_an_oracle_a_preempt_flavor_is_assumed_to_have_candidates():
 # ---- value names -------------------------------------------------------------------------------------
 
 def cq_object(**fung) -> dict:
-    return cq("cq", "co", [("default-flavor", {"cpu": "4"})], flavorFungibility=fung)
+    return ClusterQueue("cq").cohort("co").resource_group(FlavorQuotas("default-flavor")
+                                                              .resource("cpu", "4")).flavor_fungibility(fung).obj()
 
 
 @pytest.mark.parametrize("fung, borrow, preempt", [
@@ -166,13 +171,15 @@ def borrow_or_preempt(**fung):
     """cq: f1 fits only by borrowing (nominal 0, other lends 4), f2 needs preemption of cq's own
     lower-priority pod (nominal 4, all used). Which one a 2-CPU pod gets is up to flavorFungibility."""
     return make_state(
-        flavor("f1", {"pool": "f1"}), flavor("f2", {"pool": "f2"}),
-        node("n1", "64", {"pool": "f1"}), node("n2", "64", {"pool": "f2"}),
-        cq("cq", "co", [("f1", {"cpu": "0"}), ("f2", {"cpu": "4"})],
-           preemption={"withinClusterQueue": "LowerPriority"}, flavorFungibility=fung),
-        cq("other", "co", [("f1", {"cpu": "4"}), ("f2", {"cpu": "0"})]),
-        lq("team-a", "lq", "cq"),
-        pod("running", cpu="4", node="n2", priority=0))
+        ResourceFlavor("f1").node_labels({"pool": "f1"}).obj(), ResourceFlavor("f2").node_labels({"pool": "f2"}).obj(),
+        Node("n1").cpu("64").labels({"pool": "f1"}).obj(), Node("n2").cpu("64").labels({"pool": "f2"}).obj(),
+        ClusterQueue("cq").cohort("co")
+            .resource_group(FlavorQuotas("f1").resource("cpu", "0"), FlavorQuotas("f2").resource("cpu", "4"))
+            .preemption({"withinClusterQueue": "LowerPriority"}).flavor_fungibility(fung).obj(),
+        ClusterQueue("other").cohort("co")
+            .resource_group(FlavorQuotas("f1").resource("cpu", "4"), FlavorQuotas("f2").resource("cpu", "0")).obj(),
+        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+        Pod("running").queue("lq").cpu("4").priority(0).node("n2").obj())
 
 
 @pytest.mark.parametrize("old, new", [("Borrow", "MayStopSearch")])
@@ -181,7 +188,7 @@ def test_may_stop_search_for_when_can_borrow_behaves_as_borrow(old, new):
     results = []
     for name in (old, new):
         s = borrow_or_preempt(whenCanBorrow=name)
-        a = assign(s, _applied(s, pod("p", cpu="2", priority=10)), s.cluster_queues["cq"])
+        a = assign(s, _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj()), s.cluster_queues["cq"])
         results.append((a.mode, a.borrowing, a.flavors))
     assert results[0] == results[1] == (FIT, True, {"cpu": "f1"})
 
@@ -192,11 +199,13 @@ def test_may_stop_search_for_when_can_preempt_behaves_as_preempt():
     results = []
     for name in ("Preempt", "MayStopSearch"):
         s = make_state(
-            flavor("f1"), flavor("f2"), node("n", "64"),
-            cq("cq", None, [("f1", {"cpu": "4"}), ("f2", {"cpu": "8"})],
-               preemption={"withinClusterQueue": "LowerPriority"}, flavorFungibility={"whenCanPreempt": name}),
-            lq("team-a", "lq", "cq"), pod("running", cpu="4", node="n", priority=0))
-        a = assign(s, _applied(s, pod("p", cpu="2", priority=10)), s.cluster_queues["cq"])
+            ResourceFlavor("f1").obj(), ResourceFlavor("f2").obj(), Node("n").cpu("64").obj(),
+            ClusterQueue("cq")
+                .resource_group(FlavorQuotas("f1").resource("cpu", "4"), FlavorQuotas("f2").resource("cpu", "8"))
+                .preemption({"withinClusterQueue": "LowerPriority"}).flavor_fungibility({"whenCanPreempt": name}).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+            Pod("running").queue("lq").cpu("4").priority(0).node("n").obj())
+        a = assign(s, _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj()), s.cluster_queues["cq"])
         results.append((a.mode, a.flavors))
     assert results[0] == results[1] == (PREEMPT, {"cpu": "f1"})
 
@@ -217,7 +226,7 @@ def test_preference_chooses_between_borrowing_and_preemption(preference, want):
     no borrowing once "running" is preempted (Kueue's oracle returns the borrowing after its targets)."""
     fung = dict(TRY_ALL, **({"preference": preference} if preference else {}))
     s = borrow_or_preempt(**fung)
-    a = assign(s, _applied(s, pod("p", cpu="2", priority=10)), s.cluster_queues["cq"])
+    a = assign(s, _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj()), s.cluster_queues["cq"])
     assert (a.mode, a.flavors) == want
 
 
@@ -225,7 +234,7 @@ def test_preemption_over_borrowing_never_prefers_a_flavor_without_candidates():
     """Kueue isPreferred ranks NoCandidates below every viable mode before applying the preference: with the
     pod outranked by "running", f2 has no candidates and borrowing on f1 wins even under PreemptionOverBorrowing."""
     s = borrow_or_preempt(**TRY_ALL, preference="PreemptionOverBorrowing")
-    a = assign(s, _applied(s, pod("p", cpu="2", priority=-10)), s.cluster_queues["cq"])
+    a = assign(s, _applied(s, Pod("p").queue("lq").cpu("2").priority(-10).obj()), s.cluster_queues["cq"])
     assert (a.mode, a.borrowing, a.flavors) == (FIT, True, {"cpu": "f1"})
 
 

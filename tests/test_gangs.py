@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from app.core import gangs
 from app.objects.pod import decode_pod
-from helpers import refused, uid
-from helpers import NODE_YAML, one_queue_yaml, with_pods
+from builders import LocalQueue, Node, Pod, PodGroup, binding_args, extender_args, snapshot_yaml
+from helpers import one_queue, refused, uid
 
 CPU = 1000
 Gi = 2**30
@@ -31,47 +31,30 @@ KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 COSCHEDULING = "scheduling.x-k8s.io/pod-group"
 
-# LocalQueue q2 of ClusterQueue cq, next to helpers.ONE_QUEUE_YAML's q.
-SECOND_QUEUE = """
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q2, namespace: team-a}
-spec: {clusterQueue: cq}
-"""
-
-PODGROUP = """
----
-apiVersion: scheduling.x-k8s.io/v1alpha1
-kind: PodGroup
-metadata: {{name: {name}, namespace: team-a}}
-spec: {{minMember: {min_member}}}
-"""
-
 
 def snapshot(quota: int = 32, nodes=("n1", "n2"), node_cpu: int = 8, strategy: str = "BestEffortFIFO",
-             pending: list[dict] = (), extra: str = "") -> str:
-    """Two queues (q, q2) on cq, the nodes, optional extra documents, and pending pods (in order)."""
-    return with_pods(one_queue_yaml(quota, strategy, nodes=nodes, node_cpu=node_cpu) + SECOND_QUEUE + extra, pending)
+             pending: list[dict] = (), extra: list[dict] = ()) -> str:
+    """Two queues (q, q2) on cq, the nodes, optional extra objects, and pending pods (in order)."""
+    return snapshot_yaml(*one_queue(quota, strategy, nodes=nodes, node_cpu=node_cpu),
+                         LocalQueue("q2", "team-a").cluster_queue("cq").obj(), *extra, *pending)
 
 
-def member(kit, name: str, group: str = "g", total: int | None = 3, cpu: str = "3", *, queue: str = "q",
+def member(name: str, group: str = "g", total: int | None = 3, cpu: str = "3", *, queue: str = "q",
            convention: str = "kueue", created: int = 0, priority: int | None = None) -> dict:
     """A pending group member as kube-scheduler sends it; created is seconds into 2026-01-01."""
-    pod = kit.pod(name, cpu=cpu, queue=queue, priority=priority, created=f"2026-01-01T00:00:{created:02d}Z")
-    meta = pod["metadata"]
+    pod = Pod(name).queue(queue).cpu(cpu).priority(priority).created(created)
     if convention == "kueue":
-        meta["labels"][KUEUE_GROUP] = group
+        pod.label(KUEUE_GROUP, group)
         if total is not None:
-            meta["annotations"] = {KUEUE_TOTAL: str(total)}
+            pod.annotation(KUEUE_TOTAL, str(total))
     else:
-        meta["labels"][COSCHEDULING] = group
-    return pod
+        pod.label(COSCHEDULING, group)
+    return pod.wire()
 
 
-def gang(kit, n: int = 3, cpu: str = "3", group: str = "g", total: int | None = None, **kw) -> list[dict]:
+def gang(n: int = 3, cpu: str = "3", group: str = "g", total: int | None = None, **kw) -> list[dict]:
     """n members g-0..g-{n-1}, created a second apart; total defaults to n."""
-    return [member(kit, f"{group}-{i}", group, total=n if total is None else total, cpu=cpu, created=i, **kw)
+    return [member(f"{group}-{i}", group, total=n if total is None else total, cpu=cpu, created=i, **kw)
             for i in range(n)]
 
 
@@ -90,32 +73,32 @@ ALL = ["n1", "n2"]
 
 # ---- the two conventions --------------------------------------------------------------------------------
 
-def test_kueue_plain_pod_convention_recognised(kit):
+def test_kueue_plain_pod_convention_recognised():
     """Issue: Kueue's plain-pod convention: label kueue.x-k8s.io/pod-group-name names the group (key
     "namespace/name"), annotation kueue.x-k8s.io/pod-group-total-count gives its size."""
-    pod = decode_pod({"kind": "Pod", **member(kit, "g-0", "train", total=4)})
+    pod = decode_pod({"kind": "Pod", **member("g-0", "train", total=4)})
     assert gangs.group_of(pod) == "team-a/train"
     from app.state.cluster import ClusterState
     assert gangs.expected_size(ClusterState(), pod) == 4
-    alone = decode_pod({"kind": "Pod", **kit.pod("alone")})
+    alone = decode_pod({"kind": "Pod", **Pod("alone").queue("q").cpu("1").wire()})
     assert gangs.group_of(alone) == ""
     for bad in ("0", "-1", "three"):
-        odd = member(kit, "g-1", "train", total=None)
+        odd = member("g-1", "train", total=None)
         odd["metadata"]["annotations"] = {KUEUE_TOTAL: bad}
         assert gangs.expected_size(ClusterState(), decode_pod({"kind": "Pod", **odd})) is None
 
 
-async def test_coscheduling_podgroup_accepted_in_snapshot_and_admits_whole(kit, load_extender, api):
+async def test_coscheduling_podgroup_accepted_in_snapshot_and_admits_whole(load_extender, api):
     """Issue: the scheduler-plugins coscheduling convention: label scheduling.x-k8s.io/pod-group names a
     scheduling.x-k8s.io/v1alpha1 PodGroup whose spec.minMember is the group's size. A PodGroup object is
     accepted in a snapshot (decoded into state.pod_groups), and its two members are admitted whole (seed 003)."""
-    pods = [member(kit, f"pg-{i}", "pg", total=None, cpu="5", convention="coscheduling", created=i)
+    pods = [member(f"pg-{i}", "pg", total=None, cpu="5", convention="coscheduling", created=i)
             for i in range(2)]
-    ext = load_extender(snapshot(pending=pods[1:], extra=PODGROUP.format(name="pg", min_member=2)))
+    ext = load_extender(snapshot(pending=pods[1:], extra=[PodGroup("pg").min_member(2).obj()]))
     state = ext.state
     assert state.pod_groups["team-a/pg"].min_member == 2
     async with api(ext) as client:
-        first = (await client.post("/filter", json=kit.filter(pods[0], ALL))).json()
+        first = (await client.post("/filter", json=extender_args(pods[0], ALL))).json()
     assert state.pods[uid(pods[0])].labels[COSCHEDULING] == "pg"
     assert gangs.expected_size(state, state.pods[uid(pods[0])]) == 2
     assert len(first["NodeNames"]) == 1, first
@@ -125,28 +108,28 @@ async def test_coscheduling_podgroup_accepted_in_snapshot_and_admits_whole(kit, 
     assert ext.journal.entries[-1]["outcome"] == "GroupAdmitted"
 
 
-async def test_coscheduling_member_without_its_podgroup_has_no_size(kit, load_extender, api):
+async def test_coscheduling_member_without_its_podgroup_has_no_size(load_extender, api):
     """Issue: a coscheduling member's size is its PodGroup's minMember; with no PodGroup object the size is
     unknown, the member is refused saying what to set, and nothing is held."""
-    pod = member(kit, "pg-0", "missing", total=None, convention="coscheduling")
+    pod = member("pg-0", "missing", total=None, convention="coscheduling")
     ext = load_extender(snapshot())
     async with api(ext) as client:
-        reason = refused((await client.post("/filter", json=kit.filter(pod, ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(pod, ALL))).json(), ALL)
     assert "team-a/missing" in reason and "no size" in reason and "minMember" in reason
     nothing_held(ext)
 
 
 # ---- the members share one queue ------------------------------------------------------------------------
 
-async def test_member_naming_another_local_queue_refuses_every_member(kit, load_extender, api):
+async def test_member_naming_another_local_queue_refuses_every_member(load_extender, api):
     """Issue: a group's members share one queue; a member naming another LocalQueue is an error surfaced on
     every member, with the queues named. Nothing is held."""
-    pods = gang(kit, 3, "2")
+    pods = gang(3, "2")
     pods[2]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "q2"
     ext = load_extender(snapshot(pending=pods))
     async with api(ext) as client:
         for p in pods:
-            reason = refused((await client.post("/filter", json=kit.filter(p, ALL))).json(), ALL)
+            reason = refused((await client.post("/filter", json=extender_args(p, ALL))).json(), ALL)
             assert "team-a/g" in reason and "q, q2" in reason and "share one LocalQueue" in reason, reason
     assert [e["outcome"] for e in list(ext.journal.entries)[-3:]] == ["GroupQueueMismatch"] * 3
     nothing_held(ext)
@@ -154,110 +137,110 @@ async def test_member_naming_another_local_queue_refuses_every_member(kit, load_
 
 # ---- incomplete groups ------------------------------------------------------------------------------------
 
-async def test_incomplete_group_waits_holding_nothing_then_admits_when_complete(kit, load_extender, api):
+async def test_incomplete_group_waits_holding_nothing_then_admits_when_complete(load_extender, api):
     """Issue / seed 003: an incomplete group (2 of 3 members created) waits, holds nothing (tree usage and
     holds unchanged) and says so in its reason; when the third member is created the group is admitted
     whole at its first filter."""
-    pods = gang(kit, 3, "2")
+    pods = gang(3, "2")
     ext = load_extender(snapshot())
     async with api(ext) as client:
         for created, p in enumerate(pods[:2], 1):      # each learned from its own filter request
-            reason = refused((await client.post("/filter", json=kit.filter(p, ALL))).json(), ALL)
+            reason = refused((await client.post("/filter", json=extender_args(p, ALL))).json(), ALL)
             assert f"{created} of 3 members exist" in reason and "holds nothing" in reason, reason
             nothing_held(ext)
-        reason = refused((await client.post("/filter", json=kit.filter(pods[0], ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(pods[0], ALL))).json(), ALL)
         assert "team-a/g: 2 of 3 members exist" in reason and "waits for the rest" in reason
         assert ext.journal.entries[-1]["outcome"] == "GroupIncomplete"
         nothing_held(ext)
-        third = (await client.post("/filter", json=kit.filter(pods[2], ALL))).json()
+        third = (await client.post("/filter", json=extender_args(pods[2], ALL))).json()
     assert len(third["NodeNames"]) == 1
     assert set(ext.state.holds) == {uid(p) for p in pods}
     assert usage(ext) == 6 * CPU
 
 
-async def test_incomplete_group_does_not_block_a_pod_behind_it_even_strict_fifo(kit, load_extender, api):
+async def test_incomplete_group_does_not_block_a_pod_behind_it_even_strict_fifo(load_extender, api):
     """Issue: an incomplete group holds nothing, not even its place in queue order (admission._ahead passes
     it over), so under StrictFIFO a later pod is admitted."""
-    pods = gang(kit, 3, "2")[:2]
-    later = kit.pod("later", cpu="4", created="2026-01-01T00:01:00Z")
+    pods = gang(3, "2")[:2]
+    later = Pod("later").queue("q").cpu("4").created(60).wire()
     ext = load_extender(snapshot(strategy="StrictFIFO", pending=pods))
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(later, ALL))).json()
+        answer = (await client.post("/filter", json=extender_args(later, ALL))).json()
     assert answer["NodeNames"] == ALL
     assert usage(ext) == 4 * CPU
 
 
 # ---- quota --------------------------------------------------------------------------------------------------
 
-async def test_group_over_quota_holds_nothing_and_smaller_pod_behind_is_admitted(kit, load_extender, api):
+async def test_group_over_quota_holds_nothing_and_smaller_pod_behind_is_admitted(load_extender, api):
     """Issue / seed 004 (the gang as one list) / examples/gang-all-or-nothing: 3 x 3 CPUs = 9 > quota 8, so no
     member is admitted, not even the two that would fit; under BestEffortFIFO the group, counted as one
     workload ahead in queue order, is passed over and a 2-CPU pod behind it is admitted."""
-    pods = gang(kit, 3, "3")
-    small = kit.pod("small", cpu="2", created="2026-01-01T00:01:00Z")
+    pods = gang(3, "3")
+    small = Pod("small").queue("q").cpu("2").created(60).wire()
     ext = load_extender(snapshot(quota=8, pending=pods))
     async with api(ext) as client:
         for p in pods:
-            reason = refused((await client.post("/filter", json=kit.filter(p, ALL))).json(), ALL)
+            reason = refused((await client.post("/filter", json=extender_args(p, ALL))).json(), ALL)
             assert "admitted whole or not at all" in reason and "3 pending members" in reason, reason
             assert "ClusterQueue cq" in reason and "9" in reason, reason
             nothing_held(ext)
-        answer = (await client.post("/filter", json=kit.filter(small, ALL))).json()
+        answer = (await client.post("/filter", json=extender_args(small, ALL))).json()
     assert answer["NodeNames"] == ALL
     assert uid(small) in ext.state.reservations and usage(ext) == 2 * CPU
 
 
-async def test_group_over_quota_blocks_pods_behind_it_under_strict_fifo(kit, load_extender, api):
+async def test_group_over_quota_blocks_pods_behind_it_under_strict_fifo(load_extender, api):
     """Kueue StrictFIFO with a group counted as one workload (admission._ahead): a complete group that does
     not fit blocks every pod behind it; the refusal names the group."""
-    pods = gang(kit, 3, "3")
-    small = kit.pod("small", cpu="2", created="2026-01-01T00:01:00Z")
+    pods = gang(3, "3")
+    small = Pod("small").queue("q").cpu("2").created(60).wire()
     ext = load_extender(snapshot(quota=8, strategy="StrictFIFO", pending=pods))
     async with api(ext) as client:
-        reason = refused((await client.post("/filter", json=kit.filter(small, ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(small, ALL))).json(), ALL)
     assert "StrictFIFO" in reason and "team-a/g" in reason and "pods behind it wait" in reason, reason
     assert ext.journal.entries[-1]["outcome"] == "StrictFIFO"
     nothing_held(ext)
 
 
-async def test_group_ahead_that_fits_is_counted_before_a_pod_behind(kit, load_extender, api):
+async def test_group_ahead_that_fits_is_counted_before_a_pod_behind(load_extender, api):
     """admission._ahead: a complete group that fits is charged (virtually) ahead of a later pod; with quota 10
     and a 3 x 3 CPU group pending, a 2-CPU pod behind it does not fit (9 + 2 > 10)."""
-    pods = gang(kit, 3, "3")
-    small = kit.pod("small", cpu="2", created="2026-01-01T00:01:00Z")
+    pods = gang(3, "3")
+    small = Pod("small").queue("q").cpu("2").created(60).wire()
     ext = load_extender(snapshot(quota=10, pending=pods))
     async with api(ext) as client:
-        reason = refused((await client.post("/filter", json=kit.filter(small, ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(small, ALL))).json(), ALL)
     assert "team-a/g" in reason, reason
     nothing_held(ext)
 
 
 # ---- placement --------------------------------------------------------------------------------------------------
 
-async def test_group_that_fits_quota_but_cannot_all_be_placed_holds_nothing(kit, load_extender, api):
+async def test_group_that_fits_quota_but_cannot_all_be_placed_holds_nothing(load_extender, api):
     """Issue / seed 004 ("Jika satu Pod tidak dapat dijadwalkan, gang tersebut tidak diproses"): 3 members of
     6 CPUs fit the quota (18 <= 32) but two 8-CPU nodes take only one each; every member is refused with
     "cannot all be placed" and nothing is held, though two of them would fit."""
-    pods = gang(kit, 3, "6")
+    pods = gang(3, "6")
     ext = load_extender(snapshot(quota=32, pending=pods))
     async with api(ext) as client:
         for p in pods:
-            reason = refused((await client.post("/filter", json=kit.filter(p, ALL))).json(), ALL)
+            reason = refused((await client.post("/filter", json=extender_args(p, ALL))).json(), ALL)
             assert "cannot all be placed" in reason and "3 pending members" in reason and "2 node(s)" in reason
             assert ext.journal.entries[-1]["outcome"] == "GroupUnplaceable"
             nothing_held(ext)
     assert all(not ext.state.pods[uid(p)].node_name for p in pods)
 
 
-async def test_admitted_group_reserves_quota_and_a_node_for_each_member_then_binds_exactly(kit, load_extender, api):
+async def test_admitted_group_reserves_quota_and_a_node_for_each_member_then_binds_exactly(load_extender, api):
     """Issue: once admitted, quota is reserved for every member and each gets a hold (its own room on a node,
     state.holds); each member's filter then returns only its reserved node; the binds charge exactly the
     group's usage (reservation -> charge, never both) and end the holds."""
-    pods = gang(kit, 3, "5")       # 5 CPUs each on three 8-CPU nodes: one member per node
+    pods = gang(3, "5")       # 5 CPUs each on three 8-CPU nodes: one member per node
     ext = load_extender(snapshot(nodes=("n1", "n2", "n3"), pending=pods[1:]))
     state, offered = ext.state, ["n1", "n2", "n3"]
     async with api(ext) as client:
-        first = (await client.post("/filter", json=kit.filter(pods[0], offered))).json()
+        first = (await client.post("/filter", json=extender_args(pods[0], offered))).json()
         holds = {uid(p): state.holds[uid(p)] for p in pods}
         assert first["NodeNames"] == [holds[uid(pods[0])].node]
         assert sorted(h.node for h in holds.values()) == offered             # a distinct node each
@@ -268,11 +251,11 @@ async def test_admitted_group_reserves_quota_and_a_node_for_each_member_then_bin
         entry = ext.journal.entries[-1]
         assert entry["outcome"] == "GroupAdmitted" and len(entry["placement"]) == 3
         for p in pods:                 # later filters: only the reserved node, no new decision
-            answer = (await client.post("/filter", json=kit.filter(p, offered))).json()
+            answer = (await client.post("/filter", json=extender_args(p, offered))).json()
             assert answer["NodeNames"] == [holds[uid(p)].node], answer
         assert usage(ext) == 15 * CPU
         for p in pods:
-            r = await client.post("/bind", json=kit.bind(p, holds[uid(p)].node))
+            r = await client.post("/bind", json=binding_args(p, holds[uid(p)].node))
             assert r.json() == {"Error": ""}
     assert not state.holds and not state.reservations
     assert set(state.admitted) >= {uid(p) for p in pods}
@@ -282,13 +265,13 @@ async def test_admitted_group_reserves_quota_and_a_node_for_each_member_then_bin
     assert ext.writer.bindings == 3
 
 
-async def test_two_members_may_share_a_node_with_room_for_both(kit, load_extender, api):
+async def test_two_members_may_share_a_node_with_room_for_both(load_extender, api):
     """gangs.place packs: 4 x 4 CPUs on two 8-CPU nodes, two members per node, and the holds on each node add
     up to no more than its allocatable."""
-    pods = gang(kit, 4, "4")
+    pods = gang(4, "4")
     ext = load_extender(snapshot(pending=pods[1:]))
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pods[0], ALL))).json()
+        answer = (await client.post("/filter", json=extender_args(pods[0], ALL))).json()
     assert len(answer["NodeNames"]) == 1
     per_node: dict[str, int] = {}
     for h in ext.state.holds.values():
@@ -296,95 +279,95 @@ async def test_two_members_may_share_a_node_with_room_for_both(kit, load_extende
     assert per_node == {"n1": 8 * CPU, "n2": 8 * CPU}
 
 
-async def test_another_pod_cannot_take_a_reserved_nodes_room(kit, load_extender, api):
+async def test_another_pod_cannot_take_a_reserved_nodes_room(load_extender, api):
     """Issue: a member's node is reserved for it: 2 x 6 CPUs hold 6 of 8 CPUs on each node, so a 4-CPU pod
     (its quota fits) is refused on both nodes, while a 2-CPU pod still fits the room left."""
-    pods = gang(kit, 2, "6")
+    pods = gang(2, "6")
     ext = load_extender(snapshot(pending=pods[1:]))
-    big = kit.pod("big", cpu="4", created="2026-01-01T00:01:00Z")
-    small = kit.pod("small", cpu="2", created="2026-01-01T00:02:00Z")
+    big = Pod("big").queue("q").cpu("4").created(60).wire()
+    small = Pod("small").queue("q").cpu("2").created(120).wire()
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pods[0], ALL))
+        await client.post("/filter", json=extender_args(pods[0], ALL))
         assert {h.node for h in ext.state.holds.values()} == set(ALL)
-        reason = refused((await client.post("/filter", json=kit.filter(big, ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(big, ALL))).json(), ALL)
         assert "held" in reason
         assert uid(big) not in ext.state.reservations
-        ok = (await client.post("/filter", json=kit.filter(small, ALL))).json()
+        ok = (await client.post("/filter", json=extender_args(small, ALL))).json()
     assert ok["NodeNames"] == ALL
     assert usage(ext) == 14 * CPU
 
 
-async def test_member_waits_when_its_reserved_node_is_not_offered(kit, load_extender, api):
+async def test_member_waits_when_its_reserved_node_is_not_offered(load_extender, api):
     """Issue: a member passes filter only onto its reserved node; when kube-scheduler does not offer it (e.g.
     percentageOfNodesToScore), the member waits and keeps its reservation, and is admitted when it is."""
-    pods = gang(kit, 2, "6")
+    pods = gang(2, "6")
     ext = load_extender(snapshot(pending=pods[1:]))
     state = ext.state
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pods[0], ALL))
+        await client.post("/filter", json=extender_args(pods[0], ALL))
         mine = state.holds[uid(pods[1])].node
         other = next(n for n in ALL if n != mine)
-        reason = refused((await client.post("/filter", json=kit.filter(pods[1], [other]))).json(), [other])
+        reason = refused((await client.post("/filter", json=extender_args(pods[1], [other]))).json(), [other])
         assert f"node {mine} is reserved for this member and was not offered" in reason
         assert uid(pods[1]) in state.holds and uid(pods[1]) in state.reservations
-        answer = (await client.post("/filter", json=kit.filter(pods[1], [other, mine]))).json()
+        answer = (await client.post("/filter", json=extender_args(pods[1], [other, mine]))).json()
     assert answer["NodeNames"] == [mine]
     assert usage(ext) == 12 * CPU
 
 
-async def test_first_member_whose_own_node_is_not_offered_admits_the_group_and_waits(kit, load_extender, api):
+async def test_first_member_whose_own_node_is_not_offered_admits_the_group_and_waits(load_extender, api):
     """Issue: placement covers every pending member over all the flavor's nodes, offered ones first; when the
     considering member's own node is not on offer, the group is still admitted (every hold made) and that
     member waits for its node. g-1 (6 CPUs, placed first as the largest) takes the offered n1; g-0 (4 CPUs)
     no longer fits there and goes to n2, which was not offered for it."""
-    pods = [member(kit, "g-0", total=2, cpu="4", created=0), member(kit, "g-1", total=2, cpu="6", created=1)]
+    pods = [member("g-0", total=2, cpu="4", created=0), member("g-1", total=2, cpu="6", created=1)]
     ext = load_extender(snapshot(pending=pods[1:]))
     state = ext.state
     async with api(ext) as client:
-        reason = refused((await client.post("/filter", json=kit.filter(pods[0], ["n1"]))).json(), ["n1"])
+        reason = refused((await client.post("/filter", json=extender_args(pods[0], ["n1"]))).json(), ["n1"])
         assert {u: h.node for u, h in state.holds.items()} == {uid(pods[0]): "n2", uid(pods[1]): "n1"}
         assert "admitted" in reason and "node n2 is reserved for this member and was not offered" in reason
         assert usage(ext) == 10 * CPU
-        answer = (await client.post("/filter", json=kit.filter(pods[0], ALL))).json()
+        answer = (await client.post("/filter", json=extender_args(pods[0], ALL))).json()
     assert answer["NodeNames"] == ["n2"]
 
 
-async def test_placement_prefers_offered_nodes(kit, load_extender, api):
+async def test_placement_prefers_offered_nodes(load_extender, api):
     """Extender._filter_member: candidates are the flavor's nodes with the offered ones first, so 2 x 6 CPUs
     offered n2 and n3 (of n1..n3) go there, not on n1 (first by name)."""
-    pods = gang(kit, 2, "6")
+    pods = gang(2, "6")
     ext = load_extender(snapshot(nodes=("n1", "n2", "n3"), pending=pods[1:]))
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pods[0], ["n3", "n2"]))).json()
+        answer = (await client.post("/filter", json=extender_args(pods[0], ["n3", "n2"]))).json()
     assert {h.node for h in ext.state.holds.values()} == {"n2", "n3"}
     assert answer["NodeNames"] == [ext.state.holds[uid(pods[0])].node]
 
 
-async def test_group_admission_takes_the_nodes_running_pods_use_into_account(kit, load_extender, api):
+async def test_group_admission_takes_the_nodes_running_pods_use_into_account(load_extender, api):
     """Placement uses each node's room (allocatable minus what runs there): with 4 CPUs running on n1, 2 x 6
     CPUs cannot both be placed on two 8-CPU nodes."""
     running = {"metadata": {"name": "running", "namespace": "team-a", "uid": "uid-running",
                             "labels": {"kueue.x-k8s.io/queue-name": "q"}},
                "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]},
                "status": {"phase": "Running"}}
-    pods = gang(kit, 2, "6")
+    pods = gang(2, "6")
     ext = load_extender(snapshot(pending=[running] + pods[1:]))
     async with api(ext) as client:
-        reason = refused((await client.post("/filter", json=kit.filter(pods[0], ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(pods[0], ALL))).json(), ALL)
     assert "cannot all be placed" in reason
     nothing_held(ext, 4 * CPU)
 
 
 # ---- core functions -----------------------------------------------------------------------------------------
 
-def _info(kit, name: str, cpu: str, **kw):
-    return decode_pod({"kind": "Pod", **member(kit, name, cpu=cpu, **kw)})
+def _info(name: str, cpu: str, **kw):
+    return decode_pod({"kind": "Pod", **member(name, cpu=cpu, **kw)})
 
 
-def test_place_packs_largest_members_first(kit):
+def test_place_packs_largest_members_first():
     """gangs.place: largest members first, each onto the first node with room: [3, 3, 5, 5] CPUs fit two 8-CPU
     nodes (5+3 on each), which first-fit in the given order would not (3+3 on n1, 5 on n2, then no room)."""
-    members = [_info(kit, f"m{i}", c) for i, c in enumerate(["3", "3", "5", "5"])]
+    members = [_info(f"m{i}", c) for i, c in enumerate(["3", "3", "5", "5"])]
     room = {"n1": {"cpu": 8 * CPU, "pods": 110}, "n2": {"cpu": 8 * CPU, "pods": 110}}
     placed = gangs.place(members, ["n1", "n2"], lambda n: dict(room[n]))
     assert placed is not None and set(placed) == {m.uid for m in members}
@@ -395,9 +378,9 @@ def test_place_packs_largest_members_first(kit):
     assert placed[members[2].uid] == "n1" and placed[members[3].uid] == "n2"   # the 5s go first, in node order
 
 
-def test_place_returns_none_when_members_cannot_all_fit(kit):
+def test_place_returns_none_when_members_cannot_all_fit():
     """gangs.place: None, not a partial placement, when any member has no room left (seed 004)."""
-    members = [_info(kit, f"m{i}", "6") for i in range(3)]
+    members = [_info(f"m{i}", "6") for i in range(3)]
     room = lambda n: {"cpu": 8 * CPU, "pods": 110}  # noqa: E731
     assert gangs.place(members, ["n1", "n2"], room) is None
     assert gangs.place(members, [], room) is None
@@ -405,22 +388,22 @@ def test_place_returns_none_when_members_cannot_all_fit(kit):
     assert gangs.place([], ["n1"], room) == {}
 
 
-def test_place_counts_every_resource_and_the_pod_count(kit):
+def test_place_counts_every_resource_and_the_pod_count():
     """gangs.place checks every requested resource, pods included: a node with cpu to spare but room for
     one pod takes one member."""
-    members = [_info(kit, f"m{i}", "1") for i in range(2)]
+    members = [_info(f"m{i}", "1") for i in range(2)]
     room = {"n1": {"cpu": 8 * CPU, "pods": 1}, "n2": {"cpu": 8 * CPU, "pods": 1}}
     assert sorted(gangs.place(members, ["n1", "n2"], lambda n: room[n]).values()) == ["n1", "n2"]
     assert gangs.place(members, ["n1"], lambda n: room[n]) is None
 
 
-def test_as_workload_sums_requests_and_takes_the_highest_priority(kit):
+def test_as_workload_sums_requests_and_takes_the_highest_priority():
     """gangs.as_workload / seed 004 ("Jika salah satu Pod dalam gang memiliki prioritas tinggi, seluruh gang
     dianggap berprioritas tinggi"): the group as one workload has the summed requests, the highest member
     priority and the oldest creation time, under a uid and name of its own."""
-    members = [_info(kit, "g-0", "1", created=5, priority=10),
-               _info(kit, "g-1", "2", created=2, priority=1000),
-               _info(kit, "g-2", "3", created=9)]
+    members = [_info("g-0", "1", created=5, priority=10),
+               _info("g-1", "2", created=2, priority=1000),
+               _info("g-2", "3", created=9)]
     unit = gangs.as_workload("team-a/g", members)
     assert unit.requests["cpu"] == 6 * CPU and unit.requests["pods"] == 3
     assert unit.priority == 1000
@@ -432,98 +415,94 @@ def test_as_workload_sums_requests_and_takes_the_highest_priority(kit):
 
 # ---- bugs found and fixed, each with its reproduction ---------------------------------------------------------------
 
-async def test_fixed_group_with_queue_mismatch_keeps_quota_from_pods_behind(kit, load_extender, api):
+async def test_fixed_group_with_queue_mismatch_keeps_quota_from_pods_behind(load_extender, api):
     """Issue: a member naming another queue is an error; a group that cannot be admitted holds no quota. With
     quota 8 and the broken group (3 x 2 CPUs) ahead, a 4-CPU pod behind it must be admitted (BestEffortFIFO)."""
-    pods = gang(kit, 3, "2")
+    pods = gang(3, "2")
     pods[2]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "q2"
-    later = kit.pod("later", cpu="4", created="2026-01-01T00:01:00Z")
+    later = Pod("later").queue("q").cpu("4").created(60).wire()
     ext = load_extender(snapshot(quota=8, pending=pods))
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(later, ALL))).json()
+        answer = (await client.post("/filter", json=extender_args(later, ALL))).json()
     assert answer["NodeNames"] == ALL, answer
 
 
-async def test_fixed_group_made_incomplete_after_admission_still_holds(kit, load_extender, api):
+async def test_fixed_group_made_incomplete_after_admission_still_holds(load_extender, api):
     """Issue: an incomplete group holds nothing and says so. After g-2 is deleted, g-0 and g-1 are refused as
     incomplete; their holds and quota must be gone by then."""
-    pods = gang(kit, 3, "2")
+    pods = gang(3, "2")
     ext = load_extender(snapshot(pending=pods[1:]))
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pods[0], ALL))
+        await client.post("/filter", json=extender_args(pods[0], ALL))
         assert len(ext.state.holds) == 3
         ext.state.remove_pod(uid(pods[2]))
-        reason = refused((await client.post("/filter", json=kit.filter(pods[1], ALL))).json(), ALL)
+        reason = refused((await client.post("/filter", json=extender_args(pods[1], ALL))).json(), ALL)
         assert "2 of 3 members exist" in reason and "holds nothing" in reason
     nothing_held(ext)
 
 
-async def test_fixed_recreated_member_is_refused_for_quota_its_group_already_holds(kit, load_extender, api):
+async def test_fixed_recreated_member_is_refused_for_quota_its_group_already_holds(load_extender, api):
     """Issue: the group is decided whole. Quota 6 = 3 x 2 CPUs; after admission g-2 is deleted and recreated
     (a new uid, as its controller would). The group again needs exactly 6 CPUs, 4 of them already reserved
     for g-0 and g-1, so the new member must be admitted; it is refused with "request 6 > 2 available"."""
-    pods = gang(kit, 3, "2")
+    pods = gang(3, "2")
     ext = load_extender(snapshot(quota=6, pending=pods[1:]))
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pods[0], ALL))
+        await client.post("/filter", json=extender_args(pods[0], ALL))
         ext.state.remove_pod(uid(pods[2]))
-        again = member(kit, "g-2-r1", cpu="2", created=5)
-        answer = (await client.post("/filter", json=kit.filter(again, ALL))).json()
+        again = member("g-2-r1", cpu="2", created=5)
+        answer = (await client.post("/filter", json=extender_args(again, ALL))).json()
     assert len(answer["NodeNames"]) == 1, answer
     assert usage(ext) == 6 * CPU
 
 
-async def test_fixed_member_reserved_on_a_node_its_selector_excludes(kit, load_extender, api):
+async def test_fixed_member_reserved_on_a_node_its_selector_excludes(load_extender, api):
     """Issue: every member must be placeable on its node. g-1 (older, 6 CPUs, nodeSelector zone=b) is placed
     first and goes to n1 (zone a) when g-0 (no selector) is filtered first; kube-scheduler never offers n1
     for g-1, so it waits for a node it can never get. Expected: g-1 on n2, g-0 on n1."""
-    g0 = member(kit, "g-0", total=2, cpu="6", created=1)
-    g1 = member(kit, "g-1", total=2, cpu="6", created=0)
+    g0 = member("g-0", total=2, cpu="6", created=1)
+    g1 = member("g-1", total=2, cpu="6", created=0)
     g1["spec"]["nodeSelector"] = {"zone": "b"}
-    zoned = (NODE_YAML.format(name="n1", cpu=8).replace("{name: n1}", "{name: n1, labels: {zone: a}}")
-             + NODE_YAML.format(name="n2", cpu=8).replace("{name: n2}", "{name: n2, labels: {zone: b}}"))
+    zoned = [Node(n).cpu("8").memory("32Gi").labels({"zone": zone}).obj() for n, zone in (("n1", "a"), ("n2", "b"))]
     ext = load_extender(snapshot(nodes=(), extra=zoned, pending=[g1]))
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(g0, ALL))
-        answer = (await client.post("/filter", json=kit.filter(g1, ["n2"]))).json()
+        await client.post("/filter", json=extender_args(g0, ALL))
+        answer = (await client.post("/filter", json=extender_args(g1, ["n2"]))).json()
     assert answer["NodeNames"] == ["n2"], answer
 
 
-async def test_fixed_member_bound_to_another_members_reserved_node(kit, load_extender, api):
+async def test_fixed_member_bound_to_another_members_reserved_node(load_extender, api):
     """Issue: a member passes only onto its reserved node. Binding g-0 onto g-1's node (6 + 6 > 8 CPUs) must be
     refused; it is accepted and g-1's hold then points at a node without room for it."""
-    pods = gang(kit, 2, "6")
+    pods = gang(2, "6")
     ext = load_extender(snapshot(pending=pods[1:]))
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pods[0], ALL))
+        await client.post("/filter", json=extender_args(pods[0], ALL))
         other = ext.state.holds[uid(pods[1])].node
-        r = (await client.post("/bind", json=kit.bind(pods[0], other))).json()
+        r = (await client.post("/bind", json=binding_args(pods[0], other))).json()
     assert r["Error"], r
 
 
 # ---- gang preemption (ACK seed: the whole gang or nothing) -----------------------------------------------------
 
 def running(name: str, node: str, cpu: str, priority: int = 10, created: int = 1) -> dict:
-    return {"metadata": {"name": name, "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"},
-                         "creationTimestamp": f"2026-01-01T00:00:{created:02d}Z"},
-            "spec": {"nodeName": node, "priority": priority,
-                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
+    return Pod(name).queue("q").cpu(cpu).priority(priority).created(created).node(node).obj()
 
 
 def preempting_snapshot(pods: list[dict], quota: int = 16) -> str:
     """One queue whose ClusterQueue preempts LowerPriority within itself, two 8-CPU nodes, the pods."""
-    return with_pods(one_queue_yaml(quota, preemption="{withinClusterQueue: LowerPriority}"), pods)
+    return snapshot_yaml(*one_queue(quota, preemption={"withinClusterQueue": "LowerPriority"}), *pods)
 
 
-async def test_gang_preemption_takes_victims_for_every_member_at_once(kit, load_extender, api):
+async def test_gang_preemption_takes_victims_for_every_member_at_once(load_extender, api):
     """ACK seed (ElasticQuota, gang): all pending members in one preemption list; victims until every member
     fits at once - here both 4-CPU members of a priority-1000 group, on a full 16-CPU queue of 4-CPU pods."""
     ext = load_extender(preempting_snapshot([running("l1", "n1", "4", created=1), running("l2", "n1", "4", created=2),
                                              running("l3", "n2", "4", created=3), running("l4", "n2", "4", created=4)]))
-    members = gang(kit, n=2, cpu="4", priority=1000)
+    members = gang(n=2, cpu="4", priority=1000)
     async with api(ext) as client:
         for m in members:
-            await client.post("/filter", json=kit.filter(m, []))     # kube-scheduler found no node: none offered
+            await client.post("/filter", json=extender_args(m, []))     # kube-scheduler found no node: none offered
         await ext.actions.settle()                                  # the filter that chose them evicts them
     evicted = sorted(e["pod"] for e in ext.journal.entries if e["outcome"] == "Preempted")
     assert evicted == ["team-a/l3", "team-a/l4"]                   # the two most recently admitted, one node
@@ -531,15 +510,15 @@ async def test_gang_preemption_takes_victims_for_every_member_at_once(kit, load_
     assert held == {"n2"} and all(uid(m) in ext.state.reservations for m in members)
 
 
-async def test_gang_preemption_evicts_nothing_when_a_member_cannot_be_placed(kit, load_extender, api):
+async def test_gang_preemption_evicts_nothing_when_a_member_cannot_be_placed(load_extender, api):
     """ACK seed: "Jika satu Pod tidak dapat dijadwalkan, gang tersebut tidak diproses" - three 8-CPU members
     need three whole nodes and there are two: no victim is evicted, nothing is held."""
     ext = load_extender(preempting_snapshot([running("l1", "n1", "8", created=1), running("l2", "n2", "8", created=2)],
                                             quota=32))
-    members = gang(kit, n=3, cpu="8", priority=1000)
+    members = gang(n=3, cpu="8", priority=1000)
     async with api(ext) as client:
         for m in members:                                          # kube-scheduler asks about each member
-            answer = (await client.post("/filter", json=kit.filter(m, ["n1", "n2"]))).json()
+            answer = (await client.post("/filter", json=extender_args(m, ["n1", "n2"]))).json()
         await ext.reconcile()
     assert "cannot all be placed" in refused(answer, ["n1", "n2"])
     assert not [e for e in ext.journal.entries if e["outcome"] == "Preempted"]

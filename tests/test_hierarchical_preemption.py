@@ -23,7 +23,8 @@ from app.core.preemption.targets import (IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHI
 from app.core.quota import available
 from app.core.admission import assign
 
-from helpers import CPU, all_usage, cohort, cq, flavor, lq, make_state, node, pod, pod_info
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from helpers import CPU, all_usage, make_state, pod_info
 
 FR = ("default-flavor", "cpu")
 MEM = ("default-flavor", "memory")
@@ -36,26 +37,30 @@ BWC0 = {**DEFAULT, "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorit
 def co(name, parent=None, cpu=None, **more):
     """A Cohort with an optional parent and CPU (and other resources) of its own."""
     res = {**({"cpu": str(cpu)} if cpu is not None else {}), **more}
-    return cohort(name, parent, [("default-flavor", res)] if res else None)
+    built = Cohort(name).parent(parent)
+    return (built.resource_group(FlavorQuotas("default-flavor").resources_from(res)) if res else built).obj()
 
 
 def q(name, parent, cpu=0, policy=None, lending=None, **more):
     """A ClusterQueue under Cohort parent, with its namespace's LocalQueue "lq"."""
-    cpu_quota = (str(cpu), None, str(lending)) if lending is not None else str(cpu)
-    return [cq(name, parent, [("default-flavor", {"cpu": cpu_quota, **more})], preemption=policy or DEFAULT),
-            lq(name, "lq", name)]
+    quotas = FlavorQuotas("default-flavor").resource("cpu", str(cpu), lending=None if lending is None else str(lending))
+    return [ClusterQueue(name).cohort(parent).resource_group(quotas.resources_from(more))
+            .preemption(policy or DEFAULT).obj(),
+            LocalQueue("lq", name).cluster_queue(name).obj()]
 
 
-def running(name, queue, cpu, priority, created=1, **kw):
-    return pod(name, queue, cpu=str(cpu), node="n1", priority=priority, created=created, **kw)
+def running(name, queue, cpu, priority, created=1, memory=None):
+    """A pod running in namespace `queue`, whose LocalQueue "lq" points at ClusterQueue `queue`."""
+    return Pod(name,
+               queue).queue("lq").cpu(str(cpu)).memory(memory).priority(priority).created(created).node("n1").obj()
 
 
 def state(*parts, incoming, memory="512Gi"):
     """A state from cohorts, queue pairs and running pods; incoming is the pending pod, created last."""
-    objs = [node("n1", "256", memory=memory)]
+    objs = [Node("n1").cpu("256").memory(memory).obj()]
     for p_ in parts:
         objs += p_ if isinstance(p_, list) else [p_]
-    return make_state(flavor("default-flavor"), *objs, incoming)
+    return make_state(ResourceFlavor("default-flavor").obj(), *objs, incoming)
 
 
 def fingerprint(s):
@@ -97,8 +102,8 @@ def plan(s, ns="q", name="in"):
         return preemption.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.room(n, p.uid))
 
 
-def incoming(cpu, priority=0, queue="q", **kw):
-    return pod("in", queue, cpu=str(cpu), priority=priority, created=100, **kw)
+def incoming(cpu, priority=0, queue="q", memory=None):
+    return Pod("in", queue).queue("lq").cpu(str(cpu)).memory(memory).priority(priority).created(100).obj()
 
 
 RECLAIM, WHILE_BORROWING, IN_CQ = IN_COHORT_RECLAMATION, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_CLUSTER_QUEUE
@@ -237,8 +242,10 @@ def test_hierarchical_preemption_with_multiple_resources():
     q_same_cohort(0)}, q_borrowing(0)}. Memory is short; C can hold the request, so q_borrowing (memory
     borrowed from C) goes; q_same_cohort (no advantage, equal priority) stays."""
     gi = 2**30
-    s = state(cohort("r", None, [("default-flavor", {"cpu": "3", "memory": "0"})]),
-              cohort("c", "r", [("default-flavor", {"cpu": "4", "memory": "4Gi"})]),
+    s = state(Cohort("r").resource_group(FlavorQuotas("default-flavor").resource("cpu", "3").resource("memory", "0"))
+                  .obj(),
+              Cohort("c").parent("r")
+                  .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4").resource("memory", "4Gi")).obj(),
               q("q", "c", memory="0"), q("q-borrowing", "r", memory="0"), q("q-same-cohort", "c", memory="0"),
               running("admitted-borrowing", "q-borrowing", 3, 0, memory="1Gi"),
               running("admitted-same-cohort", "q-same-cohort", 1, -2, memory="3Gi"),
@@ -267,7 +274,9 @@ def test_lending_limit_below_caps_what_a_subtree_holds():
     """Lending limits on every level: as above but C too has a lendingLimit (3 of its subtree's 4), so it
     keeps 1 CPU from R, and q_borrowing uses the 3 R holds. q's 5-CPU pod sees 1 kept by q + 1 kept by C
     now, and fits C's subtree (1 + 1 + the 3 lent) once q_borrowing is gone."""
-    s = state(co("r"), cohort("c", "r", [("default-flavor", {"cpu": ("2", None, "3")})]),
+    s = state(co("r"),
+              Cohort("c").parent("r").resource_group(FlavorQuotas("default-flavor").resource("cpu", "2", lending="3"))
+                  .obj(),
               q("q", "c", 3, lending=2), q("q-borrowing", "r"),
               running("admitted-borrowing", "q-borrowing", 3, 0), incoming=incoming(5, -2))
     assert (s.tree.cohorts["c"].guaranteed(FR), s.tree.cohorts["r"].subtree[FR]) == (CPU, 3 * CPU)

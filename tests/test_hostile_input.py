@@ -23,6 +23,7 @@ from app.state.tree import MAX_COHORT_DEPTH
 from app.sync.snapshot import SnapshotError
 from serving import QUOTIENT_BIN
 from test_bad_input import NODES, SNAPSHOT, fingerprint
+from builders import Pod, extender_args
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 
@@ -32,9 +33,9 @@ def ext(load_extender):
     return load_extender(SNAPSHOT)
 
 
-async def _still_serving(client, kit) -> None:
-    pod = kit.pod("after-attack", cpu="1")
-    r = await client.post("/filter", json=kit.filter(pod, NODES))
+async def _still_serving(client) -> None:
+    pod = Pod("after-attack").queue("q").cpu("1").wire()
+    r = await client.post("/filter", json=extender_args(pod, NODES))
     assert r.status_code == 200 and r.json()["NodeNames"] == NODES, r.text
 
 
@@ -46,21 +47,21 @@ async def _still_serving(client, kit) -> None:
     ("application/yaml", b"- " * 50_000 + b"x"),
     ("application/json", b'{"a":' * 50_000),
 ])
-async def test_a_50000_deep_document_to_explain_is_a_400(ext, api, kit, content_type, body):
+async def test_a_50000_deep_document_to_explain_is_a_400(ext, api, content_type, body):
     async with api(ext) as client:
         r = await client.post("/debug/explain", content=body, headers={"Content-Type": content_type})
         assert r.status_code == 400, r.text
         assert r.json()["error"].startswith("explain: ")
         assert len(r.text) < 1000
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
 @pytest.mark.parametrize("verb", ["filter", "prioritize", "preempt", "bind"])
-async def test_a_50000_deep_document_to_a_verb_is_a_400(ext, api, kit, verb):
+async def test_a_50000_deep_document_to_a_verb_is_a_400(ext, api, verb):
     async with api(ext) as client:
         r = await client.post(f"/{verb}", content=b"[" * 50_000)
         assert r.status_code == 400 and "not valid JSON" in r.json()["error"], r.text
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
 @pytest.mark.parametrize("name,text", [("deep.json", "[" * 50_000), ("deep.yaml", "- " * 50_000 + "x")])
@@ -100,8 +101,8 @@ def test_unicode_digits_are_not_quantities(text):
 
 @pytest.mark.parametrize("value", ["1" * 16_000 + "x", "١٢"])
 @pytest.mark.parametrize("verb", ["filter", "prioritize", "preempt", "explain"])
-async def test_a_hostile_quantity_is_a_400_on_every_route_that_reads_a_pod(ext, api, kit, verb, value):
-    pod = kit.pod("hostile", cpu="1")
+async def test_a_hostile_quantity_is_a_400_on_every_route_that_reads_a_pod(ext, api, verb, value):
+    pod = Pod("hostile").queue("q").cpu("1").wire()
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = value
     async with api(ext) as client:
         before = fingerprint(ext.state)
@@ -110,11 +111,11 @@ async def test_a_hostile_quantity_is_a_400_on_every_route_that_reads_a_pod(ext, 
         elif verb == "preempt":
             r = await client.post("/preempt", json={"Pod": pod, "NodeNameToMetaVictims": {}})
         else:
-            r = await client.post(f"/{verb}", json=kit.filter(pod, NODES))
+            r = await client.post(f"/{verb}", json=extender_args(pod, NODES))
         assert r.status_code == 400, r.text
         assert "cpu" in r.json()["error"] and len(r.text) < 1000          # the value is not echoed whole
         assert fingerprint(ext.state) == before
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
 # ---- point 5: body size, refused before reading ----------------------------------------------------
@@ -133,43 +134,43 @@ class Chunks:
 
 @pytest.mark.parametrize("path,limit", [("/debug/explain", OTHER_BODY), ("/filter", VERB_BODY),
                                         ("/bind", VERB_BODY), ("/debug/queues", OTHER_BODY)])
-async def test_a_body_declared_too_large_is_refused_before_a_byte_is_read(ext, api, kit, path, limit):
+async def test_a_body_declared_too_large_is_refused_before_a_byte_is_read(ext, api, path, limit):
     body = Chunks(400 * 2**20)
     async with api(ext) as client:
         r = await client.post(path, content=body, headers={"Content-Length": str(400 * 2**20)})
         assert r.status_code == 413, r.text
         assert r.json()["error"].endswith(f"body larger than {limit} bytes")
         assert body.sent == 0
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
 @pytest.mark.parametrize("path,limit", [("/debug/explain", OTHER_BODY), ("/filter", VERB_BODY)])
-async def test_a_streamed_body_is_refused_as_soon_as_it_passes_the_limit(ext, api, kit, path, limit):
+async def test_a_streamed_body_is_refused_as_soon_as_it_passes_the_limit(ext, api, path, limit):
     body = Chunks(400 * 2**20)                    # chunked: no Content-Length to refuse it by
     async with api(ext) as client:
         r = await client.post(path, content=body)
         assert r.status_code == 413, r.text
         assert limit < body.sent <= limit + body.chunk          # read no further than the limit
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
-async def test_a_filter_with_more_node_names_than_any_cluster_is_a_400(ext, api, kit):
-    pod = kit.pod("many", cpu="1")
+async def test_a_filter_with_more_node_names_than_any_cluster_is_a_400(ext, api):
+    pod = Pod("many").queue("q").cpu("1").wire()
     async with api(ext) as client:
-        r = await client.post("/filter", json=kit.filter(pod, [f"n{i}" for i in range(MAX_NODES + 1)]))
+        r = await client.post("/filter", json=extender_args(pod, [f"n{i}" for i in range(MAX_NODES + 1)]))
         assert r.status_code == 400 and f"more than the {MAX_NODES:,}" in r.json()["error"], r.text
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
-async def test_a_verb_body_with_millions_of_items_is_refused_before_decoding(ext, api, kit):
+async def test_a_verb_body_with_millions_of_items_is_refused_before_decoding(ext, api):
     """3 million one-letter node names fit in the byte limit but would hold the loop for seconds."""
-    pod = kit.pod("millions", cpu="1")
-    body = orjson.dumps(kit.filter(pod, ["a"] * 3_000_000))
+    pod = Pod("millions").queue("q").cpu("1").wire()
+    body = orjson.dumps(extender_args(pod, ["a"] * 3_000_000))
     assert len(body) < VERB_BODY
     async with api(ext) as client:
         r = await client.post("/filter", content=body)
         assert r.status_code == 413 and f"more than {MAX_JSON_ITEMS:,} JSON items" in r.json()["error"], r.text
-        await _still_serving(client, kit)
+        await _still_serving(client)
 
 
 # ---- point 6: cohort depth, flavor counts, terminal escapes -----------------------------------------
@@ -225,9 +226,9 @@ def test_kueue_limits_themselves_are_accepted():
     assert len(decode_cluster_queue(_cq_with(1, 64, 64)).resource_groups[0].flavors) == 64
 
 
-async def test_text_views_show_terminal_escapes_as_text(ext, api, kit):
+async def test_text_views_show_terminal_escapes_as_text(ext, api):
     name = "evil\x1b]0;owned\x07\x1b[2J\u202e"
-    pod = kit.pod("plain", cpu="1")
+    pod = Pod("plain").queue("q").cpu("1").wire()
     pod["metadata"]["name"] = name
     async with api(ext) as client:
         r = await client.post("/debug/explain?format=text", json=pod)

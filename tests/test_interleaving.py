@@ -12,8 +12,8 @@ import pytest
 from app.act.intents import BACKOFF_BASE
 from app.api.app import create_app
 from app.config import decode_configuration
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import answer_reasons, uid
-from helpers import cq, flavor, lq, namespace, node, pod
 from live import Live, started, until
 
 LOWER = {"withinClusterQueue": "LowerPriority"}
@@ -21,8 +21,11 @@ LOWER = {"withinClusterQueue": "LowerPriority"}
 
 @pytest.fixture
 async def live(tmp_path):
-    objects = (namespace("team-a"), node("n1", cpu="64"), node("n2", cpu="64"), flavor("default-flavor"),
-               cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption=LOWER), lq("team-a", "lq", "cq"))
+    objects = (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), Node("n2").cpu("64").obj(),
+               ResourceFlavor("default-flavor").obj(),
+               ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).preemption(LOWER)
+                   .obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     async with started(tmp_path, objects) as kit:
         yield kit
 
@@ -43,13 +46,13 @@ async def pending(kit: Live, obj: dict) -> None:
 async def test_a_bind_that_fails_after_the_watch_changed_the_pod_keeps_the_watch_word(live):
     """Before: undo_binding wrote the pod back as it was before bind, losing the label the watch delivered while
     the Binding POST was in flight (the event was ignored as older than Quotient's own binding)."""
-    p = pod("p", cpu="2")
+    p = Pod("p").queue("lq").cpu("2").obj()
     await pending(live, p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding")
     bind = asyncio.create_task(live.bind(p))
     await live.api.paused_request()
-    relabelled = pod("p", cpu="2")
+    relabelled = Pod("p").queue("lq").cpu("2").obj()
     relabelled["metadata"]["labels"]["team"] = "x"
     live.api.apply(relabelled)
     ignored = "pod event older than Quotient's own binding ignored"
@@ -66,7 +69,7 @@ async def test_a_binding_whose_answer_is_lost_but_the_watch_shows_stays_bound(li
     """The Binding lands, its answer is an error: the watch showed it bound meanwhile, so nothing is undone and
     kube-scheduler is told it is bound. Before: the pod was made pending again with its quota freed, though
     it runs (a later pod could take that quota: an over-admission)."""
-    p = pod("p", cpu="2")
+    p = Pod("p").queue("lq").cpu("2").obj()
     await pending(live, p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=403)
@@ -83,13 +86,13 @@ async def test_a_binding_to_another_node_delivered_during_bind_is_taken(live):
     """Someone else bound the pod to n2 while Quotient's Binding to n1 was in flight: the API's word (n2) is
     applied at once, never ignored as an event older than Quotient's binding, and the failed write undoes
     nothing."""
-    p = pod("p", cpu="2")
+    p = Pod("p").queue("lq").cpu("2").obj()
     await pending(live, p)
     assert live.filter(p, ("n1", "n2"))["NodeNames"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding")
     bind = asyncio.create_task(live.bind(p, "n1"))
     await live.api.paused_request()
-    live.api.apply(pod("p", cpu="2", node="n2"))
+    live.api.apply(Pod("p").queue("lq").cpu("2").node("n2").obj())
     await until(lambda: live.knows(p, node_name="n2"), what="the other binding")
     live.api.resume()
     assert "already assigned" in await bind or "failed" in await bind
@@ -101,7 +104,7 @@ async def test_a_second_bind_of_the_same_pod_waits_for_the_first(live):
     """Two binds of one pod at once (kube-scheduler retrying after a timeout): the second waits for the first and
     decides on what it left. Before: the second saw the pod assumed bound and answered success at once, then
     the first failed and made the pod pending again: kube-scheduler believed a pod bound that was not."""
-    p, other = pod("p", cpu="2"), pod("q", cpu="3")
+    p, other = Pod("p").queue("lq").cpu("2").obj(), Pod("q").queue("lq").cpu("3").obj()
     await pending(live, p)
     await pending(live, other)
     assert live.filter(p)["NodeNames"] == ["n1"]
@@ -128,9 +131,9 @@ async def test_a_victim_deleted_while_its_eviction_is_in_flight(live):
     """Self-driven preemption: the eviction is paused; meanwhile the preemptor asks again (it waits), and the
     victim is deleted by someone else. The eviction's 404 is a success, the preemptor passes once the victim is
     gone, and the state equals a fresh list."""
-    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     await pending(live, victim)
-    high = pod("high", cpu="4", priority=100)
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
     await pending(live, high)
     live.api.fault("pause", resource="pods", verb="write", sub="eviction")
     assert "preempting team-a/low" in refusal(live.filter(high))      # the eviction is issued at once
@@ -155,7 +158,7 @@ async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evic
     member between awaited evictions, so j-1 could bind in the gap (and was then evicted too)."""
     kit = live_ready
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-j", "controller": True}
-    j0, j1 = pod("j-0", cpu="1", node="n1"), pod("j-1", cpu="1")
+    j0, j1 = Pod("j-0").queue("lq").cpu("1").node("n1").obj(), Pod("j-1").queue("lq").cpu("1").obj()
     for p in (j0, j1):
         p["metadata"]["ownerReferences"] = [owner]
         await pending(kit, p)
@@ -176,8 +179,9 @@ async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evic
 async def live_ready(tmp_path):
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
-    objects = (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
-               cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq"))
+    objects = (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+               ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "8")).obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     async with started(tmp_path, objects, config) as kit:
         yield kit
 
@@ -185,13 +189,13 @@ async def live_ready(tmp_path):
 async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
     """A PodDisruptionBudget's 429: the eviction is not written again before its backoff (1 s, doubling), and
     /debug/pods shows the attempts, the error and when it is tried next."""
-    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     victim["metadata"]["labels"]["app"] = "db"
     await pending(live, victim)
     live.api.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                     "metadata": {"name": "db", "namespace": "team-a"},
                     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
-    high = pod("high", cpu="4", priority=100)
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
     await pending(live, high)
     assert "preempting team-a/low" in refusal(live.filter(high))
     evictions = lambda: sum(1 for m, path, _ in live.api.writes if path.endswith("/low/eviction"))  # noqa: E731
@@ -218,7 +222,7 @@ async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
 async def test_a_bind_while_the_reconcile_publishes_queue_status(live):
     """The reconcile's other await: a ClusterQueue status write, paused; a filter and a bind go through meanwhile,
     and the next status written shows the pod admitted."""
-    p = pod("p", cpu="2")
+    p = Pod("p").queue("lq").cpu("2").obj()
     await pending(live, p)
     live.api.fault("pause", resource="clusterqueues", verb="write", sub="status")
     reconcile = asyncio.create_task(live.ext.reconcile())
@@ -241,10 +245,11 @@ async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once
     the readiness record was dropped with the first attempt, so nothing wanted the eviction any more."""
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
-    objects = (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
-               cq("cq", flavors=[("default-flavor", {"cpu": "8"})]), lq("team-a", "lq", "cq"))
+    objects = (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+               ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "8")).obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     async with started(tmp_path, objects, config) as kit:
-        stuck = pod("j-0", cpu="1", node="n1")
+        stuck = Pod("j-0").queue("lq").cpu("1").node("n1").obj()
         await pending(kit, stuck)
         kit.clock.advance(11)
         kit.api.fault("error", resource="pods", verb="write", sub="eviction", code=500, times=3)
@@ -265,9 +270,9 @@ async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once
 async def test_the_victim_deleted_while_its_disruption_condition_is_written(live):
     """KubeWriter.evict first patches the DisruptionTarget condition: pause it, delete the victim meanwhile; the
     eviction then finds nothing (404, a success), the preemptor passes, and the state equals a fresh list."""
-    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     await pending(live, victim)
-    high = pod("high", cpu="4", priority=100)
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
     await pending(live, high)
     live.api.fault("pause", resource="pods", verb="write", sub="status")
     assert "preempting team-a/low" in refusal(live.filter(high))
@@ -286,7 +291,7 @@ async def test_the_victim_deleted_while_its_disruption_condition_is_written(live
 async def test_a_binding_answered_409_is_read_again_while_the_watch_moves(live):
     """A Binding whose answer is 409 (already bound) is read back: pause that read while the watch delivers the
     binding; the bind answers success (it was Quotient's own, retried) and nothing is undone."""
-    p = pod("p", cpu="2")
+    p = Pod("p").queue("lq").cpu("2").obj()
     await pending(live, p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=500)
@@ -306,19 +311,23 @@ async def test_a_bind_while_the_reconciles_own_reclaim_evicts(tmp_path):
     """The reconcile's reclaim for a queue head kube-scheduler never asks about: its eviction is paused; a bind
     of another pod into the quota the victim still holds is refused meanwhile, and once the victim is gone the
     head is admitted and the state equals a fresh list."""
-    objects = (namespace("team-a"), namespace("team-b"), node("n1", cpu="8"), flavor("default-flavor"),
-               cq("cq-a", "org", flavors=[("default-flavor", {"cpu": "4"})]),
-               cq("cq-b", "org", flavors=[("default-flavor", {"cpu": "4"})], preemption={"reclaimWithinCohort": "Any"}),
-               lq("team-a", "lq", "cq-a"), lq("team-b", "lq", "cq-b"))
+    objects = (Namespace("team-a").obj(), Namespace("team-b").obj(), Node("n1").cpu("8").obj(),
+               ResourceFlavor("default-flavor").obj(),
+               ClusterQueue("cq-a").cohort("org").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+                   .obj(),
+               ClusterQueue("cq-b").cohort("org").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+                   .preemption({"reclaimWithinCohort": "Any"}).obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq-a").obj(),
+               LocalQueue("lq", "team-b").cluster_queue("cq-b").obj())
     async with started(tmp_path, objects) as kit:
-        borrower = pod("borrower", cpu="8", node="n1")             # cq-a borrows all of cq-b's quota
+        borrower = Pod("borrower").queue("lq").cpu("8").node("n1").obj()             # cq-a borrows all of cq-b's quota
         await pending(kit, borrower)
-        head = pod("head", ns="team-b", cpu="4")
+        head = Pod("head", "team-b").queue("lq").cpu("4").obj()
         await pending(kit, head)
         kit.api.fault("pause", resource="pods", verb="write", sub="eviction")
         reconcile = asyncio.create_task(kit.ext.reconcile())
         await kit.api.paused_request()
-        other = pod("other", ns="team-b", cpu="4")
+        other = Pod("other", "team-b").queue("lq").cpu("4").obj()
         await pending(kit, other)
         assert kit.filter(other)["NodeNames"] == []                 # the room is held for head, the victim runs
         kit.api.resume()
@@ -333,9 +342,9 @@ async def test_an_eviction_lost_before_it_was_written_is_issued_by_the_next_reco
     """The safety net for evictions that were never written: the filter's eviction task is cancelled before it
     began (a shutdown, a lost task); the next reconcile issues it. Before, the victim was marked issued and no
     reconcile wrote it until the hold expired (60 s)."""
-    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     await pending(live, victim)
-    high = pod("high", cpu="4", priority=100)
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
     await pending(live, high)
     assert "preempting team-a/low" in refusal(live.filter(high))
     tasks = list(live.ext.actions._tasks)
@@ -353,9 +362,9 @@ async def test_an_eviction_lost_before_it_was_written_is_issued_by_the_next_reco
 async def test_an_eviction_whose_writer_raised_is_backed_off_and_retried(live, monkeypatch):
     """Not only a WriteError: any exception of the writer (a client error, a bug) is a failure that act/ backs
     off and the reconcile retries; it is never taken for a written eviction."""
-    victim = pod("low", cpu="4", node="n1", priority=1)
+    victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     await pending(live, victim)
-    high = pod("high", cpu="4", priority=100)
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
     await pending(live, high)
     real = live.ext.writer.evict
 

@@ -14,16 +14,8 @@ from app.act.kube import KubeWriter
 from app.act.writer import WriteError
 from app.leader import LeaderElector
 from app.objects.pod import decode_pod
+from builders import Pod
 from fakeapi import FakeApiServer
-
-
-def pod_obj(name: str, node: str = "", labels: dict | None = None) -> dict:
-    spec = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}
-    if node:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "spec": spec,
-            "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}", "labels": labels or {}},
-            "status": {"phase": "Running" if node else "Pending"}}
 
 
 @pytest.fixture
@@ -38,9 +30,9 @@ async def fake(tmp_path):
 
 async def test_bind_writes_the_binding_and_a_retry_of_it_is_harmless(fake):
     api, client = fake
-    api.apply(pod_obj("p"))
+    api.apply(Pod("p").cpu("1").obj())
     writer = KubeWriter(client, state=None)
-    pod = decode_pod(pod_obj("p"))
+    pod = decode_pod(Pod("p").cpu("1").obj())
     await writer.bind(pod, "node-1")
     assert api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "node-1"
     await writer.bind(pod, "node-1")                      # the API answers 409 naming our node: success
@@ -51,17 +43,17 @@ async def test_bind_writes_the_binding_and_a_retry_of_it_is_harmless(fake):
 
 async def test_bind_is_retried_through_a_server_error(fake):
     api, client = fake
-    api.apply(pod_obj("p"))
+    api.apply(Pod("p").cpu("1").obj())
     api.fault("error", resource="pods", verb="write", times=1)
-    await KubeWriter(client, state=None).bind(decode_pod(pod_obj("p")), "node-1")
+    await KubeWriter(client, state=None).bind(decode_pod(Pod("p").cpu("1").obj()), "node-1")
     assert api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "node-1"
 
 
 async def test_eviction_says_who_and_why_then_evicts_and_a_retry_is_harmless(fake):
     api, client = fake
-    api.apply(pod_obj("victim", node="node-1"))
+    api.apply(Pod("victim").cpu("1").node("node-1").obj())
     writer = KubeWriter(client, state=None)
-    victim = decode_pod(pod_obj("victim", node="node-1"))
+    victim = decode_pod(Pod("victim").cpu("1").node("node-1").obj())
     message = "Preempted to accommodate pod team-b/b1 (UID: uid-b1) due to reclamation within the cohort"
     status_writes = []
     await writer.evict(victim, "InCohortReclamation", message)
@@ -77,10 +69,11 @@ async def test_an_eviction_never_takes_a_pod_recreated_under_the_victims_name(fa
     """The victim's UID goes as the eviction's precondition: a StatefulSet's pod recreated under the same name
     in the meantime is not evicted in its place, and the eviction counts as done (its victim is gone)."""
     api, client = fake
-    api.apply(pod_obj("web-0", node="node-1"))
+    api.apply(Pod("web-0").cpu("1").node("node-1").obj())
     victim = decode_pod(api.get("Pod", "team-a", "web-0"))
     api.delete("Pod", "team-a", "web-0")
-    successor = {**pod_obj("web-0", node="node-2"), "metadata": {**pod_obj("web-0")["metadata"], "uid": "uid-new"}}
+    successor = {**Pod("web-0").cpu("1").node("node-2").obj(),
+                 "metadata": {**Pod("web-0").cpu("1").obj()["metadata"], "uid": "uid-new"}}
     api.apply(successor)
     await KubeWriter(client, state=None).evict(victim, "InCohortReclamation", "Preempted")
     assert api.get("Pod", "team-a", "web-0")["metadata"]["uid"] == "uid-new"      # still there
@@ -93,10 +86,11 @@ async def test_eviction_waits_for_the_condition_not_for_the_event(fake):
     while the Event, about the pod, is written alongside: an Event the API is slow to take does not hold
     the eviction back, and is still written."""
     api, client = fake
-    api.apply(pod_obj("victim", node="node-1"))
+    api.apply(Pod("victim").cpu("1").node("node-1").obj())
     writer = KubeWriter(client, state=None)
     api.fault("pause", resource="events", verb="write")
-    evicting = asyncio.create_task(writer.evict(decode_pod(pod_obj("victim", node="node-1")), "InClusterQueue", "m"))
+    evicting = asyncio.create_task(writer.evict(decode_pod(Pod("victim").cpu("1").node("node-1").obj()),
+                                                "InClusterQueue", "m"))
     await api.paused_request()
     for _ in range(200):
         if api.get("Pod", "team-a", "victim") is None:
@@ -115,17 +109,19 @@ async def test_eviction_waits_for_the_condition_not_for_the_event(fake):
 
 async def test_eviction_refused_by_a_pod_disruption_budget_is_not_forced(fake):
     api, client = fake
-    api.apply(pod_obj("guarded", node="node-1", labels={"app": "db"}))
+    api.apply(Pod("guarded").cpu("1").label("app", "db").node("node-1").obj())
     api.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                "metadata": {"name": "db", "namespace": "team-a"},
                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
     writer = KubeWriter(client, state=None)
     with pytest.raises(WriteError, match="PodDisruptionBudget"):
-        await writer.evict(decode_pod(pod_obj("guarded", node="node-1", labels={"app": "db"})), "InClusterQueue", "m")
+        await writer.evict(decode_pod(Pod("guarded").cpu("1").label("app", "db").node("node-1").obj()),
+                           "InClusterQueue", "m")
     assert api.get("Pod", "team-a", "guarded") is not None
     assert writer.failures["eviction"] == 1
     with pytest.raises(WriteError, match="PodDisruptionBudget"):     # the next reconcile tries again
-        await writer.evict(decode_pod(pod_obj("guarded", node="node-1", labels={"app": "db"})), "InClusterQueue", "m")
+        await writer.evict(decode_pod(Pod("guarded").cpu("1").label("app", "db").node("node-1").obj()),
+                           "InClusterQueue", "m")
     events = [e for e in api.objects("Event", "events.k8s.io/v1") if e.get("reason") == "InClusterQueue"]
     assert len(events) == 1                                             # said once, not once per try
 
@@ -180,8 +176,8 @@ async def test_cluster_queue_status_failure_is_counted_once(fake, load_extender)
                                             ("PodsReadyTimeout", "Evict")])
 async def test_eviction_event_action_says_preempt_for_every_preemption_reason(fake, reason, action):
     api, client = fake
-    api.apply(pod_obj("victim", node="node-1"))
-    await KubeWriter(client, state=None).evict(decode_pod(pod_obj("victim", node="node-1")), reason, "m")
+    api.apply(Pod("victim").cpu("1").node("node-1").obj())
+    await KubeWriter(client, state=None).evict(decode_pod(Pod("victim").cpu("1").node("node-1").obj()), reason, "m")
     events = [e for e in api.objects("Event", "events.k8s.io/v1") if e.get("reason") == reason]
     assert [e["action"] for e in events] == [action]
 
@@ -305,8 +301,10 @@ async def test_the_environment_is_read_once_not_per_request(fake, tmp_path, monk
     monkeypatch.setattr(aiohttp.client, "get_env_proxy_for_url", no_proxy)
     client = await make_api_client(api.kubeconfig_path(tmp_path))
     try:
-        api.apply(pod_obj("victim", node="node-1"))
-        await KubeWriter(client, state=None).evict(decode_pod(pod_obj("victim", node="node-1")), "InClusterQueue", "m")
+        api.apply(Pod("victim").cpu("1").node("node-1").obj())
+        await KubeWriter(client,
+                         state=None).evict(decode_pod(Pod("victim").cpu("1").node("node-1").obj()), "InClusterQueue",
+                                           "m")
         assert api.get("Pod", "team-a", "victim") is None
         assert lookups == [] and client.rest_client.proxy is None
     finally:

@@ -19,44 +19,21 @@ import pytest
 from app.api import offered
 from app.api.offered import OfferedNodeCache, OfferedNodes, fingerprint
 from app.sync.dispatch import apply_object
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
 
 NAMES = [f"node-{i:04d}" for i in range(400)]
-SNAPSHOT = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: big}
-spec: {nodeLabels: {size: big}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: big
-      resources: [{name: cpu, nominalQuota: 1000}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: team-a}
-spec: {clusterQueue: cq}
-"""
-
-
 def node(name: str, size: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"size": size}},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    return Node(name).cpu("8").memory("32Gi").labels({"size": size}).obj()
 
 
 def snapshot() -> str:
-    return SNAPSHOT + "".join(f"---\n{orjson.dumps(node(n, 'big' if i % 4 else 'small')).decode()}\n"
-                              for i, n in enumerate(NAMES))
+    """ClusterQueue cq (1000 CPUs of flavor big, nodes labelled size=big) behind team-a/lq, and 400 nodes, one in
+    four of them small."""
+    return snapshot_yaml(
+        Namespace("team-a").obj(), ResourceFlavor("big").node_labels({"size": "big"}).obj(),
+        ClusterQueue("cq").resource_group(FlavorQuotas("big").resource("cpu", 1000)).obj(),
+        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+        *(node(n, "big" if i % 4 else "small") for i, n in enumerate(NAMES)))
 
 
 def compact_body(pod: dict, names: list[str]) -> bytes:
@@ -100,13 +77,13 @@ def test_split_recognises_the_same_set_in_another_order():
     assert cache.split(compact_body(pod, NAMES)[:-1] + b',"Extra":["x"]}') is None
 
 
-async def test_cached_answers_equal_the_ordinary_path(kit, load_extender, api):
+async def test_cached_answers_equal_the_ordinary_path(load_extender, api):
     """Compact (cached) and pretty (ordinary) bodies get the same filter and prioritize answers."""
     ext = load_extender(snapshot())
     big = [n for i, n in enumerate(NAMES) if i % 4]
     async with api(ext) as client:
         for i, make in enumerate((compact_body, pretty_body, compact_body)):
-            pod = kit.pod(f"p{i}", cpu="1", queue="lq")
+            pod = Pod(f"p{i}").queue("lq").cpu("1").wire()
             names = NAMES[i * 7:] + NAMES[:i * 7]
             r = await client.post("/filter", content=make(pod, names))
             assert r.status_code == 200
@@ -119,16 +96,16 @@ async def test_cached_answers_equal_the_ordinary_path(kit, load_extender, api):
     assert ext.offered.hits >= 2                                  # a reordered filter and a prioritize
 
 
-async def test_a_node_relabelled_between_requests_is_seen(kit, load_extender, api):
+async def test_a_node_relabelled_between_requests_is_seen(load_extender, api):
     """The cache is keyed on the flavors' membership: relabelling a node changes the next answer."""
     ext = load_extender(snapshot())
     async with api(ext) as client:
-        body = compact_body(kit.pod("p1", cpu="1", queue="lq"), NAMES)
+        body = compact_body(Pod("p1").queue("lq").cpu("1").wire(), NAMES)
         before = (await client.post("/filter", content=body)).json()["NodeNames"]
         assert "node-0000" not in before and "node-0001" in before
         apply_object(ext.state, node("node-0000", "big"))
         apply_object(ext.state, node("node-0001", "small"))
-        body = compact_body(kit.pod("p2", cpu="1", queue="lq"), NAMES[::-1])
+        body = compact_body(Pod("p2").queue("lq").cpu("1").wire(), NAMES[::-1])
         after = (await client.post("/filter", content=body)).json()["NodeNames"]
     assert "node-0000" in after and "node-0001" not in after
     assert len(after) == len(before)
@@ -190,7 +167,7 @@ def test_a_collision_is_decoded_and_counted_not_answered_from_the_cache(monkeypa
 
 @pytest.mark.parametrize("seed", range(6))
 async def test_filter_under_collisions_answers_only_offered_nodes_and_every_one_that_passes(
-        seed, monkeypatch, kit, load_extender, api):
+        seed, monkeypatch, load_extender, api):
     """With every list of one size colliding, filter's NodeNames are exactly the offered nodes of the
     pod's flavor, as the ordinary path answers: none that was not offered (kube-scheduler would fail the
     attempt: "claims a filtered node ... not found in the input node list", wire README section 5) and
@@ -203,9 +180,9 @@ async def test_filter_under_collisions_answers_only_offered_nodes_and_every_one_
     async with api(ext) as client:
         for i in range(8):
             names = rng.sample(NAMES, 120)                 # one size, one fingerprint, other nodes
-            pod = kit.pod(f"p{seed}-{i}", cpu="1", queue="lq")
+            pod = Pod(f"p{seed}-{i}").queue("lq").cpu("1").wire()
             cached = (await client.post("/filter", content=compact_body(pod, names))).json()["NodeNames"]
-            plain = (await client.post("/filter", content=pretty_body(kit.pod(f"q{seed}-{i}", cpu="1", queue="lq"),
+            plain = (await client.post("/filter", content=pretty_body(Pod(f"q{seed}-{i}").queue("lq").cpu("1").wire(),
                                                                       names))).json()["NodeNames"]
             assert set(cached) <= set(names)
             assert sorted(cached) == sorted(plain) == sorted(big.intersection(names))

@@ -36,9 +36,9 @@ from app.extender import Extender
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 
-from helpers import answer_reasons
-from helpers import (BASE_TIME, CPU, FakeClock, all_usage, apply, cohort, cq, delete, flavor, lq, make_state, node,
-                     pod, pod_info)
+from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor,
+                      cpu_queue, extender_args)
+from helpers import CPU, FakeClock, all_usage, answer_reasons, apply, delete, make_state, pod_info
 
 FR = ("default-flavor", "cpu")
 REPO = Path(__file__).resolve().parents[1]
@@ -49,11 +49,7 @@ EXAMPLES = REPO.parent / "shared" / "scenarios" / "examples"
 # ---- helpers ----------------------------------------------------------------------------------------------
 
 def state_of(*objects, config=None, clock=None):
-    return make_state(flavor("default-flavor"), *objects, config=config, clock=clock)
-
-
-def queue(name, nominal, cohort_name=None, **spec):
-    return cq(name, cohort_name, [("default-flavor", {"cpu": str(nominal)})], **spec)
+    return make_state(ResourceFlavor("default-flavor").obj(), *objects, config=config, clock=clock)
 
 
 def preemptor(state, ns, name) -> Preemptor:
@@ -141,12 +137,13 @@ def annotated(obj: dict, **annotations) -> dict:
 def own_queue_state(policy: str):
     """cq (8 CPUs, no cohort) full with four 2-CPU pods of several priorities; p (priority 100, created at
     5s) pending."""
-    return state_of(node("n1", "64"), queue("cq", 8, preemption={"withinClusterQueue": policy}), lq("team-a", "lq", "cq"),
-                    pod("low", cpu="2", node="n1", priority=10, created=1),
-                    pod("equal-older", cpu="2", node="n1", priority=100, created=2),
-                    pod("equal-newer", cpu="2", node="n1", priority=100, created=9),
-                    pod("higher", cpu="2", node="n1", priority=1000, created=3),
-                    pod("p", cpu="2", priority=100, created=5))
+    return state_of(Node("n1").cpu("64").obj(), cpu_queue("cq", 8, preemption={"withinClusterQueue": policy}),
+                    LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                    Pod("low").queue("lq").cpu("2").priority(10).created(1).node("n1").obj(),
+                    Pod("equal-older").queue("lq").cpu("2").priority(100).created(2).node("n1").obj(),
+                    Pod("equal-newer").queue("lq").cpu("2").priority(100).created(9).node("n1").obj(),
+                    Pod("higher").queue("lq").cpu("2").priority(1000).created(3).node("n1").obj(),
+                    Pod("p").queue("lq").cpu("2").priority(100).created(5).obj())
 
 
 def test_within_cluster_queue_never_offers_no_candidate():
@@ -171,18 +168,20 @@ def cohort_state(policy: dict, b_borrowing: bool = True):
     """Cohort co: a (4 CPUs, the preemptor's), b (4), c (8). b runs b-low (10) and b-high (1000), 3 CPUs
     each: 6 of 4, borrowing, and the cohort is full; or 1 CPU each when b_borrowing is False, when no queue
     borrows and p fits the quota. a runs a-low (priority 10, 2 CPUs); p (priority 100, 2 CPUs) is pending."""
-    objs = [node("n1", "64"), queue("a", 4, "co", preemption=policy), queue("b", 4, "co"), queue("c", 8, "co"),
-            lq("team-a", "lq", "a"), lq("team-b", "lq", "b"), lq("team-c", "lq", "c"),
-            pod("a-low", cpu="2", node="n1", priority=10, created=1)]
+    objs = [Node("n1").cpu("64").obj(), cpu_queue("a", 4, "co", preemption=policy), cpu_queue("b", 4, "co"),
+            cpu_queue("c", 8, "co"),
+            LocalQueue("lq", "team-a").cluster_queue("a").obj(), LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+            LocalQueue("lq", "team-c").cluster_queue("c").obj(),
+            Pod("a-low").queue("lq").cpu("2").priority(10).created(1).node("n1").obj()]
     if b_borrowing:
-        objs += [pod("b-low", "team-b", cpu="3", node="n1", priority=10, created=2),
-                 pod("b-high", "team-b", cpu="3", node="n1", priority=1000, created=3),
-                 pod("c1", "team-c", cpu="8", node="n1", priority=0, created=4)]
+        objs += [Pod("b-low", "team-b").queue("lq").cpu("3").priority(10).created(2).node("n1").obj(),
+                 Pod("b-high", "team-b").queue("lq").cpu("3").priority(1000).created(3).node("n1").obj(),
+                 Pod("c1", "team-c").queue("lq").cpu("8").priority(0).created(4).node("n1").obj()]
     else:
-        objs += [pod("b-low", "team-b", cpu="1", node="n1", priority=10, created=2),
-                 pod("b-high", "team-b", cpu="1", node="n1", priority=1000, created=3),
-                 pod("c1", "team-c", cpu="8", node="n1", priority=0, created=4)]
-    return state_of(*objs, pod("p", cpu="2", priority=100, created=10))
+        objs += [Pod("b-low", "team-b").queue("lq").cpu("1").priority(10).created(2).node("n1").obj(),
+                 Pod("b-high", "team-b").queue("lq").cpu("1").priority(1000).created(3).node("n1").obj(),
+                 Pod("c1", "team-c").queue("lq").cpu("8").priority(0).created(4).node("n1").obj()]
+    return state_of(*objs, Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
 
 
 def test_reclaim_within_cohort_never_offers_no_cohort_candidate():
@@ -216,14 +215,18 @@ def test_reclaim_within_cohort_any_offers_nothing_from_a_queue_that_is_not_borro
 def test_candidates_must_use_a_resource_the_preemptor_lacks():
     """seed 000 抢占的原因: the victim's queue must be over nominal in "该资源是被抢占者和抢占者都需要的" - a pod
     that holds only memory frees no CPU."""
-    s = state_of(node("n1", "64", memory="512Gi"),
-                 cq("a", "co", [("default-flavor", {"cpu": "4", "memory": "64Gi"})],
-                    preemption={"reclaimWithinCohort": "Any"}),
-                 cq("b", "co", [("default-flavor", {"cpu": "4", "memory": "64Gi"})]),
-                 lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("b-cpu", "team-b", cpu="8", node="n1", created=1),
-                 pod("b-mem", "team-b", cpu=None, memory="80Gi", node="n1", created=2),
-                 pod("p", cpu="2", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").memory("512Gi").obj(),
+                 ClusterQueue("a").cohort("co")
+                     .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4").resource("memory", "64Gi"))
+                     .preemption({"reclaimWithinCohort": "Any"}).obj(),
+                 ClusterQueue("b").cohort("co")
+                     .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4").resource("memory", "64Gi"))
+                     .obj(),
+                 LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("b-cpu", "team-b").queue("lq").cpu("8").created(1).node("n1").obj(),
+                 Pod("b-mem", "team-b").queue("lq").memory("80Gi").created(2).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
     assert keys(candidates(s, "team-a", "p")) == ["team-b/b-cpu"]
 
 
@@ -231,16 +234,17 @@ def test_candidates_must_use_a_resource_the_preemptor_lacks():
 
 def test_candidates_are_ordered_borrowing_queues_first_then_lowest_priority_then_most_recently_admitted():
     """seed 000 候选者: "cohort 内正在借用的队列中的 Workload / 优先级最低的 Workload / 最近被准入的 Workload"."""
-    s = state_of(node("n1", "64"),
-                 queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-                 queue("b", 2, "co"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a-old", cpu="1", node="n1", priority=0, created=1),
-                 pod("a-new", cpu="1", node="n1", priority=0, created=2),
-                 pod("a-mid", cpu="1", node="n1", priority=50, created=3),
-                 pod("b-mid", "team-b", cpu="1", node="n1", priority=50, created=4),
-                 pod("b-low-old", "team-b", cpu="1", node="n1", priority=0, created=5),
-                 pod("b-low-new", "team-b", cpu="1", node="n1", priority=0, created=6),
-                 pod("p", cpu="2", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+                 cpu_queue("b", 2, "co"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a-old").queue("lq").cpu("1").priority(0).created(1).node("n1").obj(),
+                 Pod("a-new").queue("lq").cpu("1").priority(0).created(2).node("n1").obj(),
+                 Pod("a-mid").queue("lq").cpu("1").priority(50).created(3).node("n1").obj(),
+                 Pod("b-mid", "team-b").queue("lq").cpu("1").priority(50).created(4).node("n1").obj(),
+                 Pod("b-low-old", "team-b").queue("lq").cpu("1").priority(0).created(5).node("n1").obj(),
+                 Pod("b-low-new", "team-b").queue("lq").cpu("1").priority(0).created(6).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
     found = candidates(s, "team-a", "p")
     assert keys(found) == ["team-b/b-low-new", "team-b/b-low-old", "team-b/b-mid",
                            "team-a/a-new", "team-a/a-old", "team-a/a-mid"]
@@ -251,15 +255,16 @@ def test_most_recently_admitted_means_the_charge_time_not_the_creation_time():
     """seed 000 候选者 "最近被准入的 Workload": x was created first but admitted (bound) last, so it goes first
     (Charge.admitted_at, Kueue's quota reservation time)."""
     clock = FakeClock(BASE_TIME + 100)
-    s = state_of(node("n1", "64"), queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"), pod("x", cpu="2", priority=0, created=1),
-                 pod("y", cpu="2", node="n1", priority=0, created=5), clock=clock)
+    s = state_of(Node("n1").cpu("64").obj(), cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("x").queue("lq").cpu("2").priority(0).created(1).obj(),
+                 Pod("y").queue("lq").cpu("2").priority(0).created(5).node("n1").obj(), clock=clock)
     v = decide(s, pod_info(s, "team-a", "x"))
     assert v.admit
     s.commit_binding("uid-team-a-x", "n1", Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert s.admitted["uid-team-a-x"].admitted_at == BASE_TIME + 100
     assert s.admitted["uid-team-a-y"].admitted_at == BASE_TIME + 5
-    apply(s, pod("p", cpu="2", priority=100, created=50))
+    apply(s, Pod("p").queue("lq").cpu("2").priority(100).created(50).obj())
     assert keys(candidates(s, "team-a", "p")) == ["team-a/x", "team-a/y"]
 
 
@@ -281,13 +286,14 @@ def test_heuristic_1_all_candidates_in_own_queue_allows_borrowing():
     """seed 000 目标 1: "如果所有候选者都属于目标队列,则 Kueue 会贪婪地选择候选者 ... 允许 ClusterQueue 的使用量超过名义
     配额,直至 borrowingLimit". a (4 CPUs) holds a-keep (priority 1000, 2) and a-low (priority 0, 2); b is at its
     nominal; the cohort has 2 CPUs free. p (4 CPUs) fits after a-low only by borrowing 2."""
-    s = state_of(node("n1", "64"),
-                 queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-                 queue("b", 4, "co"), queue("c", 2, "co"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a-keep", cpu="2", node="n1", priority=1000, created=1),
-                 pod("a-low", cpu="2", node="n1", priority=0, created=2),
-                 pod("b1", "team-b", cpu="4", node="n1", priority=0, created=3),
-                 pod("p", cpu="4", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+                 cpu_queue("b", 4, "co"), cpu_queue("c", 2, "co"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a-keep").queue("lq").cpu("2").priority(1000).created(1).node("n1").obj(),
+                 Pod("a-low").queue("lq").cpu("2").priority(0).created(2).node("n1").obj(),
+                 Pod("b1", "team-b").queue("lq").cpu("4").priority(0).created(3).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("4").priority(100).created(10).obj())
     targets = quota_targets(s, "team-a", "p")
     assert why(targets) == {"team-a/a-low": IN_CLUSTER_QUEUE}
     node_a = s.quota_node("a")
@@ -300,13 +306,16 @@ def borrow_state(threshold=100, b_pods=(("b-low", 50), ("b-high", 500))):
     bwc = {"policy": "LowerPriority"}
     if threshold is not None:
         bwc["maxPriorityThreshold"] = threshold
-    objs = [node("n1", "64"), queue("a", 4, "org", preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": bwc}),
-            queue("b", 2, "org"), queue("c", 10, "org"),
-            lq("team-a", "lq", "a"), lq("team-b", "lq", "b"), lq("team-c", "lq", "c"),
-            pod("a1", cpu="4", node="n1", priority=1000, created=1),
-            pod("c1", "team-c", cpu="4", node="n1", priority=50, created=9)]
-    objs += [pod(n, "team-b", cpu="4", node="n1", priority=prio, created=2 + i) for i, (n, prio) in enumerate(b_pods)]
-    return state_of(*objs, pod("a2", cpu="4", priority=1000, created=20))
+    objs = [Node("n1").cpu("64").obj(),
+            cpu_queue("a", 4, "org", preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": bwc}),
+            cpu_queue("b", 2, "org"), cpu_queue("c", 10, "org"),
+            LocalQueue("lq", "team-a").cluster_queue("a").obj(), LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+            LocalQueue("lq", "team-c").cluster_queue("c").obj(),
+            Pod("a1").queue("lq").cpu("4").priority(1000).created(1).node("n1").obj(),
+            Pod("c1", "team-c").queue("lq").cpu("4").priority(50).created(9).node("n1").obj()]
+    objs += [Pod(n, "team-b").queue("lq").cpu("4").priority(prio).created(2 + i).node("n1").obj() for i,
+             (n, prio) in enumerate(b_pods)]
+    return state_of(*objs, Pod("a2").queue("lq").cpu("4").priority(1000).created(20).obj())
 
 
 def test_heuristic_2_borrow_within_cohort_takes_a_pod_below_the_threshold():
@@ -336,15 +345,16 @@ def test_heuristic_2_a_pod_above_the_threshold_is_taken_only_if_the_preemptor_th
     """Kueue's minimalPreemptions with allowBorrowingBelowPriority (seed 000 目标 2): a target at or above the
     threshold switches borrowing off. a uses 2 of 6, so p (3 CPUs) fits within nominal once b-high2 (500) is
     gone: taken, with the plain InCohortReclamation reason."""
-    s = state_of(node("n1", "64"),
-                 queue("a", 6, "org", preemption={"reclaimWithinCohort": "Any",
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("a", 6, "org", preemption={"reclaimWithinCohort": "Any",
                                                   "borrowWithinCohort": {"policy": "LowerPriority",
                                                                          "maxPriorityThreshold": 100}}),
-                 queue("b", 2, "org"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a1", cpu="2", node="n1", priority=1000, created=1),
-                 pod("b-high", "team-b", cpu="3", node="n1", priority=500, created=2),
-                 pod("b-high2", "team-b", cpu="3", node="n1", priority=500, created=3),
-                 pod("p", cpu="3", priority=1000, created=10))
+                 cpu_queue("b", 2, "org"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a1").queue("lq").cpu("2").priority(1000).created(1).node("n1").obj(),
+                 Pod("b-high", "team-b").queue("lq").cpu("3").priority(500).created(2).node("n1").obj(),
+                 Pod("b-high2", "team-b").queue("lq").cpu("3").priority(500).created(3).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("3").priority(1000).created(10).obj())
     assert why(quota_targets(s, "team-a", "p")) == {"team-b/b-high2": IN_COHORT_RECLAMATION}
 
 
@@ -352,12 +362,14 @@ def test_heuristic_3_under_nominal_reclaims_without_borrowing():
     """seed 000 目标 3: "如果目标队列当前的使用量低于名义配额,则 Kueue 会贪婪地选择候选者,直到抢占者 Workload 能够适配,
     不允许借用". a uses 2 of 4; b uses 6 of 4. Taking b3 alone would leave p (4 CPUs) borrowing, and b
     stops being a candidate once at its nominal, so a's own a-low goes too: p then fits within its 4."""
-    s = state_of(node("n1", "64"),
-                 queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-                 queue("b", 4, "co"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a-low", cpu="2", node="n1", priority=0, created=1),
-                 *[pod(f"b{i}", "team-b", cpu="2", node="n1", priority=0, created=1 + i) for i in range(1, 4)],
-                 pod("p", cpu="4", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+                 cpu_queue("b", 4, "co"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a-low").queue("lq").cpu("2").priority(0).created(1).node("n1").obj(),
+                 *[Pod(f"b{i}", "team-b").queue("lq").cpu("2").priority(0).created(1 + i).node("n1")
+                       .obj() for i in range(1, 4)],
+                 Pod("p").queue("lq").cpu("4").priority(100).created(10).obj())
     targets = quota_targets(s, "team-a", "p")
     assert why(targets) == {"team-b/b3": IN_COHORT_RECLAMATION, "team-a/a-low": IN_CLUSTER_QUEUE}
     assert keys(targets) == ["team-b/b3", "team-a/a-low"]
@@ -368,15 +380,17 @@ def test_heuristic_4_final_attempt_takes_only_own_queue_pods_with_borrowing():
     Workload 能够适配,允许借用". a is at its nominal 4 (not under it, so heuristic 3 is skipped); b borrows 1;
     the cohort has 1 CPU free. b1 comes first in candidate order but is left alone: a-low goes, and p
     (2 CPUs) borrows 1."""
-    s = state_of(node("n1", "64"),
-                 queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-                 queue("b", 1, "co"), queue("c", 3, "co"),
-                 lq("team-a", "lq", "a"), lq("team-b", "lq", "b"), lq("team-c", "lq", "c"),
-                 pod("a-keep", cpu="3", node="n1", priority=1000, created=1),
-                 pod("a-low", cpu="1", node="n1", priority=0, created=2),
-                 pod("b1", "team-b", cpu="2", node="n1", priority=0, created=3),
-                 pod("c1", "team-c", cpu="1", node="n1", priority=0, created=4),
-                 pod("p", cpu="2", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+                 cpu_queue("b", 1, "co"), cpu_queue("c", 3, "co"),
+                 LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 LocalQueue("lq", "team-c").cluster_queue("c").obj(),
+                 Pod("a-keep").queue("lq").cpu("3").priority(1000).created(1).node("n1").obj(),
+                 Pod("a-low").queue("lq").cpu("1").priority(0).created(2).node("n1").obj(),
+                 Pod("b1", "team-b").queue("lq").cpu("2").priority(0).created(3).node("n1").obj(),
+                 Pod("c1", "team-c").queue("lq").cpu("1").priority(0).created(4).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
     assert keys(candidates(s, "team-a", "p")) == ["team-b/b1", "team-a/a-low"]
     assert why(quota_targets(s, "team-a", "p")) == {"team-a/a-low": IN_CLUSTER_QUEUE}
 
@@ -384,11 +398,12 @@ def test_heuristic_4_final_attempt_takes_only_own_queue_pods_with_borrowing():
 def test_classic_preemption_needs_the_request_within_nominal_quota():
     """seed 000 经典抢占: "该 Workload 的请求低于 flavor 的名义配额, 或 启用了 borrowWithinCohort" - a 6-CPU pod in a
     4-CPU queue may not preempt even its own lower-priority pods."""
-    s = state_of(node("n1", "64"), queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority"}),
-                 queue("b", 8, "co"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a-low", cpu="4", node="n1", priority=0, created=1),
-                 pod("b1", "team-b", cpu="8", node="n1", priority=0, created=2),
-                 pod("p", cpu="6", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(), cpu_queue("a", 4, "co", preemption={"withinClusterQueue": "LowerPriority"}),
+                 cpu_queue("b", 8, "co"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a-low").queue("lq").cpu("4").priority(0).created(1).node("n1").obj(),
+                 Pod("b1", "team-b").queue("lq").cpu("8").priority(0).created(2).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("6").priority(100).created(10).obj())
     assert keys(candidates(s, "team-a", "p")) == ["team-a/a-low"]
     assert quota_targets(s, "team-a", "p") is None
 
@@ -396,11 +411,11 @@ def test_classic_preemption_needs_the_request_within_nominal_quota():
 def test_minimisation_gives_back_a_target_the_pod_fits_without():
     """seed 000 目标: "算法的最后一步是最小化目标集合 ... 反向遍历初始目标列表,并在抢占者 Workload 仍能适配的情况下,将目标
     Workload 从目标列表中移除". small (1 CPU) is first in order but p (4 CPUs) fits with big alone."""
-    s = state_of(node("n1", "64"), queue("cq", 5, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"),
-                 pod("big", cpu="4", node="n1", priority=0, created=1),
-                 pod("small", cpu="1", node="n1", priority=0, created=2),
-                 pod("p", cpu="4", priority=100, created=10))
+    s = state_of(Node("n1").cpu("64").obj(), cpu_queue("cq", 5, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("big").queue("lq").cpu("4").priority(0).created(1).node("n1").obj(),
+                 Pod("small").queue("lq").cpu("1").priority(0).created(2).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("4").priority(100).created(10).obj())
     assert keys(candidates(s, "team-a", "p")) == ["team-a/small", "team-a/big"]
     assert keys(quota_targets(s, "team-a", "p")) == ["team-a/big"]
 
@@ -420,12 +435,15 @@ def fair_shares_state(config=FAIR, weight_b=None):
     """seed 000 公平共享 numbers: cohort org 12 CPUs; a 6 (reclaimWithinCohort Any), b 3, c 3. b runs b1..b7
     (1 CPU, older): share 4/12 = 333; c runs c1..c5 (1 CPU, newer): share 2/12 = 166. a1 (2 CPUs) pending."""
     b_spec = {"fairSharing": {"weight": weight_b}} if weight_b is not None else {}
-    return state_of(node("n1", "64"), queue("a", 6, "org", preemption={"reclaimWithinCohort": "Any"}),
-                    queue("b", 3, "org", **b_spec), queue("c", 3, "org"),
-                    lq("team-a", "lq", "a"), lq("team-b", "lq", "b"), lq("team-c", "lq", "c"),
-                    *[pod(f"b{i}", "team-b", cpu="1", node="n1", created=i) for i in range(1, 8)],
-                    *[pod(f"c{i}", "team-c", cpu="1", node="n1", created=10 + i) for i in range(1, 6)],
-                    pod("a1", cpu="2", created=30), config=config)
+    return state_of(Node("n1").cpu("64").obj(), cpu_queue("a", 6, "org", preemption={"reclaimWithinCohort": "Any"}),
+                    cpu_queue("b", 3, "org", **b_spec), cpu_queue("c", 3, "org"),
+                    LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                    LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                    LocalQueue("lq", "team-c").cluster_queue("c").obj(),
+                    *[Pod(f"b{i}", "team-b").queue("lq").cpu("1").created(i).node("n1").obj() for i in range(1, 8)],
+                    *[Pod(f"c{i}", "team-c").queue("lq").cpu("1").created(10 + i).node("n1")
+                          .obj() for i in range(1, 6)],
+                    Pod("a1").queue("lq").cpu("2").created(30).obj(), config=config)
 
 
 def test_fair_sharing_takes_from_the_queue_with_the_highest_share():
@@ -454,11 +472,14 @@ def test_fair_sharing_weight_divides_a_queues_share():
 def strategy_state(strategies):
     """seed 000 抢占策略 numbers: cohort 12 CPUs, a/b/c 4 each. a runs a1 (4); b runs b1, b2 (4 each, share 333).
     a2 (2 CPUs) would make a borrow 2 (share 166); taking a b pod leaves b at share 0."""
-    return state_of(node("n1", "64"), queue("a", 4, "org", preemption={"reclaimWithinCohort": "Any"}),
-                    queue("b", 4, "org"), queue("c", 4, "org"),
-                    lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                    pod("a1", cpu="4", node="n1", created=1), pod("b1", "team-b", cpu="4", node="n1", created=2),
-                    pod("b2", "team-b", cpu="4", node="n1", created=3), pod("a2", cpu="2", created=10),
+    return state_of(Node("n1").cpu("64").obj(), cpu_queue("a", 4, "org", preemption={"reclaimWithinCohort": "Any"}),
+                    cpu_queue("b", 4, "org"), cpu_queue("c", 4, "org"),
+                    LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                    LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                    Pod("a1").queue("lq").cpu("4").created(1).node("n1").obj(),
+                    Pod("b1", "team-b").queue("lq").cpu("4").created(2).node("n1").obj(),
+                    Pod("b2", "team-b").queue("lq").cpu("4").created(3).node("n1").obj(),
+                    Pod("a2").queue("lq").cpu("2").created(10).obj(),
                     config=Configuration(fair_sharing=True, preemption_strategies=tuple(strategies)))
 
 
@@ -498,22 +519,25 @@ def test_strategy_predicates(strategy, preemptor_new, target_old, target_new, al
 def test_own_owner_is_never_a_victim():
     """seed 002 law 3: "触发抢占的任务和被抢佔的任务不能来自同一应用程序" - a pod never preempts a sibling of its own
     ReplicaSet, even one the policy would allow (equal priority, newer); another ReplicaSet's pod may go."""
-    s = state_of(node("n1", "64"), queue("cq", 4, preemption={"withinClusterQueue": "LowerOrNewerEqualPriority"}),
-                 lq("team-a", "lq", "cq"),
-                 owned(pod("web-2", cpu="2", node="n1", priority=100, created=8), "web"),
-                 owned(pod("api-1", cpu="2", node="n1", priority=100, created=9), "api"),
-                 owned(pod("web-3", cpu="2", priority=100, created=5), "web"))
+    s = state_of(Node("n1").cpu("64").obj(),
+                 cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerOrNewerEqualPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 owned(Pod("web-2").queue("lq").cpu("2").priority(100).created(8).node("n1").obj(), "web"),
+                 owned(Pod("api-1").queue("lq").cpu("2").priority(100).created(9).node("n1").obj(), "api"),
+                 owned(Pod("web-3").queue("lq").cpu("2").priority(100).created(5).obj(), "web"))
     assert keys(candidates(s, "team-a", "web-3")) == ["team-a/api-1"]
     assert keys(quota_targets(s, "team-a", "web-3")) == ["team-a/api-1"]
 
 
 def test_own_gang_is_never_a_victim():
     """seed 002 law 3 for gangs (kueue.x-k8s.io/pod-group-name): a member never preempts its own group."""
-    s = state_of(node("n1", "64"), queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"),
-                 labelled(pod("g-0", cpu="2", node="n1", priority=10, created=1), **{"kueue.x-k8s.io/pod-group-name": "g"}),
-                 pod("other", cpu="2", node="n1", priority=10, created=2),
-                 labelled(pod("g-1", cpu="2", priority=100, created=3), **{"kueue.x-k8s.io/pod-group-name": "g"}))
+    s = state_of(Node("n1").cpu("64").obj(), cpu_queue("cq", 4, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 labelled(Pod("g-0").queue("lq").cpu("2").priority(10).created(1).node("n1").obj(),
+                          **{"kueue.x-k8s.io/pod-group-name": "g"}),
+                 Pod("other").queue("lq").cpu("2").priority(10).created(2).node("n1").obj(),
+                 labelled(Pod("g-1").queue("lq").cpu("2").priority(100).created(3).obj(),
+                          **{"kueue.x-k8s.io/pod-group-name": "g"}))
     assert keys(candidates(s, "team-a", "g-1")) == ["team-a/other"]
 
 
@@ -523,19 +547,23 @@ def fenced_state(fence_on: str):
     its borrowing queue is in reach from outside (Kueue enters no subtree within its own quota). The tree
     is full. fence_on names the Cohort or ClusterQueue fenced."""
     any_ = {"reclaimWithinCohort": "Any"}
-    t1 = queue("t1", 0, "tenant-1", preemption=any_)
-    tenant = cohort("tenant-1", "org")
+    t1 = cpu_queue("t1", 0, "tenant-1", preemption=any_)
+    tenant = Cohort("tenant-1").parent("org").obj()
     for obj in (t1, tenant):
         if obj["metadata"]["name"] == fence_on:
             annotated(obj, **{FENCE: "true"})
-    return state_of(node("n1", "64"), cohort("org", flavors=[("default-flavor", {"cpu": "4"})]), tenant, t1,
-                    queue("t1b", 0, "tenant-1"),
-                    queue("t2", 4, "org"), queue("sys", 2, "org", preemption=any_),
-                    lq("tenant-1", "lq", "t1"), lq("tenant-1", "lqb", "t1b"), lq("team-2", "lq", "t2"),
-                    lq("system", "lq", "sys"),
-                    *[pod(f"t2-{i}", "team-2", cpu="2", node="n1", created=i) for i in range(1, 5)],
-                    pod("t1b-1", "tenant-1", "lqb", cpu="2", node="n1", created=7),
-                    pod("t1-p", "tenant-1", cpu="2", created=10), pod("s1", "system", cpu="2", created=11))
+    return state_of(Node("n1").cpu("64").obj(),
+                    Cohort("org").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(), tenant, t1,
+                    cpu_queue("t1b", 0, "tenant-1"),
+                    cpu_queue("t2", 4, "org"), cpu_queue("sys", 2, "org", preemption=any_),
+                    LocalQueue("lq", "tenant-1").cluster_queue("t1").obj(),
+                    LocalQueue("lqb", "tenant-1").cluster_queue("t1b").obj(),
+                    LocalQueue("lq", "team-2").cluster_queue("t2").obj(),
+                    LocalQueue("lq", "system").cluster_queue("sys").obj(),
+                    *[Pod(f"t2-{i}", "team-2").queue("lq").cpu("2").created(i).node("n1").obj() for i in range(1, 5)],
+                    Pod("t1b-1", "tenant-1").queue("lqb").cpu("2").created(7).node("n1").obj(),
+                    Pod("t1-p", "tenant-1").queue("lq").cpu("2").created(10).obj(),
+                    Pod("s1", "system").queue("lq").cpu("2").created(11).obj())
 
 
 def test_fence_keeps_a_preemptor_inside_from_taking_victims_outside():
@@ -569,10 +597,12 @@ def test_without_a_fence_the_whole_cohort_tree_is_searched():
 
 
 def delayed_state(delay="30s", clock=None):
-    return state_of(node("n1", "8"), annotated(queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+    return state_of(Node("n1").cpu("8").obj(),
+                    annotated(cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
                                                **({DELAY: delay} if delay else {})),
-                    lq("team-a", "lq", "cq"), pod("l1", cpu="8", node="n1", priority=0, created=1),
-                    pod("h", cpu="4", priority=100, created=100), clock=clock)
+                    LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                    Pod("l1").queue("lq").cpu("8").priority(0).created(1).node("n1").obj(),
+                    Pod("h").queue("lq").cpu("4").priority(100).created(100).obj(), clock=clock)
 
 
 def test_delay_forbids_preemption_until_the_pod_has_waited_that_long():
@@ -627,7 +657,7 @@ def test_a_pod_with_preemption_policy_never_may_not_preempt():
     """seed 002 优先级类: PriorityClass preemptionPolicy Never - "仅允许 Pod 在调度阶段可以选择不抢占其他优先级较低的 Pod"."""
     s = delayed_state(delay=None)
     apply(s, priority_class("meek", 100) | {"preemptionPolicy": "Never"})
-    meek = pod("meek", cpu="4", created=101)
+    meek = Pod("meek").queue("lq").cpu("4").created(101).obj()
     meek["spec"]["priorityClassName"] = "meek"
     apply(s, meek)
     assert "preemptionPolicy is Never" in may_preempt(s, pod_info(s, "team-a", "meek"), s.cluster_queues["cq"], 0)
@@ -636,16 +666,16 @@ def test_a_pod_with_preemption_policy_never_may_not_preempt():
 def opt_out_state(with_plain=True):
     """cq 12 CPUs (LowerPriority) on n1 (12): l1 (class low, oldest), p1, p2 (class protected: allow-preemption
     "false"), 4 CPUs each at priority 10; h (1000, 4 CPUs) pending."""
-    objs = [node("n1", "12"), queue("cq", 12, preemption={"withinClusterQueue": "LowerPriority"}),
-            lq("team-a", "lq", "cq"), priority_class("low", 10),
+    objs = [Node("n1").cpu("12").obj(), cpu_queue("cq", 12, preemption={"withinClusterQueue": "LowerPriority"}),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(), priority_class("low", 10),
             priority_class("protected", 10, **{"yunikorn.apache.org/allow-preemption": "false"})]
     pods = [("l1", "low"), ("p1", "protected"), ("p2", "protected")] if with_plain else \
         [("p0", "protected"), ("p1", "protected"), ("p2", "protected")]
     for i, (name, klass) in enumerate(pods):
-        obj = pod(name, cpu="4", node="n1", created=1 + i)
+        obj = Pod(name).queue("lq").cpu("4").created(1 + i).node("n1").obj()
         obj["spec"]["priorityClassName"] = klass
         objs.append(obj)
-    return state_of(*objs, pod("h", cpu="4", priority=1000, created=10))
+    return state_of(*objs, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
 
 
 def test_opted_out_pods_are_spared_while_another_victim_set_exists():
@@ -669,12 +699,14 @@ def test_opted_out_pods_are_taken_as_a_last_resort():
 def guarantee_state(protect: bool):
     """prod 6, test 6 (cohort parent). test runs test-1, test-2 (4 CPUs each: 8 of 6); prod runs 4 x 1 CPU and
     prod-5 (1 CPU) is pending: taking a test pod would leave test at 4 < 6 (seed 002 防止抢占循环, case 2)."""
-    return state_of(node("n1", "64"), queue("prod", 6, "parent", preemption={"reclaimWithinCohort": "Any"}),
-                    queue("test", 6, "parent", preemption={"reclaimWithinCohort": "Any"}),
-                    lq("prod", "lq", "prod"), lq("test", "lq", "test"),
-                    *[pod(f"test-{i}", "test", cpu="4", node="n1", created=i) for i in (1, 2)],
-                    *[pod(f"prod-{i}", "prod", cpu="1", node="n1", created=2 + i) for i in range(1, 5)],
-                    pod("prod-5", "prod", cpu="1", created=10),
+    return state_of(Node("n1").cpu("64").obj(), cpu_queue("prod", 6, "parent", preemption={"reclaimWithinCohort": "Any"}),
+                    cpu_queue("test", 6, "parent", preemption={"reclaimWithinCohort": "Any"}),
+                    LocalQueue("lq", "prod").cluster_queue("prod").obj(),
+                    LocalQueue("lq", "test").cluster_queue("test").obj(),
+                    *[Pod(f"test-{i}", "test").queue("lq").cpu("4").created(i).node("n1").obj() for i in (1, 2)],
+                    *[Pod(f"prod-{i}", "prod").queue("lq").cpu("1").created(2 + i).node("n1")
+                          .obj() for i in range(1, 5)],
+                    Pod("prod-5", "prod").queue("lq").cpu("1").created(10).obj(),
                     config=Configuration(guarantee_protection=protect))
 
 
@@ -694,10 +726,13 @@ def test_without_guarantee_protection_kueue_reclaims_below_nominal():
 def test_fair_sharing_respects_guarantee_protection_too():
     """seed 002 law 2 with fair sharing on: b (4 nominal) runs two 3-CPU pods; taking one would leave it at 3."""
     cfg = Configuration(fair_sharing=True, guarantee_protection=True)
-    objs = [node("n1", "64"), queue("a", 6, "co", preemption={"reclaimWithinCohort": "Any"}), queue("b", 4, "co"),
-            lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-            pod("b1", "team-b", cpu="3", node="n1", created=1), pod("b2", "team-b", cpu="3", node="n1", created=2),
-            pod("a1", cpu="4", node="n1", created=3), pod("a2", cpu="2", created=10)]
+    objs = [Node("n1").cpu("64").obj(), cpu_queue("a", 6, "co", preemption={"reclaimWithinCohort": "Any"}),
+            cpu_queue("b", 4, "co"),
+            LocalQueue("lq", "team-a").cluster_queue("a").obj(), LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+            Pod("b1", "team-b").queue("lq").cpu("3").created(1).node("n1").obj(),
+            Pod("b2", "team-b").queue("lq").cpu("3").created(2).node("n1").obj(),
+            Pod("a1").queue("lq").cpu("4").created(3).node("n1").obj(),
+            Pod("a2").queue("lq").cpu("2").created(10).obj()]
     assert quota_targets(state_of(*objs, config=cfg), "team-a", "a2") is None
     assert keys(quota_targets(state_of(*objs, config=FAIR), "team-a", "a2")) == ["team-b/b2"]
 
@@ -706,16 +741,19 @@ def test_victims_for_room_on_a_node_come_only_from_queues_still_borrowing():
     """seed 000 候选者 ("cohort 内其他正在借用的 ClusterQueue") and seed 002 law 2, for the victims a node needs for
     room: test (4 nominal) runs t1, t2 on n1 and t3 on n2 (2 CPUs each, 6 of 4). prod's p (4 CPUs) fits its
     quota, but n1 has room only without both t1 and t2, which would leave test at 2 < 4: no plan."""
-    objs = [node("n1", "4"), node("n2", "2"),
-            queue("prod", 8, "co", preemption={"reclaimWithinCohort": "Any"}), queue("test", 4, "co"),
-            lq("prod", "lq", "prod"), lq("test", "lq", "test"),
-            pod("t1", "test", cpu="2", node="n1", created=1), pod("t2", "test", cpu="2", node="n1", created=2),
-            pod("t3", "test", cpu="2", node="n2", created=3), pod("p", "prod", cpu="4", priority=100, created=10)]
+    objs = [Node("n1").cpu("4").obj(), Node("n2").cpu("2").obj(),
+            cpu_queue("prod", 8, "co", preemption={"reclaimWithinCohort": "Any"}), cpu_queue("test", 4, "co"),
+            LocalQueue("lq", "prod").cluster_queue("prod").obj(), LocalQueue("lq", "test").cluster_queue("test").obj(),
+            Pod("t1", "test").queue("lq").cpu("2").created(1).node("n1").obj(),
+            Pod("t2", "test").queue("lq").cpu("2").created(2).node("n1").obj(),
+            Pod("t3", "test").queue("lq").cpu("2").created(3).node("n2").obj(),
+            Pod("p", "prod").queue("lq").cpu("4").priority(100).created(10).obj()]
     for cfg in (Configuration(), Configuration(guarantee_protection=True)):
         s = state_of(*objs, config=cfg)
         found, reason = plans(s, "prod", "p", every=True)
         assert found == [], [keys(p.targets) for p in found]
-    s = state_of(*objs[:-1], pod("p", "prod", cpu="2", priority=100, created=10))   # one test pod is enough
+    s = state_of(*objs[:-1],
+                 Pod("p", "prod").queue("lq").cpu("2").priority(100).created(10).obj())   # one test pod is enough
     found, _ = plans(s, "prod", "p", every=True)
     assert {p.node: keys(p.targets) for p in found} == {"n1": ["test/t2"], "n2": ["test/t3"]}
 
@@ -725,13 +763,14 @@ def test_victims_for_room_on_a_node_come_only_from_queues_still_borrowing():
 def pdb_state(*extra):
     """cq 8 CPUs (LowerPriority). n1 (4): db-1, db-2 (app=db, newest); n2 (4): web-1, web-2 (older); 2 CPUs each,
     priority 10. h (1000, 4 CPUs) pending."""
-    return state_of(node("n1", "4"), node("n2", "4"), queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                    lq("team-a", "lq", "cq"),
-                    labelled(pod("web-1", cpu="2", node="n2", priority=10, created=1), app="web"),
-                    labelled(pod("web-2", cpu="2", node="n2", priority=10, created=2), app="web"),
-                    labelled(pod("db-1", cpu="2", node="n1", priority=10, created=3), app="db"),
-                    labelled(pod("db-2", cpu="2", node="n1", priority=10, created=4), app="db"),
-                    *extra, pod("h", cpu="4", priority=1000, created=10))
+    return state_of(Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(),
+                    cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                    LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                    labelled(Pod("web-1").queue("lq").cpu("2").priority(10).created(1).node("n2").obj(), app="web"),
+                    labelled(Pod("web-2").queue("lq").cpu("2").priority(10).created(2).node("n2").obj(), app="web"),
+                    labelled(Pod("db-1").queue("lq").cpu("2").priority(10).created(3).node("n1").obj(), app="db"),
+                    labelled(Pod("db-2").queue("lq").cpu("2").priority(10).created(4).node("n1").obj(), app="db"),
+                    *extra, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
 
 
 @pytest.mark.parametrize("spec,spent", [
@@ -800,11 +839,13 @@ def test_pods_under_a_spent_budget_are_taken_when_nothing_else_frees_room():
 def test_a_pod_in_no_queue_under_a_spent_budget_is_a_last_resort_too():
     """FORMAT.md budgets, for pods in no queue taken for room (LowerPriorityOnNode): u-db's budget is spent,
     u-web on n2 frees the same room."""
-    s = state_of(node("n1", "4"), node("n2", "4"), queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"),
-                 labelled(pod("u-db", "batch", queue=None, cpu="4", node="n1", priority=0, created=1), app="db"),
-                 pod("u-web", "batch", queue=None, cpu="4", node="n2", priority=0, created=2),
-                 pdb("db", "batch", {"app": "db"}, minAvailable=1), pod("h", cpu="4", priority=100, created=10))
+    s = state_of(Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(),
+                 cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 labelled(Pod("u-db", "batch").cpu("4").priority(0).created(1).node("n1").obj(), app="db"),
+                 Pod("u-web", "batch").cpu("4").priority(0).created(2).node("n2").obj(),
+                 pdb("db", "batch", {"app": "db"}, minAvailable=1),
+                 Pod("h").queue("lq").cpu("4").priority(100).created(10).obj())
     found, _ = plans(s, "team-a", "h", every=True)
     assert found[0].node == "n2" and why(found[0].targets) == {"batch/u-web": LOWER_PRIORITY_ON_NODE}
     assert all(not t.candidate.last_resort for t in found[0].targets)
@@ -817,14 +858,16 @@ def test_a_pod_in_no_queue_under_a_spent_budget_is_a_last_resort_too():
 def nodes_state():
     """cq 64 CPUs (quota never short), LowerPriority. n1 (4): two 2-CPU pods at priority 10; n2 (4): one 4-CPU pod
     at priority 10; n3 (4): a pod at priority 5000; n4 (8, 4 used): room already. h: priority 1000, 4 CPUs."""
-    return state_of(node("n1", "4"), node("n2", "4"), node("n3", "4"), node("n4", "8"),
-                    queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}), lq("team-a", "lq", "cq"),
-                    pod("n1-a", cpu="2", node="n1", priority=10, created=1),
-                    pod("n1-b", cpu="2", node="n1", priority=10, created=2),
-                    pod("n2-a", cpu="4", node="n2", priority=10, created=3),
-                    pod("n3-a", cpu="4", node="n3", priority=5000, created=4),
-                    pod("n4-a", cpu="4", node="n4", priority=10, created=5),
-                    pod("h", cpu="4", priority=1000, created=10))
+    return state_of(Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(), Node("n3").cpu("4").obj(),
+                    Node("n4").cpu("8").obj(),
+                    cpu_queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}),
+                    LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                    Pod("n1-a").queue("lq").cpu("2").priority(10).created(1).node("n1").obj(),
+                    Pod("n1-b").queue("lq").cpu("2").priority(10).created(2).node("n1").obj(),
+                    Pod("n2-a").queue("lq").cpu("4").priority(10).created(3).node("n2").obj(),
+                    Pod("n3-a").queue("lq").cpu("4").priority(5000).created(4).node("n3").obj(),
+                    Pod("n4-a").queue("lq").cpu("4").priority(10).created(5).node("n4").obj(),
+                    Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
 
 
 def test_node_plans_pick_the_node_with_fewest_victims_and_say_why_not_the_others():
@@ -849,18 +892,22 @@ def test_node_plans_without_every_stop_at_the_best_choice_they_need():
 
 def test_node_plans_on_equal_counts_prefer_victims_earlier_in_candidate_order():
     """seed 000 候选者 order as the tie-break between groups of one victim each: the lower priority goes."""
-    s = state_of(node("n1", "4"), node("n2", "4"), queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"), pod("mid", cpu="4", node="n1", priority=50, created=1),
-                 pod("low", cpu="4", node="n2", priority=10, created=2), pod("h", cpu="4", priority=1000, created=10))
+    s = state_of(Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(),
+                 cpu_queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("mid").queue("lq").cpu("4").priority(50).created(1).node("n1").obj(),
+                 Pod("low").queue("lq").cpu("4").priority(10).created(2).node("n2").obj(),
+                 Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
     found, _ = plans(s, "team-a", "h", every=True)
     assert [p.node for p in found] == ["n2", "n1"]
 
 
 def test_no_node_fits_even_without_its_candidates():
     """seed 002 抢占逻辑: "在开始抢占之前,必须进行检查以确保进行抢佔的 Pod 能适应该节点" - a 16-CPU pod on 8-CPU nodes."""
-    s = state_of(node("n1", "8"), queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"), pod("l", cpu="4", node="n1", priority=10, created=1),
-                 pod("h", cpu="16", priority=1000, created=10))
+    s = state_of(Node("n1").cpu("8").obj(), cpu_queue("cq", 64, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("l").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
+                 Pod("h").queue("lq").cpu("16").priority(1000).created(10).obj())
     found, reason = plans(s, "team-a", "h", every=True)
     assert found == [] and "on none of the 1 node(s)" in reason
 
@@ -871,12 +918,14 @@ def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates(
     no queue) and says why n3 (a 2-CPU node) is lost. The group for n2 keeps l2 for quota: node_plans serves
     self-driven reclaim, which evicts quota victims anywhere; the preempt verb asks plans(local=True) instead
     (test_preempt_names_only_victims_running_on_the_node_they_are_listed_for)."""
-    s = state_of(node("n1", "8"), node("n2", "8"), node("n3", "2"),
-                 queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}), lq("team-a", "lq", "cq"),
-                 pod("l1", cpu="4", node="n1", priority=10, created=1), pod("l2", cpu="4", node="n1", priority=10, created=2),
-                 pod("u-low", "batch", queue=None, cpu="8", node="n2", priority=10, created=3),
-                 pod("n3-a", "batch", queue=None, cpu="1", node="n3", priority=10, created=4),
-                 pod("h", cpu="4", priority=1000, created=10))
+    s = state_of(Node("n1").cpu("8").obj(), Node("n2").cpu("8").obj(), Node("n3").cpu("2").obj(),
+                 cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("l1").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
+                 Pod("l2").queue("lq").cpu("4").priority(10).created(2).node("n1").obj(),
+                 Pod("u-low", "batch").cpu("8").priority(10).created(3).node("n2").obj(),
+                 Pod("n3-a", "batch").cpu("1").priority(10).created(4).node("n3").obj(),
+                 Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
     pre = preemptor(s, "team-a", "h")
     with unchanged(s):
         found = find_candidates(s, pre, needs_of(pre), set())
@@ -893,9 +942,12 @@ def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates(
 
 def test_quota_targets_that_already_leave_room_need_no_other_victim():
     """seed 000 目标 with seed 002's node focus: the quota target's own node gets the pod."""
-    s = state_of(node("n1", "4"), node("n2", "4"), queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"), pod("old", cpu="4", node="n1", priority=10, created=1),
-                 pod("new", cpu="4", node="n2", priority=10, created=2), pod("h", cpu="4", priority=1000, created=10))
+    s = state_of(Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(),
+                 cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("old").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
+                 Pod("new").queue("lq").cpu("4").priority(10).created(2).node("n2").obj(),
+                 Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj())
     found, _ = plans(s, "team-a", "h")
     assert [(p.node, keys(p.targets)) for p in found] == [("n2", ["team-a/new"])]
 
@@ -930,7 +982,7 @@ async def test_preempt_answers_quotients_groups_only_for_nodes_with_victims(api)
     s = nodes_state()
     ext = extender(s)
     before = all_usage(s)
-    answer = await call_preempt(api, ext, pod("h", cpu="4", priority=1000, created=10),
+    answer = await call_preempt(api, ext, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj(),
                                 {"n1": [uid("n1-b")], "n2": [uid("n2-a")], "n3": [uid("n3-a")], "n4": [uid("n4-a")]})
     assert answer == {"n2": [uid("n2-a")], "n1": [uid("n1-b"), uid("n1-a")]}
     assert all_usage(s) == before and "uid-team-a-h" not in s.reservations      # quota fit: nothing to hold
@@ -941,7 +993,8 @@ async def test_preempt_replaces_kube_schedulers_victims_by_quotients_group(api):
     p2 opted out and l1 frees the same room, so Quotient answers l1. Quota is held for h."""
     s = opt_out_state()
     ext = extender(s)
-    answer = await call_preempt(api, ext, pod("h", cpu="4", priority=1000, created=10), {"n1": [uid("p2")]})
+    answer = await call_preempt(api, ext, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj(),
+                                {"n1": [uid("p2")]})
     assert answer == {"n1": [uid("l1")]}
     assert s.reservations["uid-team-a-h"].charge.usage == {FR: 4 * CPU}
 
@@ -951,7 +1004,7 @@ async def test_preempt_ignores_unknown_nodes_and_victim_uids(api):
     they are ignored, the answer holds only Quotient's own victims on known nodes."""
     s = opt_out_state()
     ext = extender(s)
-    answer = await call_preempt(api, ext, pod("h", cpu="4", priority=1000, created=10),
+    answer = await call_preempt(api, ext, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj(),
                                 {"ghost": ["uid-nope"], "n1": ["uid-nope", uid("p2")]})
     assert answer == {"n1": [uid("l1")]}
 
@@ -959,10 +1012,11 @@ async def test_preempt_ignores_unknown_nodes_and_victim_uids(api):
 async def test_preempt_for_a_pod_whose_local_queue_vanished_answers_nothing(api):
     """seed 001 集群队列: a pod whose LocalQueue is gone has no ClusterQueue policies to preempt by: {}."""
     s = opt_out_state()
-    delete(s, lq("team-a", "lq", "cq"))
+    delete(s, LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     ext = extender(s)
     before = fingerprint(s)
-    answer = await call_preempt(api, ext, pod("h", cpu="4", priority=1000, created=10), {"n1": [uid("p2")]})
+    answer = await call_preempt(api, ext, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj(),
+                                {"n1": [uid("p2")]})
     assert answer == {}
     assert fingerprint(s) == before
 
@@ -972,7 +1026,8 @@ async def test_preempt_answers_nothing_where_the_rules_forbid_every_victim(api):
     s = own_queue_state("Never")
     ext = extender(s)
     before = fingerprint(s)
-    answer = await call_preempt(api, ext, pod("p", cpu="2", priority=100, created=5), {"n1": [uid("low")]})
+    answer = await call_preempt(api, ext, Pod("p").queue("lq").cpu("2").priority(100).created(5).obj(),
+                                {"n1": [uid("low")]})
     assert answer == {} and fingerprint(s) == before
 
 
@@ -990,7 +1045,8 @@ async def test_preempt_verb_per_mode(api, mode, queued, passthrough):
     ext = extender(s)
     before = fingerprint(s)
     asked = {"n1": [uid("low")]}
-    answer = await call_preempt(api, ext, pod("x", cpu="2", priority=100, created=6, queue="lq" if queued else None),
+    answer = await call_preempt(api, ext,
+                                Pod("x").queue("lq" if queued else None).cpu("2").priority(100).created(6).obj(),
                                 asked)
     assert answer == (asked if passthrough else {})
     assert fingerprint(s) == before
@@ -1000,30 +1056,33 @@ async def test_preempt_verb_in_quota_mode_follows_the_queue_rules(api):
     """seed 004 ElasticQuota: a queued pod preempts by its ClusterQueue's rules (here LowerPriority): low."""
     s = own_queue_state("LowerPriority")
     s.config.preemption_mode = "Quota"
-    answer = await call_preempt(api, extender(s), pod("p", cpu="2", priority=100, created=5), {"n1": [uid("equal-newer")]})
+    answer = await call_preempt(api, extender(s), Pod("p").queue("lq").cpu("2").priority(100).created(5).obj(),
+                                {"n1": [uid("equal-newer")]})
     assert answer == {"n1": [uid("low")]}
 
 
 # ---- self-driven reclaim through filter, and scenario timelines ----------------------------------------------
 
-async def test_filter_reclaims_holds_and_evicts_at_once(api, kit):
+async def test_filter_reclaims_holds_and_evicts_at_once(api):
     """seed 002 抢占逻辑: "在选择了一组受害者并间接选择了一个节点后,该节点将为 Pod 保留" - filter refuses h while its
     victims leave, holds the quota and the node, and evicts them at once (issue 21: not at the next reconcile,
     which is only the safety net); once gone, h gets the held node."""
-    s = state_of(node("n1", "8"), node("n2", "8"), queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"), pod("l1", cpu="4", node="n1", priority=10, created=1),
-                 pod("l2", cpu="4", node="n1", priority=10, created=2))
+    s = state_of(Node("n1").cpu("8").obj(), Node("n2").cpu("8").obj(),
+                 cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("l1").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
+                 Pod("l2").queue("lq").cpu("4").priority(10).created(2).node("n1").obj())
     writer = SnapshotWriter(s)
     ext = Extender(s, writer)
-    h = pod("h", cpu="4", priority=1000, created=10)
+    h = Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj()
     async with api(ext) as client:
-        r = (await client.post("/filter", json=kit.filter(h, ["n1", "n2"]))).json()
+        r = (await client.post("/filter", json=extender_args(h, ["n1", "n2"]))).json()
         assert r["NodeNames"] == [] and "preempting team-a/l2 (InClusterQueue)" in answer_reasons(r, ["n2"])["n2"]
         assert s.holds[uid("h")].node == "n1"
         await ext.actions.settle()
         assert writer.evictions == 1 and uid("l2") not in s.pods
         assert await ext.reconcile() == 0 and writer.evictions == 1      # the safety net finds nothing left
-        r = (await client.post("/filter", json=kit.filter(h, ["n1", "n2"]))).json()
+        r = (await client.post("/filter", json=extender_args(h, ["n1", "n2"]))).json()
         assert r["NodeNames"] == ["n1"]
 
 
@@ -1094,10 +1153,14 @@ def test_a_borrowing_preemptor_takes_no_other_queues_pod_for_room():
     """seed 000 经典抢占: cohort reclaim only when "新 workload 的 ClusterQueue 使用量在本次准入后将低于名义配额" (or
     borrowWithinCohort); seed 002 law 4: "除非任务队列低于其保证容量,否则无法触发抢占". a is at its nominal 4; p (2 CPUs)
     fits the quota only by borrowing; n1 is full: b2 (b borrows 2) must not be evicted for p's room."""
-    s = state_of(node("n1", "10"), queue("a", 4, "co", preemption={"reclaimWithinCohort": "Any"}), queue("b", 4, "co"),
-                 queue("c", 4, "co"), lq("team-a", "lq", "a"), lq("team-b", "lq", "b"),
-                 pod("a1", cpu="4", node="n1", created=1), pod("b1", "team-b", cpu="3", node="n1", created=2),
-                 pod("b2", "team-b", cpu="3", node="n1", created=3), pod("p", cpu="2", priority=100, created=10))
+    s = state_of(Node("n1").cpu("10").obj(), cpu_queue("a", 4, "co", preemption={"reclaimWithinCohort": "Any"}),
+                 cpu_queue("b", 4, "co"),
+                 cpu_queue("c", 4, "co"), LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                 LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                 Pod("a1").queue("lq").cpu("4").created(1).node("n1").obj(),
+                 Pod("b1", "team-b").queue("lq").cpu("3").created(2).node("n1").obj(),
+                 Pod("b2", "team-b").queue("lq").cpu("3").created(3).node("n1").obj(),
+                 Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
     assert decide(s, pod_info(s, "team-a", "p")).assignment.borrowing
     found, _ = plans(s, "team-a", "p", every=True)
     assert found == []
@@ -1107,13 +1170,15 @@ async def test_preempt_names_only_victims_running_on_the_node_they_are_listed_fo
     """kube-scheduler looks each node's victims up on that node (an extender naming a pod elsewhere fails the
     whole preemption), and seed 002 抢占逻辑: "跨节点抢占是不支援的,被抢占的受害者们必须运行在同一节点上". h's quota
     target l2 runs on n1; n2 would need it plus u-low2 there: only n1 is answered."""
-    s = state_of(node("n1", "8"), node("n2", "8"), queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
-                 lq("team-a", "lq", "cq"),
-                 pod("l1", cpu="4", node="n1", priority=10, created=1), pod("l2", cpu="4", node="n1", priority=10, created=2),
-                 pod("u-low1", "batch", queue=None, cpu="4", node="n2", priority=10, created=3),
-                 pod("u-low2", "batch", queue=None, cpu="4", node="n2", priority=10, created=4))
+    s = state_of(Node("n1").cpu("8").obj(), Node("n2").cpu("8").obj(),
+                 cpu_queue("cq", 8, preemption={"withinClusterQueue": "LowerPriority"}),
+                 LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                 Pod("l1").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
+                 Pod("l2").queue("lq").cpu("4").priority(10).created(2).node("n1").obj(),
+                 Pod("u-low1", "batch").cpu("4").priority(10).created(3).node("n2").obj(),
+                 Pod("u-low2", "batch").cpu("4").priority(10).created(4).node("n2").obj())
     ext = extender(s)
-    answer = await call_preempt(api, ext, pod("h", cpu="4", priority=1000, created=10),
+    answer = await call_preempt(api, ext, Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj(),
                                 {"n1": [uid("l2")], "n2": [uid("u-low2", "batch")]})
     for node_name, uids in answer.items():
         assert all(s.pods[u].node_name == node_name for u in uids), answer

@@ -12,18 +12,18 @@ from app.extender import Extender
 from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
-from helpers import answer_reasons
-from helpers import FakeClock, apply, cq, flavor, lq, make_state, namespace, node, one_queue_yaml, pod, with_pods
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
+from helpers import FakeClock, answer_reasons, apply, make_state, one_queue
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOWER = {"withinClusterQueue": "LowerPriority"}
 
 
-def member(name: str, group: str, size: int, **kw) -> dict:
-    obj = pod(name, **kw)
-    obj["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = group
-    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": str(size)}
-    return obj
+def member(name: str, group: str, size: int, queue: str = "lq", cpu: str = "1", created: float = 0,
+           priority: int | None = None) -> dict:
+    return (Pod(name).queue(queue).cpu(cpu).priority(priority).created(created)
+                .label("kueue.x-k8s.io/pod-group-name", group)
+            .annotation("kueue.x-k8s.io/pod-group-total-count", str(size)).obj())
 
 
 def api_copy(obj: dict, **changes) -> dict:
@@ -70,9 +70,10 @@ def pod_obj_of(state, uid: str) -> dict:
 
 
 def setup(*pods: dict, quota: int = 4, clock=None, refuse: bool = False, node_cpu: str = "16"):
-    objs = [namespace("team-a"), flavor("default-flavor"), node("n1", node_cpu),
-            cq("cq", flavors=[("default-flavor", {"cpu": str(quota)})], preemption=LOWER),
-            lq("team-a", "lq", "cq"), *pods]
+    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu(node_cpu).obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", str(quota)))
+                .preemption(LOWER).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *pods]
     for o in pods:
         OBJECTS[o["metadata"]["uid"]] = o
     state = make_state(*objs, config=Configuration(), clock=clock or FakeClock())
@@ -111,7 +112,7 @@ async def test_gang_that_preempts_for_quota_only_binds_no_member_before_the_vict
     room. Before: both members were bound and the victim never evicted (8 CPU on a quota of 4)."""
     g0 = member("g-0", "g", 2, queue="lq", cpu="2", priority=1000, created=10)
     g1 = member("g-1", "g", 2, queue="lq", cpu="2", priority=10, created=11)
-    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
+    old = Pod("old").queue("lq").cpu("4").priority(10).created(1).node("n1").obj()
     state, ext, writer = setup(old, g0, g1)
     apply(state, g0, g1)
     assert "preempting 1 pod(s) so that all 2 members fit at once" in refusal(filter_(ext, g0))
@@ -138,9 +139,9 @@ def apply_deleted(state, obj: dict) -> None:
 async def test_surplus_of_a_larger_victim_is_not_handed_out_while_it_runs():
     """Hardening point 2: a 4-CPU victim for a 2-CPU preemptor. Another 2-CPU pod must not take the surplus while
     the victim runs, however long a PodDisruptionBudget refuses its eviction (429); once it is gone both fit."""
-    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
-    urgent = pod("urgent", queue="lq", cpu="2", priority=1000, created=10)
-    other = pod("other", queue="lq", cpu="2", priority=1000, created=11)
+    old = Pod("old").queue("lq").cpu("4").priority(10).created(1).node("n1").obj()
+    urgent = Pod("urgent").queue("lq").cpu("2").priority(1000).created(10).obj()
+    other = Pod("other").queue("lq").cpu("2").priority(1000).created(11).obj()
     state, ext, writer = setup(old, urgent, other, refuse=True)
     apply(state, urgent, other)
     assert "preempting team-a/old" in refusal(filter_(ext, urgent))
@@ -163,7 +164,7 @@ async def test_a_late_watch_event_does_not_undo_a_binding():
     before Quotient's bind and delivered after it, must not release the charge: the next pod would be bound into
     the same quota. As kube-scheduler's assume cache: kept until confirmed, deleted, or ASSUMED_TTL passes."""
     clock = FakeClock()
-    a, b, c = (pod(n, queue="lq", cpu="2", priority=0, created=i) for i, n in enumerate("abc"))
+    a, b, c = (Pod(n).queue("lq").cpu("2").priority(0).created(i).obj() for i, n in enumerate("abc"))
     for p, rv in ((a, "100"), (b, "101"), (c, "102")):
         p["metadata"]["resourceVersion"] = rv
     state, ext, _ = setup(a, b, c, clock=clock)
@@ -192,8 +193,8 @@ async def test_a_late_watch_event_does_not_undo_a_binding():
 
 async def test_an_invariant_refusal_is_counted_in_metrics(api):
     """Every charge the invariant refuses is counted per ClusterQueue (quotient_quota_invariant_refusals_total)."""
-    old = pod("old", queue="lq", cpu="4", node="n1", priority=10, created=1)
-    urgent = pod("urgent", queue="lq", cpu="2", priority=1000, created=10)
+    old = Pod("old").queue("lq").cpu("4").priority(10).created(1).node("n1").obj()
+    urgent = Pod("urgent").queue("lq").cpu("2").priority(1000).created(10).obj()
     state, ext, _ = setup(old, urgent)
     apply(state, urgent)
     refusal(filter_(ext, urgent))
@@ -203,12 +204,10 @@ async def test_an_invariant_refusal_is_counted_in_metrics(api):
     assert 'quotient_quota_invariant_refusals_total{cluster_queue="cq"} 1.0' in text
 
 
-SCENARIO_OVER_QUOTA = with_pods(one_queue_yaml(2, nodes=("node-1",), node_cpu=16), [
-    {"metadata": {"name": "big", "namespace": "team-a", "labels": {QUEUE_LABEL: "q"}},
-     "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "3"}}}]}},
-    {"metadata": {"name": "plain", "namespace": "team-a"},
-     "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}},
-]) + "\n---\napiVersion: quotient.dev/v1alpha1\nkind: Expectation\nspec: {admitted: [team-a/plain]}\n"
+SCENARIO_OVER_QUOTA = snapshot_yaml(
+    *one_queue(2, nodes=("node-1",), node_cpu=16),
+    Pod("big").queue("q").cpu("3").node("node-1").obj(), Pod("plain").cpu("1").obj(),
+    {"apiVersion": "quotient.dev/v1alpha1", "kind": "Expectation", "spec": {"admitted": ["team-a/plain"]}})
 
 
 def test_the_simulator_fails_a_run_that_is_ever_above_quota(tmp_path, capsys):
@@ -226,8 +225,8 @@ async def test_a_group_that_fits_only_on_paper_takes_no_hold_and_binds_no_member
     """Point 1 for groups, found in review: a preemptor's victim (4 CPU) still runs (its budget refuses the
     eviction); the plan counts it gone, so a group of 2 x 1 CPU fits on paper (quota 5: 3 for the preemptor + 2).
     Bound one by one, one member would run and the other be refused for ever: the group is refused whole."""
-    v = pod("v", queue="lq", cpu="4", node="n1", priority=10, created=1)
-    p = pod("p", queue="lq", cpu="3", priority=1000, created=10)
+    v = Pod("v").queue("lq").cpu("4").priority(10).created(1).node("n1").obj()
+    p = Pod("p").queue("lq").cpu("3").priority(1000).created(10).obj()
     g0 = member("g-0", "g", 2, queue="lq", cpu="1", priority=10, created=11)
     g1 = member("g-1", "g", 2, queue="lq", cpu="1", priority=10, created=12)
     state, ext, _ = setup(v, p, g0, g1, quota=5, refuse=True)
@@ -244,9 +243,9 @@ async def test_a_hold_waits_for_victims_still_terminating_instead_of_choosing_mo
     """Point 2, found in review: holdTimeout passing while the evicted victim terminates must not end the hold,
     or the preemptor's next reclaim would evict a second pod for the same room."""
     clock = FakeClock()
-    v1 = pod("v1", queue="lq", cpu="4", node="n1", priority=10, created=1)
-    v2 = pod("v2", queue="lq", cpu="4", node="n1", priority=10, created=2)
-    hi = pod("hi", queue="lq", cpu="4", priority=1000, created=10)
+    v1 = Pod("v1").queue("lq").cpu("4").priority(10).created(1).node("n1").obj()
+    v2 = Pod("v2").queue("lq").cpu("4").priority(10).created(2).node("n1").obj()
+    hi = Pod("hi").queue("lq").cpu("4").priority(1000).created(10).obj()
     state, ext, writer = setup(v1, v2, hi, quota=8, clock=clock)
     apply(state, hi)
     assert "preempting team-a/v2" in refusal(filter_(ext, hi))

@@ -9,7 +9,8 @@ import pytest
 
 from app.core.quota import add_usage, available, borrowing, potential_available, remove_usage
 
-from helpers import CPU, Gi, all_usage, apply, cohort, cq, flavor, lq, make_state, node, pod
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from helpers import CPU, Gi, all_usage, apply, make_state
 
 CPU_FR = ("default-flavor", "cpu")
 MEM_FR = ("default-flavor", "memory")
@@ -17,9 +18,11 @@ MEM_FR = ("default-flavor", "memory")
 
 def team_ab(a: dict, b: dict, *extra: dict):
     """team-a-cq and team-b-cq in cohort team-ab, with the quotas given per resource."""
-    return make_state(flavor("default-flavor"),
-                      cq("team-a-cq", "team-ab", [("default-flavor", a)]),
-                      cq("team-b-cq", "team-ab", [("default-flavor", b)]),
+    return make_state(ResourceFlavor("default-flavor").obj(),
+                      ClusterQueue("team-a-cq").cohort("team-ab")
+                          .resource_group(FlavorQuotas("default-flavor").resources_from(a)).obj(),
+                      ClusterQueue("team-b-cq").cohort("team-ab")
+                          .resource_group(FlavorQuotas("default-flavor").resources_from(b)).obj(),
                       *extra)
 
 
@@ -190,12 +193,16 @@ def test_usage_random_sequences_keep_cohort_usage_equal_to_what_children_store()
     rng = random.Random(1)
     for _ in range(60):
         s = make_state(
-            flavor("default-flavor"),
-            cohort("root", None, [("default-flavor", {"cpu": "3"})]),
-            cohort("ab", "root", [("default-flavor", {"cpu": ("2", None, "1")})]),
-            cq("team-a-cq", "ab", [("default-flavor", {"cpu": ("9", None, "2")})]),
-            cq("team-b-cq", "ab", [("default-flavor", {"cpu": "12"})]),
-            cq("team-c-cq", "root", [("default-flavor", {"cpu": ("5", "1", "4")})]),
+            ResourceFlavor("default-flavor").obj(),
+            Cohort("root").resource_group(FlavorQuotas("default-flavor").resource("cpu", "3")).obj(),
+            Cohort("ab").parent("root").resource_group(FlavorQuotas("default-flavor").resource("cpu", "2", lending="1"))
+                .obj(),
+            ClusterQueue("team-a-cq").cohort("ab")
+                .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9", lending="2")).obj(),
+            ClusterQueue("team-b-cq").cohort("ab").resource_group(FlavorQuotas("default-flavor").resource("cpu", "12"))
+                .obj(),
+            ClusterQueue("team-c-cq").cohort("root")
+                .resource_group(FlavorQuotas("default-flavor").resource("cpu", "5", borrowing="1", lending="4")).obj(),
         )
         leaves = list(s.tree.queues.values())
         held = []
@@ -218,11 +225,13 @@ def test_usage_random_sequences_keep_cohort_usage_equal_to_what_children_store()
 def test_hierarchical_cohort_own_nominal_adds_to_what_children_can_borrow():
     """seed 001 队列组(Cohort): a Cohort object with its own resourceGroups quota lends it to the
     ClusterQueues below it, through a child cohort named by spec.parentName."""
-    s = make_state(flavor("default-flavor"),
-                   cohort("root", None, [("default-flavor", {"cpu": "4"})]),
-                   cohort("team-ab", "root"),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   Cohort("root").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+                   Cohort("team-ab").parent("root").obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj())
     a = q(s, "team-a-cq")
     assert c(s, "team-ab").parent is c(s, "root")
     assert c(s, "root").subtree[CPU_FR] == 25 * CPU
@@ -236,12 +245,16 @@ def test_hierarchical_cohort_own_nominal_adds_to_what_children_can_borrow():
 def test_hierarchical_child_cohort_lending_limit_caps_what_it_lends_upward():
     """seed 001 LendingLimit, applied to a Cohort: team-ab (21 CPUs) lends at most 5 to its parent, so
     team-c-cq in the parent cohort sees 2 + 4 (root's own) + 5; team-ab's members still see everything."""
-    s = make_state(flavor("default-flavor"),
-                   cohort("root", None, [("default-flavor", {"cpu": "4"})]),
-                   cohort("team-ab", "root", [("default-flavor", {"cpu": ("0", None, "5")})]),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                   cq("team-c-cq", "root", [("default-flavor", {"cpu": "2"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   Cohort("root").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+                   Cohort("team-ab").parent("root")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "0", lending="5")).obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                   ClusterQueue("team-c-cq").cohort("root")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "2")).obj())
     ab, root = c(s, "team-ab"), c(s, "root")
     a, team_c = q(s, "team-a-cq"), q(s, "team-c-cq")
     assert ab.subtree[CPU_FR] == 21 * CPU
@@ -263,11 +276,14 @@ def test_hierarchical_child_cohort_lending_limit_caps_what_it_lends_upward():
 
 def test_hierarchical_child_cohort_borrowing_limit_caps_what_it_takes_from_parent():
     """seed 001 借用限制, applied to a Cohort: team-ab may take at most 1 CPU beyond its own subtree."""
-    s = make_state(flavor("default-flavor"),
-                   cohort("root", None, [("default-flavor", {"cpu": "4"})]),
-                   cohort("team-ab", "root", [("default-flavor", {"cpu": ("0", "1", None)})]),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   Cohort("root").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+                   Cohort("team-ab").parent("root")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "0", borrowing="1")).obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj())
     a = q(s, "team-a-cq")
     assert available(a, CPU_FR) == 22 * CPU
     assert potential_available(a, CPU_FR) == 22 * CPU
@@ -278,7 +294,9 @@ def test_hierarchical_child_cohort_borrowing_limit_caps_what_it_takes_from_paren
 def test_cluster_queue_without_cohort_available_is_nominal_minus_usage():
     """seed 001 队列组: "如果 spec.cohort 字段为空,则 ClusterQueue 不属于任何 cohort,因此它不能从任何其他
     ClusterQueue 借用配额"; and the first example: it admits while "CPU 请求总和小于等于 9"."""
-    s = make_state(flavor("default-flavor"), cq("cluster-queue", None, [("default-flavor", {"cpu": "9"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cluster-queue").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"))
+                       .obj())
     n = q(s, "cluster-queue")
     assert n.parent is None
     assert available(n, CPU_FR) == 9 * CPU
@@ -306,13 +324,15 @@ def test_borrowing_is_true_only_above_own_nominal_in_a_cohort():
 
 def test_running_pods_in_the_state_are_charged_once_to_the_tree():
     """seed 001 借用示例: usage is the sum of admitted (here: running) workloads' requests."""
-    s = make_state(flavor("default-flavor"),
-                   cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                   lq("team-a", "lq", "team-a-cq"),
-                   node("n1", "64"),
-                   pod("p1", "team-a", "lq", "6", node="n1"),
-                   pod("p2", "team-a", "lq", "5", node="n1"))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                   LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+                   Node("n1").cpu("64").obj(),
+                   Pod("p1", "team-a").queue("lq").cpu("6").node("n1").obj(),
+                   Pod("p2", "team-a").queue("lq").cpu("5").node("n1").obj())
     assert q(s, "team-a-cq").usage[CPU_FR] == 11 * CPU
     assert c(s, "team-ab").usage[CPU_FR] == 11 * CPU
     assert available(q(s, "team-b-cq"), CPU_FR) == 10 * CPU
@@ -332,22 +352,27 @@ def test_implicit_cohort_is_created_for_a_cohort_name_without_object():
 def test_cluster_queue_naming_a_missing_flavor_is_inactive_with_reason():
     """seed 001 资源规格与资源: flavors are defined by ResourceFlavor objects; a ClusterQueue naming one that does
     not exist cannot admit (Kueue marks it inactive), and the reason names the flavor."""
-    s = make_state(flavor("default-flavor"),
-                   cq("cluster-queue", None, [("default-flavor", {"cpu": "9"}), ("spot-ghost", {"cpu": "4"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   ClusterQueue("cluster-queue")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9"),
+                                       FlavorQuotas("spot-ghost").resource("cpu", "4"))
+                       .obj())
     reason = s.tree.inactive["cluster-queue"]
     assert "spot-ghost" in reason
     assert "default-flavor" not in reason
-    apply(s, flavor("spot-ghost"))                      # creating the flavor activates the queue
+    apply(s, ResourceFlavor("spot-ghost").obj())                      # creating the flavor activates the queue
     assert "cluster-queue" not in s.tree.inactive
 
 
 def test_cohort_parent_cycle_makes_member_queues_inactive():
     """seed 001 队列组 (hierarchical Cohorts via spec.parentName): a parentName cycle has no root, so queues
     under it are inactive and the reason says so."""
-    s = make_state(flavor("default-flavor"),
-                   cohort("x", "y"), cohort("y", "x"),
-                   cq("team-a-cq", "x", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "", [("default-flavor", {"cpu": "9"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   Cohort("x").parent("y").obj(), Cohort("y").parent("x").obj(),
+                   ClusterQueue("team-a-cq").cohort("x")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj())
     reason = s.tree.inactive["team-a-cq"]
     assert "cycle" in reason
     assert "team-a-cq" in reason
@@ -356,17 +381,20 @@ def test_cohort_parent_cycle_makes_member_queues_inactive():
 
 def test_cohort_under_a_cycle_makes_its_queues_inactive_too():
     """seed 001 队列组: a cohort whose parent chain runs into a cycle has no root either."""
-    s = make_state(flavor("default-flavor"),
-                   cohort("x", "y"), cohort("y", "x"), cohort("leaf", "x"),
-                   cq("team-a-cq", "leaf", [("default-flavor", {"cpu": "9"})]))
+    s = make_state(ResourceFlavor("default-flavor").obj(),
+                   Cohort("x").parent("y").obj(), Cohort("y").parent("x").obj(), Cohort("leaf").parent("x").obj(),
+                   ClusterQueue("team-a-cq").cohort("leaf")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj())
     assert "cycle" in s.tree.inactive["team-a-cq"]
 
 
 @pytest.mark.parametrize("bulk", [True, False])
 def test_tree_is_the_same_with_or_without_bulk_loading(bulk):
     """seed 001 借用示例: objects arriving one by one (watch) or as a snapshot give the same 21 CPUs."""
-    s = make_state(cq("team-a-cq", "team-ab", [("default-flavor", {"cpu": "9"})]),
-                   cq("team-b-cq", "team-ab", [("default-flavor", {"cpu": "12"})]),
-                   flavor("default-flavor"), bulk=bulk)
+    s = make_state(ClusterQueue("team-a-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                   ClusterQueue("team-b-cq").cohort("team-ab")
+                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+                   ResourceFlavor("default-flavor").obj(), bulk=bulk)
     assert s.tree.inactive == {}
     assert available(q(s, "team-a-cq"), CPU_FR) == 21 * CPU

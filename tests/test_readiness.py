@@ -37,15 +37,16 @@ from app.core import readiness
 from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
 from app.extender import Extender
 from app.observe.views import pending_ahead
-from app.objects.meta import format_time, parse_time
+from app.objects.meta import format_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
+from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, binding_args,
+                      extender_args, snapshot_yaml)
+from helpers import FakeClock, make_state, one_queue, uid
 from helpers import refused as refused_on
-from helpers import uid
-from helpers import FakeClock, cq, flavor, lq, make_state, node, one_queue_yaml, pod, with_pods
 
 CPU = 1000
-T0 = parse_time("2026-01-01T00:00:00Z")     # pods are created from here on
+T0 = BASE_TIME                               # pods are created from here on
 START = T0 + 100                             # the clock when a test starts
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
@@ -81,33 +82,24 @@ class Recorder:
 
 def snapshot(quota: int = 8, strategy: str = "BestEffortFIFO", pending: list[dict] = ()) -> str:
     """ClusterQueue cq ({quota} CPUs) behind LocalQueue q in team-a, two 8-CPU nodes, the pending pods."""
-    return with_pods(one_queue_yaml(quota, strategy), pending)
+    return snapshot_yaml(*one_queue(quota, strategy), *pending)
 
 
-def build(build_extender, kit, config: Configuration, **snap):
+def build(build_extender, config: Configuration, **snap):
     """(extender, clock) on snapshot(**snap) with config, a FakeClock at START and a Recorder."""
-    clock = kit.Clock(START)
+    clock = FakeClock(START)
     ext = build_extender(snapshot(**snap), config=config, clock=clock, writer=lambda s: Recorder(s))
     return ext, clock
 
 
-def created(seconds: float) -> str:
-    return format_time(T0 + seconds)
-
-
-def owned(kit, name: str, job: str, cpu: str = "2", at: float = 0, job_uid: str | None = None) -> dict:
+def owned(name: str, job: str, cpu: str = "2", at: float = 0, job_uid: str | None = None) -> dict:
     """A pending pod of Job `job` (ownerReferences, controller: true), created `at` seconds after T0."""
-    pod = kit.pod(name, cpu=cpu, created=created(at))
-    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
-                                           "uid": job_uid or f"uid-job-{job}", "controller": True}]
-    return pod
+    return Pod(name).queue("q").cpu(cpu).created(at).owner("Job", job, job_uid or f"uid-job-{job}").wire()
 
 
-def member(kit, name: str, group: str = "g", total: int = 2, cpu: str = "2", at: float = 0) -> dict:
-    pod = kit.pod(name, cpu=cpu, created=created(at))
-    pod["metadata"]["labels"][KUEUE_GROUP] = group
-    pod["metadata"]["annotations"] = {KUEUE_TOTAL: str(total)}
-    return pod
+def member(name: str, group: str = "g", total: int = 2, cpu: str = "2", at: float = 0) -> dict:
+    return Pod(name).queue("q").cpu(cpu).created(at).label(KUEUE_GROUP,
+                                                           group).annotation(KUEUE_TOTAL, str(total)).wire()
 
 
 def key(pod: dict) -> str:
@@ -132,16 +124,16 @@ def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None
     assert apply_object(ext.state, obj, deleted=deleted) is True
 
 
-async def filter_(client, kit, pod: dict, offered=ALL) -> dict:
-    return (await client.post("/filter", json=kit.filter(pod, offered))).json()
+async def filter_(client, pod: dict, offered=ALL) -> dict:
+    return (await client.post("/filter", json=extender_args(pod, offered))).json()
 
 
-async def admit(client, kit, pod: dict, offered=ALL) -> str:
+async def admit(client, pod: dict, offered=ALL) -> str:
     """filter, then bind onto the first node it passed; returns the node."""
-    answer = await filter_(client, kit, pod, offered)
+    answer = await filter_(client, pod, offered)
     assert answer["NodeNames"], answer
     node = answer["NodeNames"][0]
-    r = await client.post("/bind", json=kit.bind(pod, node))
+    r = await client.post("/bind", json=binding_args(pod, node))
     assert r.json() == {"Error": ""}, r.json()
     return node
 
@@ -266,7 +258,7 @@ def test_refusal_texts_backoff_and_deactivation():
     assert "POST /debug/workloads/team-a/Job/x/reactivate" in why
 
 
-def test_unit_and_requeue_key(kit):
+def test_unit_and_requeue_key():
     """What becomes Ready together (unit_of) and what requeues count against (requeue_key): a pod group is
     both; a Job's pods are one unit (Kueue admits a Job as one workload) and share the Job's requeue record
     (a recreated pod is a new pod of the same workload); a pod without owner or group is counted by
@@ -274,14 +266,14 @@ def test_unit_and_requeue_key(kit):
     def info(obj):
         return decode_pod({"kind": "Pod", **obj})
 
-    alone = info(kit.pod("alone"))
+    alone = info(Pod("alone").queue("q").cpu("1").wire())
     assert readiness.unit_of(alone) == f"pod:{alone.key}" and readiness.requeue_key(alone) == "team-a/alone"
-    x, x_r1 = info(owned(kit, "x", "train")), info(owned(kit, "x-r1", "train", at=90))
+    x, x_r1 = info(owned("x", "train")), info(owned("x-r1", "train", at=90))
     assert readiness.unit_of(x) == readiness.unit_of(x_r1) == "job:team-a/train:uid-job-train"
     assert readiness.shown(readiness.unit_of(x)) == "team-a/Job/train"
     assert readiness.requeue_key(x) == readiness.requeue_key(x_r1) == "team-a/Job/train"
-    assert readiness.requeue_key(info(owned(kit, "y", "other"))) == "team-a/Job/other"
-    g0, g1 = member(kit, "g-0"), member(kit, "g-1")
+    assert readiness.requeue_key(info(owned("y", "other"))) == "team-a/Job/other"
+    g0, g1 = member("g-0"), member("g-1")
     g1["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
                                           "uid": "u", "controller": True}]
     assert {readiness.unit_of(info(g0)), readiness.unit_of(info(g1))} == {"team-a/g"}
@@ -290,16 +282,16 @@ def test_unit_and_requeue_key(kit):
 
 # ---- timeout: a single pod, a whole group --------------------------------------------------------------------
 
-async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(kit, build_extender, api):
+async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(build_extender, api):
     """Seed 003 timeout: x (a Job's pod) is admitted at START and never Ready; at START+59s nothing happens, at
     START+60s reconcile evicts it with reason PodsReadyTimeout, its quota is free, and its Job's requeue record
     counts one eviction with a 60s backoff. y, Ready 30s after admission, is never evicted."""
-    x, y = owned(kit, "x", "x"), kit.pod("y", cpu="2", created=created(1))
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"))
+    x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(1).wire()
+    ext, clock = build(build_extender, wfpr(timeout="60s"))
     state, writer = ext.state, ext.writer
     async with api(ext) as client:
-        await admit(client, kit, x)
-        await admit(client, kit, y)
+        await admit(client, x)
+        await admit(client, y)
     assert set(state.readiness) == {"job:team-a/x:uid-job-x", "pod:team-a/y"}
     assert state.readiness["job:team-a/x:uid-job-x"].admitted_at == START
     clock.advance(30)
@@ -322,19 +314,19 @@ async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(kit, 
     assert uid(y) in state.pods
 
 
-async def test_group_times_out_whole_every_member_evicted_and_pending_holds_released(kit, build_extender, api):
+async def test_group_times_out_whole_every_member_evicted_and_pending_holds_released(build_extender, api):
     """Seed 003 timeout, for a pod group (the issue: "a workload (a single pod or a whole group) ... is evicted
     whole"). Group g of 3 x 3 CPUs is admitted whole at g-0's filter (a hold and a reservation for every member);
     g-0 and g-1 bind and become Ready, g-2 never binds. At timeout both bound members are evicted (the Ready one
     too), g-2's hold and reservation are released, the quota is back to 0, and g-2's next filter is refused with
     the group's backoff. (Quota 12 CPUs.)"""
-    pods = [member(kit, f"g-{i}", total=3, cpu="3", at=i) for i in range(3)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"), quota=12, pending=pods)
+    pods = [member(f"g-{i}", total=3, cpu="3", at=i) for i in range(3)]
+    ext, clock = build(build_extender, wfpr(timeout="60s"), quota=12, pending=pods)
     state, writer = ext.state, ext.writer
     async with api(ext) as client:
-        await admit(client, kit, pods[0])
+        await admit(client, pods[0])
         assert set(state.holds) == {uid(p) for p in pods[1:]} and usage(ext) == 9 * CPU
-        await admit(client, kit, pods[1])
+        await admit(client, pods[1])
         watch(ext, pods[0], ready=True)
         watch(ext, pods[1], ready=True)
         assert set(state.readiness) == {"team-a/g"} and state.readiness["team-a/g"].ready_at is None
@@ -346,56 +338,56 @@ async def test_group_times_out_whole_every_member_evicted_and_pending_holds_rele
         assert not state.holds and not state.reservations and usage(ext) == 0
         assert "team-a/g" not in state.readiness
         assert state.requeues["team-a/g"].count == 1
-        reason = refused(await filter_(client, kit, pods[2]))
+        reason = refused(await filter_(client, pods[2]))
     assert "workload team-a/g was requeued after PodsReadyTimeout eviction #1" in reason
     assert not state.holds and usage(ext) == 0
 
 
-async def test_group_members_recreated_by_their_job_are_admitted_whole_after_the_backoff(kit, build_extender, api):
+async def test_group_members_recreated_by_their_job_are_admitted_whole_after_the_backoff(build_extender, api):
     """After a group's eviction its members come back as new pods (same group labels); they count against the
     same requeue record (the group), wait out the backoff, and are then admitted whole again."""
-    pods = [member(kit, f"g-{i}", total=2, cpu="2", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"), pending=pods)
+    pods = [member(f"g-{i}", total=2, cpu="2", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
     state = ext.state
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
         clock.advance(60)
         assert await ext.reconcile() == 2
-        again = [member(kit, f"g-{i}-r1", total=2, cpu="2", at=160) for i in range(2)]
+        again = [member(f"g-{i}-r1", total=2, cpu="2", at=160) for i in range(2)]
         for p in again:
             watch(ext, p)
         clock.advance(59)
-        assert "PodsReadyTimeout eviction #1" in refused(await filter_(client, kit, again[0]))
+        assert "PodsReadyTimeout eviction #1" in refused(await filter_(client, again[0]))
         clock.advance(1)
-        await admit(client, kit, again[0])
+        await admit(client, again[0])
         assert uid(again[1]) in state.holds                           # admitted whole: a hold for the other
-        await admit(client, kit, again[1])
+        await admit(client, again[1])
     assert state.requeues["team-a/g"].count == 1 and usage(ext) == 4 * CPU
 
 
 # ---- backoff: 60, 120, 240 ... capped; the filter refusal during it ----------------------------------------------
 
-async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(kit, build_extender, api):
+async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(build_extender, api):
     """Seed 003: each PodsReadyTimeout eviction requeues the workload after backoffBaseSeconds * 2^(n-1), capped at
     backoffMaxSeconds: here base 60, max 200: 60, 120, 200, 200. Until the backoff passes, filter refuses the
     Job's recreated pod on every node (FailedAndUnresolvableNodes: preemption cannot help) with the reason
     (PodsReadyTimeout), the eviction count, the backoff and the time it ends; at that time it is admitted."""
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"backoffMaxSeconds": 200}))
+    ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffMaxSeconds": 200}))
     state = ext.state
     seen = []
     async with api(ext) as client:
-        pod = owned(kit, "x", "x")
+        pod = owned("x", "x")
         for n, expected in enumerate([60, 120, 200, 200], start=1):
-            await admit(client, kit, pod)
+            await admit(client, pod)
             clock.advance(60)
             assert await ext.reconcile() == 1
             q = state.requeues["team-a/Job/x"]
             assert q.count == n
             seen.append(q.at - clock.now)
-            pod = owned(kit, f"x-r{n}", "x", at=clock.now - T0)        # the Job recreates it
+            pod = owned(f"x-r{n}", "x", at=clock.now - T0)        # the Job recreates it
             clock.advance(expected - 1)
-            answer = await filter_(client, kit, pod)
+            answer = await filter_(client, pod)
             reason = refused(answer)
             assert reason == (f"workload team-a/Job/x was requeued after PodsReadyTimeout eviction #{n}; it waits "
                               f"out a {expected}s backoff, until {format_time(q.at)}")
@@ -408,27 +400,27 @@ async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(ki
 
 # ---- backoffLimitCount: deactivation, and reactivation by an admin ----------------------------------------------
 
-async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(kit, build_extender, api):
+async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(build_extender, api):
     """Seed 003: "一旦重新入队次数达到上限,Kueue 会停用该 Workload". backoffLimitCount 1: the first eviction
     requeues, the second deactivates. A deactivated workload is refused as unresolvable, naming the reason and
     how to clear it, however long one waits; GET /debug/workloads shows it; POST
     /debug/workloads/{key}/reactivate clears it (the next filter admits the pod, and the count starts again);
     an unknown key is a 404 naming it."""
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 1}))
+    ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 1}))
     state = ext.state
     async with api(ext) as client:
-        await admit(client, kit, owned(kit, "x", "x"))
+        await admit(client, owned("x", "x"))
         clock.advance(60)
         await ext.reconcile()
         clock.advance(60)
-        await admit(client, kit, owned(kit, "x-r1", "x", at=160))
+        await admit(client, owned("x-r1", "x", at=160))
         clock.advance(60)
         await ext.reconcile()
         q = state.requeues["team-a/Job/x"]
         assert (q.count, q.deactivated) == (2, True)
-        stuck = owned(kit, "x-r2", "x", at=280)
+        stuck = owned("x-r2", "x", at=280)
         clock.advance(10 * 3600)
-        reason = refused(await filter_(client, kit, stuck))
+        reason = refused(await filter_(client, stuck))
         assert reason == ("workload team-a/Job/x is deactivated after 2 PodsReadyTimeout evictions "
                           "(backoffLimitCount 1); reactivate it with POST /debug/workloads/team-a/Job/x/reactivate")
         assert ext.journal.entries[-1]["outcome"] == "PodsReadyGate"
@@ -438,7 +430,7 @@ async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(kit
         assert (r.status_code, r.json()) == (200, {"reactivated": "team-a/Job/x"})
         assert "team-a/Job/x" not in state.requeues
         assert (await client.get("/debug/workloads")).json()["requeued"] == {}
-        await admit(client, kit, stuck)
+        await admit(client, stuck)
         missing = await client.post("/debug/workloads/team-a/Job/nope/reactivate")
         assert missing.status_code == 404
         assert "team-a/Job/nope" in missing.json()["error"] and "GET /debug/workloads" in missing.json()["error"]
@@ -449,13 +441,13 @@ async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(kit
     assert state.requeues["team-a/Job/x"].count == 1 and not state.requeues["team-a/Job/x"].deactivated
 
 
-async def test_debug_workloads_lists_admitted_workloads_and_their_readiness(kit, build_extender, api):
+async def test_debug_workloads_lists_admitted_workloads_and_their_readiness(build_extender, api):
     """GET /debug/workloads: each admitted workload with admittedAt, readyAt, unreadyAt."""
-    pods = [member(kit, f"g-{i}", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"), pending=pods)
+    pods = [member(f"g-{i}", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
         clock.advance(5)
         for p in pods:
             watch(ext, p, ready=True)
@@ -466,13 +458,13 @@ async def test_debug_workloads_lists_admitted_workloads_and_their_readiness(kit,
 
 # ---- recoveryTimeout ---------------------------------------------------------------------------------------------
 
-async def test_lost_readiness_for_recovery_timeout_is_evicted(kit, build_extender, api):
+async def test_lost_readiness_for_recovery_timeout_is_evicted(build_extender, api):
     """Seed 003 recoveryTimeout: x is Ready 5s after admission, loses readiness at START+100s; 29s later nothing,
     30s later it is evicted the same way (PodsReadyTimeout, requeued), the message naming recoveryTimeout."""
-    x = owned(kit, "x", "x")
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", recoveryTimeout="30s"))
+    x = owned("x", "x")
+    ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"))
     async with api(ext) as client:
-        await admit(client, kit, x)
+        await admit(client, x)
     clock.advance(5)
     watch(ext, x, ready=True)
     clock.advance(95)
@@ -489,13 +481,13 @@ async def test_lost_readiness_for_recovery_timeout_is_evicted(kit, build_extende
     assert ext.state.requeues["team-a/Job/x"].count == 1
 
 
-async def test_recovered_within_recovery_timeout_is_not_evicted(kit, build_extender, api):
+async def test_recovered_within_recovery_timeout_is_not_evicted(build_extender, api):
     """Seed 003 recoveryTimeout: a pod that is Ready again before recoveryTimeout runs out stays; its unready mark
     is cleared, so a later short loss of readiness starts a new count."""
-    x = kit.pod("x", cpu="2")
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", recoveryTimeout="30s"))
+    x = Pod("x").queue("q").cpu("2").wire()
+    ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"))
     async with api(ext) as client:
-        await admit(client, kit, x)
+        await admit(client, x)
     watch(ext, x, ready=True)
     clock.advance(100)
     watch(ext, x, ready=False)
@@ -508,12 +500,12 @@ async def test_recovered_within_recovery_timeout_is_not_evicted(kit, build_exten
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
 
 
-async def test_without_recovery_timeout_lost_readiness_is_never_evicted(kit, build_extender, api):
+async def test_without_recovery_timeout_lost_readiness_is_never_evicted(build_extender, api):
     """Seed 003: recoveryTimeout "该参数无默认值,需显式设置": without it a workload that lost readiness stays."""
-    x = kit.pod("x", cpu="2")
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"))
+    x = Pod("x").queue("q").cpu("2").wire()
+    ext, clock = build(build_extender, wfpr(timeout="60s"))
     async with api(ext) as client:
-        await admit(client, kit, x)
+        await admit(client, x)
     watch(ext, x, ready=True)
     clock.advance(10)
     watch(ext, x, ready=False)
@@ -521,14 +513,14 @@ async def test_without_recovery_timeout_lost_readiness_is_never_evicted(kit, bui
     assert await ext.reconcile() == 0
 
 
-async def test_member_that_succeeded_is_not_lost_readiness(kit, build_extender, api):
+async def test_member_that_succeeded_is_not_lost_readiness(build_extender, api):
     """recoveryTimeout, for a group: when one member of an all-Ready group finishes (Succeeded), the group has
     not lost readiness: no unready mark, never evicted; the member still running keeps it all Ready."""
-    pods = [member(kit, f"g-{i}", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
+    pods = [member(f"g-{i}", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
     for p in pods:
         watch(ext, p, ready=True)
     clock.advance(10)
@@ -539,13 +531,13 @@ async def test_member_that_succeeded_is_not_lost_readiness(kit, build_extender, 
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
 
 
-async def test_member_losing_readiness_evicts_the_whole_group(kit, build_extender, api):
+async def test_member_losing_readiness_evicts_the_whole_group(build_extender, api):
     """recoveryTimeout, for a group: one member unready for recoveryTimeout evicts every member."""
-    pods = [member(kit, f"g-{i}", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
+    pods = [member(f"g-{i}", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
     for p in pods:
         watch(ext, p, ready=True)
     clock.advance(100)
@@ -556,17 +548,17 @@ async def test_member_losing_readiness_evicts_the_whole_group(kit, build_extende
     assert ext.state.requeues["team-a/g"].count == 1
 
 
-async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(kit, build_extender, api):
+async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(build_extender, api):
     """BUG (app/state/cluster.py track_readiness: `len(bound) >= expected` counts only bound, non-terminal
     members). Reproduction: group g of 2 (timeout 60s), both bound at START; g-0 Ready, then Succeeded at +5s;
     g-1 Ready at +30s; reconcile at +60s. Expected: no eviction: every pod of the group became Ready (Kueue's
     PodsReady counts succeeded pods with the ready ones). Actual: after g-0 leaves, 1 bound < 2 expected, so
     ready_at is never set and g-1 is evicted with PodsReadyTimeout ("not all Ready within timeout")."""
-    pods = [member(kit, f"g-{i}", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"), pending=pods)
+    pods = [member(f"g-{i}", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
     watch(ext, pods[0], ready=True)
     clock.advance(5)
     watch(ext, pods[0], ready=False, phase="Succeeded")
@@ -576,109 +568,109 @@ async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(kit
     assert await ext.reconcile() == 0
 
 
-async def test_member_lost_after_all_ready_starts_recovery(kit, build_extender, api):
+async def test_member_lost_after_all_ready_starts_recovery(build_extender, api):
     """BUG (app/state/cluster.py track_readiness: once ready_at is set only the bound members' Ready conditions are
     looked at). Reproduction: group g of 2 (recoveryTimeout 30s) all Ready; g-1 is deleted (node lost) and its
     replacement g-1-r1 is created, pending (not placed yet); reconcile 100s later. Expected: the
     group is 1 of 2 Ready, it lost readiness (Kueue: fewer ready pods than the group's count), so it is evicted
     after 30s. Actual: bound = [g-0], all Ready, so no unready mark is ever set and nothing is evicted."""
-    pods = [member(kit, f"g-{i}", at=i) for i in range(2)]
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
+    pods = [member(f"g-{i}", at=i) for i in range(2)]
+    ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
+            await admit(client, p)
     for p in pods:
         watch(ext, p, ready=True)
     watch(ext, pods[1], deleted=True)
-    watch(ext, member(kit, "g-1-r1", at=150))
+    watch(ext, member("g-1-r1", at=150))
     clock.advance(100)
     assert await ext.reconcile() == 1
 
 
 # ---- blockAdmission ---------------------------------------------------------------------------------------------
 
-async def test_block_admission_holds_others_until_the_admitted_workload_is_ready(kit, build_extender, api):
+async def test_block_admission_holds_others_until_the_admitted_workload_is_ready(build_extender, api):
     """Seed 003 blockAdmission ("Workload 会被顺序准入"): a is admitted and not yet Ready, so b (room and quota
     to spare) is refused, unresolvable, saying why; once a is Ready, b is admitted. Without blockAdmission b is
     admitted at once."""
-    a, b = kit.pod("a", cpu="2"), kit.pod("b", cpu="2", created=created(1))
-    ext, clock = build(build_extender, kit, wfpr(blockAdmission=True))
+    a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
+    ext, clock = build(build_extender, wfpr(blockAdmission=True))
     async with api(ext) as client:
-        await admit(client, kit, a)
-        reason = refused(await filter_(client, kit, b))
+        await admit(client, a)
+        reason = refused(await filter_(client, b))
         assert "waitForPodsReady.blockAdmission" in reason and "not all Ready" in reason
         assert uid(b) not in ext.state.reservations and usage(ext) == 2 * CPU
         clock.advance(20)
         watch(ext, a, ready=True)
-        await admit(client, kit, b)
-    ext, _ = build(build_extender, kit, wfpr())
+        await admit(client, b)
+    ext, _ = build(build_extender, wfpr())
     async with api(ext) as client:
-        await admit(client, kit, a)
-        await admit(client, kit, b)
+        await admit(client, a)
+        await admit(client, b)
 
 
-async def test_block_admission_does_not_block_a_groups_own_members(kit, build_extender, api):
+async def test_block_admission_does_not_block_a_groups_own_members(build_extender, api):
     """blockAdmission counts a group as one workload: its members bind one after the other while it is not yet
     Ready, and a pod outside it waits until the whole group is Ready."""
-    pods = [member(kit, f"g-{i}", total=3, cpu="2", at=i) for i in range(3)]
-    other = kit.pod("other", cpu="1", created=created(10))
-    ext, clock = build(build_extender, kit, wfpr(blockAdmission=True), pending=pods)
+    pods = [member(f"g-{i}", total=3, cpu="2", at=i) for i in range(3)]
+    other = Pod("other").queue("q").cpu("1").created(10).wire()
+    ext, clock = build(build_extender, wfpr(blockAdmission=True), pending=pods)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, kit, p)
-            assert "blockAdmission" in refused(await filter_(client, kit, other))
+            await admit(client, p)
+            assert "blockAdmission" in refused(await filter_(client, other))
         watch(ext, pods[0], ready=True)
         watch(ext, pods[1], ready=True)
-        assert "blockAdmission" in refused(await filter_(client, kit, other))
+        assert "blockAdmission" in refused(await filter_(client, other))
         watch(ext, pods[2], ready=True)
-        await admit(client, kit, other)
+        await admit(client, other)
 
 
-async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(kit, build_extender, api):
+async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(build_extender, api):
     """BUG (app/extender.py _ready_gate looks only at state.readiness, which track_readiness fills at bind).
     Reproduction: blockAdmission on; filter a (it passes, quota reserved: Quotient's admission); filter b before
     a's bind (kube-scheduler's binding cycle is asynchronous: the next pod's scheduling cycle runs meanwhile).
     Expected: b refused with blockAdmission (a is admitted and not Ready; Kueue blocks from quota reservation).
     Actual: b passes filter and reserves quota too; two workloads are admitted at once. The same holds for a
     group admitted whole (holds made) whose first member has not bound yet."""
-    a, b = kit.pod("a", cpu="2"), kit.pod("b", cpu="2", created=created(1))
-    ext, _ = build(build_extender, kit, wfpr(blockAdmission=True))
+    a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
+    ext, _ = build(build_extender, wfpr(blockAdmission=True))
     async with api(ext) as client:
-        assert (await filter_(client, kit, a))["NodeNames"]
-        assert "blockAdmission" in refused(await filter_(client, kit, b))
+        assert (await filter_(client, a))["NodeNames"]
+        assert "blockAdmission" in refused(await filter_(client, b))
 
 
-async def test_block_admission_refusal_names_the_pod(kit, build_extender, api):
+async def test_block_admission_refusal_names_the_pod(build_extender, api):
     """BUG (app/extender.py _ready_gate: `unit.removeprefix('pod:')` is the pod's uid). Reproduction: as in
     test_block_admission_holds_others_until_the_admitted_workload_is_ready. Expected: the refusal names the
     workload as an admin can look it up, "team-a/a". Actual: "workload uid-team-a-a is admitted and not yet all
     Ready" (in the simulator a generated uid such as 22ea18b4-...). GET /debug/workloads keys single pods by uid
     too."""
-    a, b = kit.pod("a", cpu="2"), kit.pod("b", cpu="2", created=created(1))
-    ext, _ = build(build_extender, kit, wfpr(blockAdmission=True))
+    a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
+    ext, _ = build(build_extender, wfpr(blockAdmission=True))
     async with api(ext) as client:
-        await admit(client, kit, a)
-        assert "workload team-a/a " in refused(await filter_(client, kit, b))
+        await admit(client, a)
+        assert "workload team-a/a " in refused(await filter_(client, b))
 
 
 # ---- requeuingStrategy.timestamp ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("timestamp", ["Creation", "Eviction"])
-async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_back(kit, build_extender, api,
+async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_back(build_extender, api,
                                                                                      timestamp):
     """Seed 003 timestamp: x (created first) is evicted at START+60s and its Job recreates it as x-r1 (created at
     the eviction). y was created between the two. With Creation, x-r1 sorts by x's creation time, ahead of y
     (state.queue_key, the order of state.pending); with Eviction, by the eviction, behind y. BUG fixed (issue 13):
     /debug's pendingAhead counted by creation alone, so with Creation it put y ahead of x-r1, unlike admission."""
-    x, y = owned(kit, "x", "x"), kit.pod("y", cpu="2", created=created(10))
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
+    x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(10).wire()
+    ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                        quota=2, pending=[y])
     state = ext.state
     async with api(ext) as client:
-        await admit(client, kit, x)
+        await admit(client, x)
         clock.advance(60)
         assert await ext.reconcile() == 1
-    x_r1 = owned(kit, "x-r1", "x", at=clock.now - T0)
+    x_r1 = owned("x-r1", "x", at=clock.now - T0)
     watch(ext, x_r1)
     k_x, k_y = state.queue_key(state.pods[uid(x_r1)]), state.queue_key(state.pods[uid(y)])
     order = [state.pods[u].name for _, u in state.pending["cq"]]
@@ -690,26 +682,26 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
     assert state.requeues["team-a/Job/x"].first_created == T0
 
 
-async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(kit, build_extender, api):
+async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(build_extender, api):
     """Seed 003 timestamp, seen in admission (as tests/scenarios/ready-requeue-*.yaml): quota 4, StrictFIFO; x (2 CPUs,
     never Ready) and c (2 CPUs, Ready) run, n (4 CPUs) waits. x is evicted at 60s; after its 60s backoff x-r1 would
     fit the 2 free CPUs. With Creation it is the head (n is behind it) and is admitted; with Eviction it is behind
     n, which does not fit, so StrictFIFO holds it back."""
     for timestamp, admitted in (("Creation", True), ("Eviction", False)):
-        x, n = owned(kit, "x", "x"), kit.pod("n", cpu="4", created=created(10))
-        ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
+        x, n = owned("x", "x"), Pod("n").queue("q").cpu("4").created(10).wire()
+        ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                            quota=4, strategy="StrictFIFO", pending=[n])
         async with api(ext) as client:
-            c = kit.pod("c", cpu="2", created=created(5))
-            await admit(client, kit, x)
-            await admit(client, kit, c)
+            c = Pod("c").queue("q").cpu("2").created(5).wire()
+            await admit(client, x)
+            await admit(client, c)
             watch(ext, c, ready=True)
             clock.advance(60)
             assert await ext.reconcile() == 1
-            x_r1 = owned(kit, "x-r1", "x", at=clock.now - T0)
+            x_r1 = owned("x-r1", "x", at=clock.now - T0)
             watch(ext, x_r1)
             clock.advance(60)
-            answer = await filter_(client, kit, x_r1)
+            answer = await filter_(client, x_r1)
         if admitted:
             assert answer["NodeNames"] == ALL, (timestamp, answer)
         else:
@@ -718,21 +710,21 @@ async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(
 
 # ---- one workload across recreated pods -------------------------------------------------------------------------
 
-async def test_recreated_pods_of_one_owner_share_one_requeue_record(kit, build_extender, api):
+async def test_recreated_pods_of_one_owner_share_one_requeue_record(build_extender, api):
     """The issue: "Evicted pods owned by a controller come back as new pods; Quotient recognises them as the same
     workload for backoff counting (by owner and group name)". x, then x-r1 (new name and uid, the same Job) are
     evicted: one record team-a/Job/x with count 2 (the second backoff is 120s, not 60s again); a pod of another
     Job has its own record."""
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s"))
+    ext, clock = build(build_extender, wfpr(timeout="60s"))
     state = ext.state
     async with api(ext) as client:
-        await admit(client, kit, owned(kit, "x", "x"))
-        await admit(client, kit, owned(kit, "other", "other", at=1))
+        await admit(client, owned("x", "x"))
+        await admit(client, owned("other", "other", at=1))
         clock.advance(60)
         assert await ext.reconcile() == 2
         assert {k: q.count for k, q in state.requeues.items()} == {"team-a/Job/x": 1, "team-a/Job/other": 1}
         clock.advance(60)
-        await admit(client, kit, owned(kit, "x-r1", "x", at=clock.now - T0))
+        await admit(client, owned("x-r1", "x", at=clock.now - T0))
         clock.advance(60)
         assert await ext.reconcile() == 1
     q = state.requeues["team-a/Job/x"]
@@ -740,22 +732,22 @@ async def test_recreated_pods_of_one_owner_share_one_requeue_record(kit, build_e
     assert state.requeues["team-a/Job/other"].count == 1
 
 
-async def test_waitforpodsready_off_tracks_and_evicts_nothing(kit, build_extender, api):
+async def test_waitforpodsready_off_tracks_and_evicts_nothing(build_extender, api):
     """waitForPodsReady off (the default): no readiness record, nothing evicted however long a pod stays unready,
     and no requeue gate."""
-    ext, clock = build(build_extender, kit, Configuration())
+    ext, clock = build(build_extender, Configuration())
     async with api(ext) as client:
-        await admit(client, kit, owned(kit, "x", "x"))
+        await admit(client, owned("x", "x"))
         clock.advance(24 * 3600)
         assert await ext.reconcile() == 0
-        await admit(client, kit, kit.pod("y", cpu="2", created=created(1)))
+        await admit(client, Pod("y").queue("q").cpu("2").created(1).wire())
     assert ext.state.readiness == {} and ext.state.requeues == {}
 
 
 # ---- bugs in the requeue records ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("limit", [None, 0], ids=["backing-off", "deactivated"])
-async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admitted(kit, build_extender, api, limit):
+async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admitted(build_extender, api, limit):
     """BUG (app/core/admission.py _ahead / queue_ahead: pending pods ahead are charged virtually whatever their
     PodsReadyTimeout gate says). Reproduction: quota 2, timestamp Creation; x (a Job's pod, 2 CPUs) is evicted by
     timeout; its Job recreates x-r1, which keeps x's place ahead of y (2 CPUs, created after x). y's filter while
@@ -764,56 +756,54 @@ async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admi
     altogether. Actual: y is refused, "cpu request 2 > 0 available ... counting 1 pending pod(s) ahead of it in
     queue order (team-a/x-r1)"; with a deactivated x-r1 this lasts until an admin reactivates it. (With timestamp
     Eviction the same happens to every pod created after x-r1.)"""
-    x, y = owned(kit, "x", "x"), kit.pod("y", cpu="2", created=created(10))
+    x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(10).wire()
     rq = {"timestamp": "Creation", **({"backoffLimitCount": limit} if limit is not None else {})}
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy=rq), quota=2)
+    ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy=rq), quota=2)
     async with api(ext) as client:
-        await admit(client, kit, x)
+        await admit(client, x)
         clock.advance(60)
         assert await ext.reconcile() == 1
-        x_r1 = owned(kit, "x-r1", "x", at=clock.now - T0)
+        x_r1 = owned("x-r1", "x", at=clock.now - T0)
         watch(ext, x_r1)
-        refused(await filter_(client, kit, x_r1))
-        answer = await filter_(client, kit, y)
+        refused(await filter_(client, x_r1))
+        answer = await filter_(client, y)
     assert answer["NodeNames"] == ALL, answer
 
 
-async def test_a_new_job_with_the_same_name_starts_afresh(kit, build_extender, api):
+async def test_a_new_job_with_the_same_name_starts_afresh(build_extender, api):
     """BUG (app/core/readiness.py requeue_key uses the owner's kind and name, not its uid; state.requeues entries
     are never removed when the workload is gone). Reproduction: backoffLimitCount 0; Job x's pod is evicted by
     timeout, deactivating team-a/Job/x; the user deletes Job x and creates a new Job x (new uid); its pod is
     filtered. Expected: admitted (a new Job is a new Kueue Workload with no requeueState). Actual: refused as
     deactivated, until an admin calls reactivate; and state.requeues grows by one entry per evicted workload for
     the life of the process."""
-    ext, clock = build(build_extender, kit, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 0}))
+    ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 0}))
     async with api(ext) as client:
-        await admit(client, kit, owned(kit, "x", "x"))
+        await admit(client, owned("x", "x"))
         clock.advance(60)
         await ext.reconcile()
         assert ext.state.requeues["team-a/Job/x"].deactivated
-        fresh = owned(kit, "x-abcde", "x", at=clock.now - T0 + 30, job_uid="uid-job-x-second")
+        fresh = owned("x-abcde", "x", at=clock.now - T0 + 30, job_uid="uid-job-x-second")
         clock.advance(60)
-        answer = await filter_(client, kit, fresh)
+        answer = await filter_(client, fresh)
     assert answer["NodeNames"] == ALL, answer
 
 
-def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(kit, build_extender):
+def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(build_extender):
     """Seed 003 重新排队策略: a requeued workload waits out its backoff. Kueue keeps it out of the queue
     meanwhile, so it cannot start a reclaim either: self-driven reclaim (reconcile's queue heads)
     evicts nothing for it, and it passes the turn to the pod behind it; after the backoff it reclaims."""
-    low = kit.pod("low", cpu="8", priority=0, created=created(0))
-    low["spec"]["nodeName"] = "n1"
-    low["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    x = kit.pod("x", cpu="8", priority=100, created=created(1))
-    text = with_pods(one_queue_yaml(8, preemption="{withinClusterQueue: LowerPriority}"), [low, x])
-    clock = kit.Clock(START)
+    low = Pod("low").queue("q").cpu("8").priority(0).node("n1").ready().obj()
+    x = Pod("x").queue("q").cpu("8").priority(100).created(1).wire()
+    text = snapshot_yaml(*one_queue(8, preemption={"withinClusterQueue": "LowerPriority"}), low, x)
+    clock = FakeClock(START)
     ext = build_extender(text, config=wfpr(), clock=clock, writer=lambda s: Recorder(s))
     state = ext.state
     state.requeues[readiness.requeue_key(state.pods[uid(x)])] = RequeueRecord(count=1, at=START + 60)
     assert ext.reclaim_for_heads() == 0
     assert not state.holds and uid(low) in state.admitted
 
-    y = kit.pod("y", cpu="8", priority=100, created=created(2))     # behind x: the head while x backs off
+    y = Pod("y").queue("q").cpu("8").priority(100).created(2).wire()     # behind x: the head while x backs off
     apply_object(state, {"apiVersion": "v1", "kind": "Pod", **y})
     assert ext.reclaim_for_heads() == 1
     assert set(state.holds) == {uid(y)}
@@ -837,11 +827,13 @@ def test_pods_of_one_replica_set_timing_out_together_count_one_requeue_each():
                                                         "requeuingStrategy": {"backoffLimitCount": 1}}})
     members = []
     for i in range(3):
-        obj = pod(f"web-{i}", queue="lq", node="n1", phase="Running")
+        obj = Pod(f"web-{i}").queue("lq").cpu("1").node("n1").phase("Running").obj()
         obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
                                                "uid": "rs-uid", "controller": True}]
         members.append(obj)
-    state = make_state(flavor("default-flavor"), node("n1"), cq("cq"), lq("team-a", "lq", "cq"), *members,
+    state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").obj(),
+                       ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *members,
                        config=config, clock=clock)
     ext = Extender(state, SnapshotWriter(state))
     assert len(state.readiness) == 3                     # each pod of a ReplicaSet is a unit of its own

@@ -5,17 +5,22 @@ from __future__ import annotations
 import pytest
 
 from app.core.flavors import running_flavors
-from app.objects.kueue import ResourceFlavor
-from helpers import apply, cq, flavor, make_state, node
+from app.objects import kueue
+from builders import ClusterQueue, FlavorQuotas, Node, ResourceFlavor
+from helpers import apply, make_state
 
 SPOT = {"tier": "spot"}
 
 
 def cluster():
-    return make_state(flavor("on-demand", {"tier": "on-demand"}), flavor("spot", SPOT), flavor("any"),
-                      node("n-od", labels={"tier": "on-demand"}), node("n-spot", labels=SPOT), node("n-bare"),
-                      cq("q", groups=[[("on-demand", {"cpu": "4"}), ("spot", {"cpu": "4"})],
-                                      [("any", {"nvidia.com/gpu": "2"})]]))
+    return make_state(ResourceFlavor("on-demand").node_labels({"tier": "on-demand"}).obj(),
+                      ResourceFlavor("spot").node_labels(SPOT).obj(), ResourceFlavor("any").obj(),
+                      Node("n-od").labels({"tier": "on-demand"}).obj(), Node("n-spot").labels(SPOT).obj(),
+                      Node("n-bare").obj(),
+                      ClusterQueue("q")
+                          .resource_group(FlavorQuotas("on-demand").resource("cpu", "4"),
+                                          FlavorQuotas("spot").resource("cpu", "4"))
+                          .resource_group(FlavorQuotas("any").resource("nvidia.com/gpu", "2")).obj())
 
 
 @pytest.mark.parametrize("node_name,requests,flavors", [
@@ -35,14 +40,14 @@ def test_a_running_pod_is_charged_to_the_flavor_its_node_belongs_to(node_name, r
     ({"tier": "spot"}, True), ({"tier": "spot", "zone": "a"}, True), ({"tier": "on-demand"}, False), ({}, False),
 ])
 def test_a_flavor_selects_the_nodes_that_have_all_its_node_labels(labels, selected):
-    assert ResourceFlavor("spot", dict(SPOT)).selects(labels) is selected
-    assert ResourceFlavor("any").selects(labels) is True
+    assert kueue.ResourceFlavor("spot", dict(SPOT)).selects(labels) is selected
+    assert kueue.ResourceFlavor("any").selects(labels) is True
 
 
 def test_the_flavor_node_sets_follow_label_changes():
     s = cluster()
     assert s.flavor_nodes["spot"] == {"n-spot"} and s.flavor_nodes["any"] is None
-    apply(s, node("n-bare", labels=SPOT))
+    apply(s, Node("n-bare").labels(SPOT).obj())
     assert s.flavor_nodes["spot"] == {"n-spot", "n-bare"}
-    apply(s, node("n-spot", labels={"tier": "on-demand"}))
+    apply(s, Node("n-spot").labels({"tier": "on-demand"}).obj())
     assert s.flavor_nodes["spot"] == {"n-bare"} and s.flavor_nodes["on-demand"] == {"n-od", "n-spot"}

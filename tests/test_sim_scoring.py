@@ -10,7 +10,7 @@ from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sim.scheduler import SimScheduler
 from app.sim.scoring import SHIPPED_WEIGHTS, most_allocated, nonzero
-from helpers import cq, flavor, lq, namespace, node, pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 
 MI = 2**20
 GPU = "nvidia.com/gpu"
@@ -57,14 +57,17 @@ def test_scoring_counts_what_kube_scheduler_counts_for_an_unset_request():
 def packing(running: list[dict], pending: dict) -> str:
     """A scenario: two 8-CPU, 32Gi nodes, one ClusterQueue with room for everything, pods already running
     (in no queue) and one pending pod in LocalQueue q."""
-    docs = [namespace("team-a"), node("n1", "8", memory="32Gi"), node("n2", "8", memory="32Gi"),
-            flavor("default"), cq("cq", flavors=[("default", {"cpu": "16", "memory": "64Gi"})]),
-            lq("team-a", "q", "cq"), *running, pending]
+    docs = [Namespace("team-a").obj(), Node("n1").cpu("8").memory("32Gi").obj(),
+            Node("n2").cpu("8").memory("32Gi").obj(),
+            ResourceFlavor("default").obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default").resource("cpu", "16").resource("memory", "64Gi"))
+                .obj(),
+            LocalQueue("q", "team-a").cluster_queue("cq").obj(), *running, pending]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-PACKING = packing([pod("running", queue=None, cpu="4", memory="8Gi", node="n2")],
-                  pod("p1", queue="q", cpu="1", memory="1Gi"))
+PACKING = packing([Pod("running").cpu("4").memory("8Gi").node("n2").obj()],
+                  Pod("p1").queue("q").cpu("1").memory("1Gi").obj())
 
 
 @pytest.fixture
@@ -95,9 +98,9 @@ async def test_the_simulator_packs_without_prioritize_as_the_shipped_configurati
 # n1 is full of memory, n2 half full of cpu; p1 asks for cpu only. MostAllocated averages cpu and memory
 # (n1: (25 + 94) / 2 = 59, n2: (62 + 1) / 2 = 31, x plugin weight 2 = 118 and 62); Quotient's prioritize packs
 # on the resources the pod requests (n1: 2, n2: 6, x 2 x 10 = 40 and 120 points), which outweighs it.
-DISAGREE = packing([pod("running", queue=None, cpu="4", memory="0", node="n2"),
-                    pod("memory-hog", queue=None, cpu="1", memory="30Gi", node="n1")],
-                   pod("p1", queue="q", cpu="1"))
+DISAGREE = packing([Pod("running").cpu("4").memory("0").node("n2").obj(),
+                    Pod("memory-hog").cpu("1").memory("30Gi").node("n1").obj()],
+                   Pod("p1").queue("q").cpu("1").obj())
 
 
 @pytest.mark.parametrize("weight,node,calls", [(0, "n1", 0), (2, "n2", 1)])

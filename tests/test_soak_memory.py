@@ -8,7 +8,7 @@ may preempt but finds no victim, about 0.5 KB a cycle until the journal's ring o
 from __future__ import annotations
 
 from app.observe import attach
-from helpers import cq, flavor, lq, namespace, node, pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from live import started
 from test_interleaving import pending, refusal
 
@@ -17,10 +17,11 @@ CYCLES = 200
 
 def objects() -> list[dict]:
     """ClusterQueue cq (4 cpu, may preempt lower priorities) used up by four running pods of priority 100."""
-    out = [namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
-           cq("cq", flavors=[("default-flavor", {"cpu": "4"})], preemption={"withinClusterQueue": "LowerPriority"}),
-           lq("team-a", "lq", "cq")]
-    return out + [pod(f"run-{i}", cpu="1", node="n1", priority=100, created=i) for i in range(4)]
+    out = [Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+           ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+               .preemption({"withinClusterQueue": "LowerPriority"}).obj(),
+           LocalQueue("lq", "team-a").cluster_queue("cq").obj()]
+    return out + [Pod(f"run-{i}").queue("lq").cpu("1").priority(100).created(i).node("n1").obj() for i in range(4)]
 
 
 def sizes(kit, metrics) -> dict:
@@ -37,7 +38,7 @@ def sizes(kit, metrics) -> dict:
 async def test_steady_reconcile_and_refusal_cycles_add_nothing(tmp_path):
     async with started(tmp_path, objects()) as kit:
         metrics = attach(kit.ext).metrics
-        waiting = pod("wait", cpu="1", priority=0, created=100)        # over quota, no victim of lower priority
+        waiting = Pod("wait").queue("lq").cpu("1").priority(0).created(100).obj()        # over quota, no victim of lower priority
         await pending(kit, waiting)
         assert "cpu request 1 > 0 available" in refusal(kit.filter(waiting))
 
@@ -59,7 +60,7 @@ async def test_a_changed_outcome_is_journaled_again(tmp_path):
     """Only the unchanged repeat is left out: once the pod's newest reclaim decision differs, NoPreemption
     is journaled again (once)."""
     async with started(tmp_path, objects()) as kit:
-        waiting = pod("wait", cpu="1", priority=0, created=100)
+        waiting = Pod("wait").queue("lq").cpu("1").priority(0).created(100).obj()
         await pending(kit, waiting)
         refusal(kit.filter(waiting))
         await kit.ext.reconcile()

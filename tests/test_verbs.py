@@ -5,7 +5,8 @@ import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration
-from helpers import uid
+from builders import Pod, binding_args, extender_args
+from helpers import FakeClock, uid
 
 CPU = 1000
 
@@ -178,12 +179,12 @@ def usage(ext, cq: str, flavor: str, resource: str = "cpu") -> int:
 
 # ---- a pod that fits ------------------------------------------------------------------------------
 
-async def test_fitting_pod_filter_prioritize_bind(kit, load_extender, api):
+async def test_fitting_pod_filter_prioritize_bind(load_extender, api):
     ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
-    pod = kit.pod("p1", cpu="2")
+    pod = Pod("p1").queue("q").cpu("2").wire()
     assert usage(ext, "cq", "spot") == 0
     async with api(ext) as client:
-        r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
+        r = await client.post("/filter", json=extender_args(pod, ALL_NODES))
         assert r.status_code == 200
         answer = r.json()
         # Only the nodes of the assigned flavor (spot, the first with quota), in the offered order.
@@ -200,13 +201,13 @@ async def test_fitting_pod_filter_prioritize_bind(kit, load_extender, api):
         assert usage(ext, "cq", "spot") == 2 * CPU
 
         # kube-scheduler sends prioritize the nodes that passed filter.
-        r = await client.post("/prioritize", json=kit.filter(pod, answer["NodeNames"]))
+        r = await client.post("/prioritize", json=extender_args(pod, answer["NodeNames"]))
         assert r.status_code == 200
         scores = {e["Host"]: e["Score"] for e in r.json()}
         assert [e["Host"] for e in r.json()] == ["spot-1", "spot-2"]
         assert 0 < scores["spot-1"] <= 10 and 0 < scores["spot-2"] <= 10
 
-        r = await client.post("/bind", json=kit.bind(pod, "spot-1"))
+        r = await client.post("/bind", json=binding_args(pod, "spot-1"))
         assert r.status_code == 200
         assert r.json() == {"Error": ""}
     state = ext.state
@@ -221,15 +222,15 @@ async def test_fitting_pod_filter_prioritize_bind(kit, load_extender, api):
     assert ext.writer.bindings == 1
 
 
-async def test_second_flavor_when_the_first_is_used_up(kit, load_extender, api):
+async def test_second_flavor_when_the_first_is_used_up(load_extender, api):
     ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
     async with api(ext) as client:
         for name in ("p1", "p2"):
-            pod = kit.pod(name, cpu="2")
-            assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-            assert (await client.post("/bind", json=kit.bind(pod, "spot-1"))).json() == {"Error": ""}
-        pod = kit.pod("p3", cpu="2")
-        answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+            pod = Pod(name).queue("q").cpu("2").wire()
+            assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+            assert (await client.post("/bind", json=binding_args(pod, "spot-1"))).json() == {"Error": ""}
+        pod = Pod("p3").queue("q").cpu("2").wire()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == ["od-1"]
     assert answer["FailedAndUnresolvableNodes"] == {} and answer["FailedNodes"] == {}
     assert usage(ext, "cq", "spot") == 4 * CPU and usage(ext, "cq", "on-demand") == 2 * CPU
@@ -237,12 +238,12 @@ async def test_second_flavor_when_the_first_is_used_up(kit, load_extender, api):
 
 # ---- refusals ------------------------------------------------------------------------------------------
 
-async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(kit, load_extender, api):
+async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(load_extender, api):
     ext = load_extender(SMALL.replace("{preemption}", LOWER_PRIORITY) + RUNNING_3)
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
-    pod = kit.pod("big", cpu="2")
+    pod = Pod("big").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == []
     assert answer["Error"] == ""
     assert not answer["FailedAndUnresolvableNodes"]
@@ -256,15 +257,15 @@ async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(kit, load_e
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
 
 
-async def test_quota_exceeded_without_preemption_policy_is_unresolvable(kit, load_extender, api):
+async def test_quota_exceeded_without_preemption_policy_is_unresolvable(load_extender, api):
     """Behind the queue's head: parked (FailedAndUnresolvableNodes). The head itself, which fits once quota in
     use is freed, is answered as a retry (the Error field: kube-scheduler tries it after its backoff)."""
     ext = load_extender(SMALL.replace("{preemption}", NO_PREEMPTION) + RUNNING_3)
-    head = kit.pod("first", cpu="2", created="2025-12-31T00:00:00Z")
-    pod = kit.pod("big", cpu="2")
+    head = Pod("first").queue("q").cpu("2").created_at("2025-12-31T00:00:00Z").wire()
+    pod = Pod("big").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        first = (await client.post("/filter", json=kit.filter(head, ALL_NODES))).json()
-        answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+        first = (await client.post("/filter", json=extender_args(head, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == []
     assert not answer["FailedNodes"]
     assert set(answer["FailedAndUnresolvableNodes"]) == set(ALL_NODES)
@@ -274,11 +275,11 @@ async def test_quota_exceeded_without_preemption_policy_is_unresolvable(kit, loa
     assert "request 2 > 1 available" in first["Error"] and first["Error"].endswith("after its backoff, QueueHead)")
 
 
-async def test_unknown_local_queue_is_unresolvable_and_named(kit, load_extender, api):
+async def test_unknown_local_queue_is_unresolvable_and_named(load_extender, api):
     ext = load_extender(FLAVORS.replace("{preemption}", LOWER_PRIORITY))
-    pod = kit.pod("lost", cpu="1", queue="no-such-queue")
+    pod = Pod("lost").queue("no-such-queue").cpu("1").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
     assert answer["NodeNames"] == []
     assert not answer["FailedNodes"]
     assert set(answer["FailedAndUnresolvableNodes"]) == set(ALL_NODES)
@@ -288,13 +289,13 @@ async def test_unknown_local_queue_is_unresolvable_and_named(kit, load_extender,
     assert not ext.state.reservations
 
 
-async def test_request_above_nominal_plus_borrowing_limit_is_unresolvable(kit, load_extender, api):
+async def test_request_above_nominal_plus_borrowing_limit_is_unresolvable(load_extender, api):
     ext = load_extender(BORROW)
-    pod = kit.pod("huge", cpu="7")
+    pod = Pod("huge").queue("q").cpu("7").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
         # 6 fits exactly: nominal 4 + borrowing limit 2.
-        ok = (await client.post("/filter", json=kit.filter(kit.pod("six", cpu="6"), ALL_NODES))).json()
+        ok = (await client.post("/filter", json=extender_args(Pod("six").queue("q").cpu("6").wire(), ALL_NODES))).json()
     assert answer["NodeNames"] == []
     assert not answer["FailedNodes"]        # even with preemption policies: no eviction can make 7 fit
     assert set(answer["FailedAndUnresolvableNodes"]) == set(ALL_NODES)
@@ -304,11 +305,11 @@ async def test_request_above_nominal_plus_borrowing_limit_is_unresolvable(kit, l
     assert ok["NodeNames"] == ALL_NODES
 
 
-async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_score(kit, load_extender, api):
+async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_score(load_extender, api):
     ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
-    pod = kit.pod("p1", cpu="2")
+    pod = Pod("p1").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ["plain-1"]))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ["plain-1"]))).json()
     assert answer["NodeNames"] == []
     assert not answer["FailedNodes"]
     reason = answer["FailedAndUnresolvableNodes"]["plain-1"]
@@ -318,23 +319,23 @@ async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_sco
     assert not ext.state.reservations
 
 
-async def test_no_offered_node_in_the_flavor_is_unresolvable_even_with_preemption(kit, load_extender, api):
+async def test_no_offered_node_in_the_flavor_is_unresolvable_even_with_preemption(load_extender, api):
     """Evicting pods on nodes outside the flavor can never help: FailedAndUnresolvableNodes."""
     ext = load_extender(FLAVORS.replace("{preemption}", LOWER_PRIORITY))
-    pod = kit.pod("p1", cpu="2")
+    pod = Pod("p1").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ["plain-1"]))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ["plain-1"]))).json()
     assert answer["NodeNames"] == []
     assert "percentageOfNodesToScore" in answer["FailedAndUnresolvableNodes"].get("plain-1", "")
     assert not answer["FailedNodes"]
 
 
-async def test_flavors_of_two_groups_on_disjoint_nodes(kit, load_extender, api):
+async def test_flavors_of_two_groups_on_disjoint_nodes(load_extender, api):
     """Each offered node is in one assigned flavor, none in both: Quotient's own NoFlavorNodes answer."""
     ext = load_extender(TWO_GROUPS)
-    pod = kit.pod("mixed", cpu="1", extra_requests={"example.com/gpu": "1"})
+    pod = Pod("mixed").queue("q").cpu("1").requests({"example.com/gpu": "1"}).wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=kit.filter(pod, ["spot-1", "gpu-1"]))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ["spot-1", "gpu-1"]))).json()
     assert answer["NodeNames"] == []
     assert set(answer["FailedAndUnresolvableNodes"]) == {"spot-1", "gpu-1"}
     reason = answer["FailedAndUnresolvableNodes"]["spot-1"]
@@ -348,47 +349,47 @@ async def test_flavors_of_two_groups_on_disjoint_nodes(kit, load_extender, api):
 RACE = SMALL.replace("{preemption}", NO_PREEMPTION)
 
 
-async def test_reservation_counts_until_bind(kit, load_extender, api):
+async def test_reservation_counts_until_bind(load_extender, api):
     ext = load_extender(RACE)
-    a, b = kit.pod("a", cpu="3"), kit.pod("b", cpu="3")
+    a, b = Pod("a").queue("q").cpu("3").wire(), Pod("b").queue("q").cpu("3").wire()
     async with api(ext) as client:
-        ra = (await client.post("/filter", json=kit.filter(a, ALL_NODES))).json()
+        ra = (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()
         assert ra["NodeNames"] == ALL_NODES
         assert usage(ext, "small-cq", "default-flavor") == 3 * CPU        # held by a's reservation
 
-        rb = (await client.post("/filter", json=kit.filter(b, ALL_NODES))).json()
+        rb = (await client.post("/filter", json=extender_args(b, ALL_NODES))).json()
         assert rb["NodeNames"] == []                                       # a's reservation counts
         assert all("request 3 > 1 available" in why for why in rb["FailedAndUnresolvableNodes"].values())
         assert uid(b) not in ext.state.reservations
 
-        assert (await client.post("/bind", json=kit.bind(a, "spot-1"))).json() == {"Error": ""}
-        rb = (await client.post("/filter", json=kit.filter(b, ALL_NODES))).json()
+        assert (await client.post("/bind", json=binding_args(a, "spot-1"))).json() == {"Error": ""}
+        rb = (await client.post("/filter", json=extender_args(b, ALL_NODES))).json()
         assert rb["NodeNames"] == []
         # A bind for b anyway (e.g. a stale scheduler cycle) is refused too.
-        bound_b = (await client.post("/bind", json=kit.bind(b, "spot-2"))).json()
+        bound_b = (await client.post("/bind", json=binding_args(b, "spot-2"))).json()
     assert "quota no longer fits" in bound_b["Error"]
     assert set(ext.state.admitted) == {uid(a)}
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
     assert ext.state.pods[uid(b)].node_name == ""
 
 
-async def test_expired_reservation_then_late_bind_is_refused(kit, build_extender, api):
-    clock = kit.Clock()
+async def test_expired_reservation_then_late_bind_is_refused(build_extender, api):
+    clock = FakeClock()
     ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
     # b is older, so once a's reservation is gone a pending a does not hold b back in queue order.
-    a = kit.pod("a", cpu="3", created="2026-01-01T00:00:10Z")
-    b = kit.pod("b", cpu="3", created="2026-01-01T00:00:00Z")
+    a = Pod("a").queue("q").cpu("3").created(10).wire()
+    b = Pod("b").queue("q").cpu("3").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(a, ALL_NODES))).json()["NodeNames"] == ALL_NODES
+        assert (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()["NodeNames"] == ALL_NODES
         clock.advance(4.0)
-        assert (await client.post("/filter", json=kit.filter(b, ALL_NODES))).json()["NodeNames"] == []
+        assert (await client.post("/filter", json=extender_args(b, ALL_NODES))).json()["NodeNames"] == []
         clock.advance(2.0)                       # 6 s after a's filter: its reservation has expired
-        rb = (await client.post("/filter", json=kit.filter(b, ALL_NODES))).json()
+        rb = (await client.post("/filter", json=extender_args(b, ALL_NODES))).json()
         assert rb["NodeNames"] == ALL_NODES
         assert uid(a) not in ext.state.reservations
-        assert (await client.post("/bind", json=kit.bind(b, "spot-2"))).json() == {"Error": ""}
+        assert (await client.post("/bind", json=binding_args(b, "spot-2"))).json() == {"Error": ""}
 
-        late = (await client.post("/bind", json=kit.bind(a, "spot-1"))).json()
+        late = (await client.post("/bind", json=binding_args(a, "spot-1"))).json()
     assert "quota no longer fits" in late["Error"]
     assert set(ext.state.admitted) == {uid(b)}                    # never both beyond the 4 CPUs
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
@@ -397,57 +398,57 @@ async def test_expired_reservation_then_late_bind_is_refused(kit, build_extender
     assert ext.writer.bindings == 1
 
 
-async def test_bind_within_the_reservation_timeout_keeps_the_reservation(kit, build_extender, api):
-    clock = kit.Clock()
+async def test_bind_within_the_reservation_timeout_keeps_the_reservation(build_extender, api):
+    clock = FakeClock()
     ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
-    a = kit.pod("a", cpu="3")
+    a = Pod("a").queue("q").cpu("3").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(a, ALL_NODES))).json()["NodeNames"]
+        assert (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()["NodeNames"]
         clock.advance(4.9)
-        assert (await client.post("/bind", json=kit.bind(a, "spot-1"))).json() == {"Error": ""}
+        assert (await client.post("/bind", json=binding_args(a, "spot-1"))).json() == {"Error": ""}
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
 
 
-async def test_late_bind_after_expiry_succeeds_when_quota_is_still_free(kit, build_extender, api):
-    clock = kit.Clock()
+async def test_late_bind_after_expiry_succeeds_when_quota_is_still_free(build_extender, api):
+    clock = FakeClock()
     ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
-    a = kit.pod("a", cpu="3")
+    a = Pod("a").queue("q").cpu("3").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(a, ALL_NODES))).json()["NodeNames"]
+        assert (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()["NodeNames"]
         clock.advance(60)
-        assert (await client.post("/bind", json=kit.bind(a, "spot-1"))).json() == {"Error": ""}
+        assert (await client.post("/bind", json=binding_args(a, "spot-1"))).json() == {"Error": ""}
     assert set(ext.state.admitted) == {uid(a)}
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
 
 
 # ---- bind edge cases ------------------------------------------------------------------------------------
 
-async def test_bind_of_a_pod_never_filtered_names_it(kit, load_extender, api):
+async def test_bind_of_a_pod_never_filtered_names_it(load_extender, api):
     ext = load_extender(RACE)
     async with api(ext) as client:
-        r = await client.post("/bind", json=kit.bind(kit.pod("ghost"), "spot-1"))
+        r = await client.post("/bind", json=binding_args(Pod("ghost").queue("q").cpu("1").wire(), "spot-1"))
     assert r.status_code == 200
     assert "team-a/ghost" in r.json()["Error"]
     assert not ext.state.admitted
 
 
-async def test_bind_with_another_uid_is_refused(kit, load_extender, api):
+async def test_bind_with_another_uid_is_refused(load_extender, api):
     ext = load_extender(RACE)
-    pod = kit.pod("a", cpu="1")
+    pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-        body = kit.bind(pod, "spot-1") | {"PodUID": "some-other-uid"}
+        assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+        body = binding_args(pod, "spot-1") | {"PodUID": "some-other-uid"}
         r = await client.post("/bind", json=body)
     assert "team-a/a" in r.json()["Error"]
     assert not ext.state.admitted
 
 
-async def test_bind_to_an_unknown_node_is_refused(kit, load_extender, api):
+async def test_bind_to_an_unknown_node_is_refused(load_extender, api):
     ext = load_extender(RACE)
-    pod = kit.pod("a", cpu="1")
+    pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-        r = await client.post("/bind", json=kit.bind(pod, "nowhere-7"))
+        assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+        r = await client.post("/bind", json=binding_args(pod, "nowhere-7"))
     assert r.status_code == 200
     assert "nowhere-7" in r.json()["Error"]
     assert not ext.state.admitted
@@ -455,14 +456,14 @@ async def test_bind_to_an_unknown_node_is_refused(kit, load_extender, api):
     assert usage(ext, "small-cq", "default-flavor") == 1 * CPU     # only the reservation, still held
 
 
-async def test_bind_twice_to_the_same_node_is_idempotent(kit, load_extender, api):
+async def test_bind_twice_to_the_same_node_is_idempotent(load_extender, api):
     ext = load_extender(RACE)
-    pod = kit.pod("a", cpu="1")
+    pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-        assert (await client.post("/bind", json=kit.bind(pod, "spot-1"))).json() == {"Error": ""}
-        assert (await client.post("/bind", json=kit.bind(pod, "spot-1"))).json() == {"Error": ""}
-        elsewhere = (await client.post("/bind", json=kit.bind(pod, "spot-2"))).json()
+        assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+        assert (await client.post("/bind", json=binding_args(pod, "spot-1"))).json() == {"Error": ""}
+        assert (await client.post("/bind", json=binding_args(pod, "spot-1"))).json() == {"Error": ""}
+        elsewhere = (await client.post("/bind", json=binding_args(pod, "spot-2"))).json()
     assert "already bound to spot-1" in elsewhere["Error"]
     assert usage(ext, "small-cq", "default-flavor") == 1 * CPU      # no double charge
     assert list(ext.state.admitted) == [uid(pod)]
@@ -470,14 +471,14 @@ async def test_bind_twice_to_the_same_node_is_idempotent(kit, load_extender, api
     assert ext.state.node_requested["spot-2"].get("cpu", 0) == 0
 
 
-async def test_filter_after_bind_keeps_the_charge(kit, load_extender, api):
+async def test_filter_after_bind_keeps_the_charge(load_extender, api):
     """kube-scheduler may retry a bound pod's cycle; the pod keeps its one charge."""
     ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
-    pod = kit.pod("a", cpu="2")
+    pod = Pod("a").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        await client.post("/filter", json=kit.filter(pod, ALL_NODES))
-        assert (await client.post("/bind", json=kit.bind(pod, "spot-1"))).json() == {"Error": ""}
-        again = (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()
+        await client.post("/filter", json=extender_args(pod, ALL_NODES))
+        assert (await client.post("/bind", json=binding_args(pod, "spot-1"))).json() == {"Error": ""}
+        again = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
     assert again["NodeNames"] == ["spot-1", "spot-2"]
     assert usage(ext, "cq", "spot") == 2 * CPU
     assert not ext.state.reservations
@@ -500,15 +501,15 @@ class FailingWriter:
 
 @pytest.mark.parametrize("error", [None, RuntimeError("the API server said no (ClientPayloadError)")],
                          ids=["WriteError", "any other exception"])
-async def test_failed_write_rolls_the_charge_back(kit, build_extender, api, error):
+async def test_failed_write_rolls_the_charge_back(build_extender, api, error):
     """Whatever the writer raised (a client library's own error included), the charge is taken back."""
     writer = FailingWriter(error)
     ext = build_extender(RACE, writer=writer)
-    pod = kit.pod("a", cpu="3")
+    pod = Pod("a").queue("q").cpu("3").wire()
     before = usage(ext, "small-cq", "default-flavor")
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-        r = await client.post("/bind", json=kit.bind(pod, "spot-1"))
+        assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+        r = await client.post("/bind", json=binding_args(pod, "spot-1"))
         assert r.status_code == 200
         error = r.json()["Error"]
         assert "the API server said no" in error and "team-a/a" in error
@@ -521,17 +522,17 @@ async def test_failed_write_rolls_the_charge_back(kit, build_extender, api, erro
 
         # kube-scheduler retries the whole cycle; with a working writer it goes through, charged once.
         ext.writer = SnapshotWriter(ext.state)
-        assert (await client.post("/filter", json=kit.filter(pod, ALL_NODES))).json()["NodeNames"]
-        assert (await client.post("/bind", json=kit.bind(pod, "spot-1"))).json() == {"Error": ""}
+        assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
+        assert (await client.post("/bind", json=binding_args(pod, "spot-1"))).json() == {"Error": ""}
     assert usage(ext, "small-cq", "default-flavor") == before + 3 * CPU
     assert ext.state.node_requested["spot-1"]["cpu"] == 3 * CPU
 
 
 # ---- serving -------------------------------------------------------------------------------------------------
 
-async def test_path_prefix(kit, load_extender, api):
+async def test_path_prefix(load_extender, api):
     ext = load_extender(RACE)
-    body = kit.filter(kit.pod("free", queue=None), ["spot-1"])
+    body = extender_args(Pod("free").cpu("1").wire(), ["spot-1"])
     async with api(ext, "/scheduler") as client:
         r = await client.post("/scheduler/filter", json=body)
         assert r.status_code == 200 and r.json()["NodeNames"] == ["spot-1"]
@@ -542,10 +543,10 @@ async def test_path_prefix(kit, load_extender, api):
         assert (await client.get("/livez")).status_code == 200
 
 
-async def test_path_prefix_with_trailing_slash(kit, load_extender, api):
+async def test_path_prefix_with_trailing_slash(load_extender, api):
     ext = load_extender(RACE)
     async with api(ext, "/scheduler/") as client:
-        r = await client.post("/scheduler/filter", json=kit.filter(kit.pod("free", queue=None), ["spot-1"]))
+        r = await client.post("/scheduler/filter", json=extender_args(Pod("free").cpu("1").wire(), ["spot-1"]))
     assert r.status_code == 200
 
 
@@ -564,39 +565,39 @@ async def test_health_endpoints(load_extender, api):
         assert (await client.get("/readyz")).status_code == 200
 
 
-async def test_prioritize_packs_onto_the_fuller_node(kit, load_extender, api):
+async def test_prioritize_packs_onto_the_fuller_node(load_extender, api):
     """prioritize scores round(10 x (used + request) / allocatable) on the fullest requested resource."""
     ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
     async with api(ext) as client:
-        first = kit.pod("p1", cpu="2")
-        assert (await client.post("/filter", json=kit.filter(first, ["spot-1", "spot-2"]))).json()["NodeNames"]
-        assert (await client.post("/bind", json=kit.bind(first, "spot-1"))).json() == {"Error": ""}
-        second = kit.pod("p2", cpu="1")
-        r = await client.post("/prioritize", json=kit.filter(second, ["spot-1", "spot-2"]))
+        first = Pod("p1").queue("q").cpu("2").wire()
+        assert (await client.post("/filter", json=extender_args(first, ["spot-1", "spot-2"]))).json()["NodeNames"]
+        assert (await client.post("/bind", json=binding_args(first, "spot-1"))).json() == {"Error": ""}
+        second = Pod("p2").queue("q").cpu("1").wire()
+        r = await client.post("/prioritize", json=extender_args(second, ["spot-1", "spot-2"]))
     scores = {e["Host"]: e["Score"] for e in r.json()}
     alloc = ext.state.nodes["spot-1"].allocatable["cpu"]
     assert scores["spot-1"] == round(10 * 3000 / alloc) and scores["spot-2"] == round(10 * 1000 / alloc)
     assert scores["spot-1"] > scores["spot-2"]
 
 
-async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(kit, build_extender, api):
+async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(build_extender, api):
     """Pods known only from filter requests (a snapshot has no watch to report deletions) are forgotten
     learnedPodTimeout after they were first learned, so a deleted pod cannot hold its place in queue order;
     one still asked about is learned anew (issue 16 point 7: a ghost asked about for ever is forgotten too)."""
-    clock = kit.Clock()
+    clock = FakeClock()
     ext = build_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  queueingStrategy: StrictFIFO"),
                          config=Configuration(learned_pod_timeout=600.0, reservation_timeout=5.0), clock=clock)
     assert ext.state.cluster_queues["small-cq"].queueing_strategy == "StrictFIFO"
-    old = kit.pod("old", cpu="9", created="2026-01-01T00:00:00Z")        # never fits the 4-CPU queue
-    new = kit.pod("new", cpu="1", created="2026-01-01T00:00:10Z")
+    old = Pod("old").queue("q").cpu("9").wire()        # never fits the 4-CPU queue
+    new = Pod("new").queue("q").cpu("1").created(10).wire()
     async with api(ext) as client:
-        assert (await client.post("/filter", json=kit.filter(old, ALL_NODES))).json()["NodeNames"] == []
+        assert (await client.post("/filter", json=extender_args(old, ALL_NODES))).json()["NodeNames"] == []
         clock.advance(300)                                                # still asked about: kept
-        blocked = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
+        blocked = (await client.post("/filter", json=extender_args(new, ALL_NODES))).json()
         assert blocked["NodeNames"] == [] and "StrictFIFO: team-a/old" in str(blocked)
         assert uid(old) in ext.state.pods
         clock.advance(601)                                                # old has gone quiet
-        r = (await client.post("/filter", json=kit.filter(new, ALL_NODES))).json()
+        r = (await client.post("/filter", json=extender_args(new, ALL_NODES))).json()
     assert r["NodeNames"] == ALL_NODES
     assert uid(old) not in ext.state.pods and ext.state.skips["learned pod forgotten"] == 2   # old and new
     assert ext.state.learned[uid(new)] == clock()                        # new, asked about, learned anew
@@ -622,7 +623,7 @@ spec:
     assert await ext.reconcile() == 0
 
 
-async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(kit, load_extender):
+async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(load_extender):
     """High availability: only the leader answers the verbs; a standby (or a leader whose lease lapsed)
     answers 503 and reports not ready, so the Service routes to the leader alone."""
     import httpx
@@ -633,13 +634,13 @@ async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(kit
     leading = {"now": False}
     app = create_app(ext, leading=lambda: leading["now"])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
-        pod = kit.pod("a", cpu="1")
-        r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
+        pod = Pod("a").queue("q").cpu("1").wire()
+        r = await client.post("/filter", json=extender_args(pod, ALL_NODES))
         assert r.status_code == 503 and "not the leader" in r.json()["error"]
         assert (await client.get("/readyz")).status_code == 503
         assert uid(pod) not in ext.state.pods                      # nothing decided, nothing learned
         leading["now"] = True
-        r = await client.post("/filter", json=kit.filter(pod, ALL_NODES))
+        r = await client.post("/filter", json=extender_args(pod, ALL_NODES))
         assert r.status_code == 200 and r.json()["NodeNames"] == ALL_NODES
         assert (await client.get("/readyz")).status_code == 200
 

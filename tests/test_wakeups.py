@@ -18,7 +18,7 @@ from app.sim.queue import (ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, MAX_UNSCHED
                            UNSCHEDULED_POD_UPDATE, SchedulingQueue)
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
-from helpers import cq, flavor, lq, namespace, node, pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from live import started, until
 from test_interleaving import pending, refusal, uid
 
@@ -109,8 +109,10 @@ def test_a_failure_with_no_rejector_or_a_matching_event_in_flight_backs_off():
 # ---- live, against the fake API server ----------------------------------------------------------------
 
 def objects(quota: str = "4", **queue):
-    return (namespace("team-a"), node("n1", cpu="64"), flavor("default-flavor"),
-            cq("cq", flavors=[("default-flavor", {"cpu": quota})], **queue), lq("team-a", "lq", "cq"))
+    return (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", quota)).spec(**queue)
+                .obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj())
 
 
 def retried(answer: dict) -> str:
@@ -127,7 +129,8 @@ def pod_writes(kit) -> list:
 
 async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp_path, api):
     async with started(tmp_path, objects()) as kit, api(kit.ext) as http:
-        running, first, second = pod("big", cpu="4", node="n1"), pod("p", cpu="2"), pod("q", cpu="2")
+        running = Pod("big").queue("lq").cpu("4").node("n1").obj()
+        first, second = Pod("p").queue("lq").cpu("2").obj(), Pod("q").queue("lq").cpu("2").obj()
         await pending(kit, running)
         await pending(kit, first)
         kit.clock.advance(1)
@@ -167,7 +170,7 @@ async def test_a_thousand_refusals_in_a_backoff_are_retries_and_write_nothing(tm
     async with started(tmp_path, objects(quota="10000"), config) as kit:
         from app.core.readiness import RequeueRecord, after_eviction, requeue_key
 
-        pods = [pod(f"w{i}", cpu="1") for i in range(1000)]
+        pods = [Pod(f"w{i}").queue("lq").cpu("1").obj() for i in range(1000)]
         for p in pods:
             kit.api.apply(p)
         await until(lambda: all(uid(p) in kit.state.pods for p in pods), timeout=30, what="1,000 pods")
@@ -190,11 +193,11 @@ async def test_a_stopped_queue_parks_its_pods_and_notes_when_it_starts_again(tmp
     """stopPolicy Hold is lifted by an admin, not by time: the pod is parked (kube-scheduler tries it again on
     an event or within 5 minutes), and the clearing is noted."""
     async with started(tmp_path, objects(stopPolicy="Hold")) as kit:
-        waiting = pod("p", cpu="1")
+        waiting = Pod("p").queue("lq").cpu("1").obj()
         await pending(kit, waiting)
         assert "stopPolicy" in refusal(kit.filter(waiting))
         assert kit.ext.note_cleared() == 0
-        kit.api.apply(cq("cq", flavors=[("default-flavor", {"cpu": "4"})]))
+        kit.api.apply(ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj())
         await until(lambda: kit.state.cluster_queues["cq"].stop_policy in ("", "None"), what="the queue restarted")
         assert kit.ext.note_cleared() == 1
         assert kit.ext.refusals[uid(waiting)].cause == "QueueChanged"
@@ -204,7 +207,7 @@ async def test_an_incomplete_group_is_retried_until_it_is_whole(tmp_path):
     """The last member's creation may move the first member in kube-scheduler before Quotient's watch has it:
     "GroupIncomplete" is a retry, so it is tried again once Quotient has the whole group."""
     async with started(tmp_path, objects()) as kit:
-        members = [pod(f"g-{i}", cpu="1") for i in range(2)]
+        members = [Pod(f"g-{i}").queue("lq").cpu("1").obj() for i in range(2)]
         for m in members:
             m["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
             m["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}

@@ -21,7 +21,8 @@ from app.observe import attach
 from app.state.cluster import ClusterState
 from app.sync.watch import RESOURCES, WatchSource, make_api_client
 from fakeapi import FakeApiServer
-from helpers import CPU, cq, flavor, lq, namespace, node, pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from helpers import CPU
 from live import FAST, Running, fingerprint, fresh_state, until
 
 
@@ -39,13 +40,16 @@ async def api_client(fake_api, tmp_path):
 
 
 def seed(api: FakeApiServer, pods: int = 0) -> None:
-    for obj in (namespace("team-a"), namespace("team-b"), node("n1", cpu="64"), node("n2", cpu="64"),
-                flavor("default-flavor"), cq("cq-a", flavors=[("default-flavor", {"cpu": "100"})]),
-                cq("cq-b", flavors=[("default-flavor", {"cpu": "100"})]),
-                lq("team-a", "lq", "cq-a"), lq("team-b", "lq", "cq-b")):
+    for obj in (Namespace("team-a").obj(), Namespace("team-b").obj(), Node("n1").cpu("64").obj(),
+                Node("n2").cpu("64").obj(),
+                ResourceFlavor("default-flavor").obj(),
+                ClusterQueue("cq-a").resource_group(FlavorQuotas("default-flavor").resource("cpu", "100")).obj(),
+                ClusterQueue("cq-b").resource_group(FlavorQuotas("default-flavor").resource("cpu", "100")).obj(),
+                LocalQueue("lq", "team-a").cluster_queue("cq-a").obj(),
+                LocalQueue("lq", "team-b").cluster_queue("cq-b").obj()):
         api.apply(obj)
     for i in range(pods):
-        api.apply(pod(f"p{i}", node="n1", phase="Running"))
+        api.apply(Pod(f"p{i}").queue("lq").cpu("1").node("n1").phase("Running").obj())
 
 
 def cq_cpu(state: ClusterState, name: str) -> int:
@@ -88,16 +92,16 @@ async def test_events_applied_in_order(fake_api, api_client):
     async with Running(api_client) as source:
         await until(lambda: source.ready)
         state = source.state
-        fake_api.apply(pod("a", phase="Pending"))
+        fake_api.apply(Pod("a").queue("lq").cpu("1").phase("Pending").obj())
         await until(lambda: "team-a/a" in state.uid_by_key, what="ADDED")
         assert cq_cpu(state, "cq-a") == 0
-        fake_api.apply(pod("a", node="n2", phase="Running"))
+        fake_api.apply(Pod("a").queue("lq").cpu("1").node("n2").phase("Running").obj())
         await until(lambda: cq_cpu(state, "cq-a") == CPU, what="MODIFIED")
         assert state.pods["uid-team-a-a"].node_name == "n2"
         fake_api.delete("Pod", "team-a", "a")
         await until(lambda: not state.pods, what="DELETED")
         assert cq_cpu(state, "cq-a") == 0
-        fake_api.apply(cq("cq-a", flavors=[("default-flavor", {"cpu": "7"})]))
+        fake_api.apply(ClusterQueue("cq-a").resource_group(FlavorQuotas("default-flavor").resource("cpu", "7")).obj())
         await until(lambda: state.tree.queues["cq-a"].quotas[("default-flavor", "cpu")].nominal == 7 * CPU,
                     what="ClusterQueue MODIFIED")
         assert source.events[("Pod", "ADDED")] == 1 and source.events[("Pod", "MODIFIED")] == 1
@@ -110,7 +114,8 @@ async def test_bookmarks_advance_resource_version(fake_api, api_client):
         await until(lambda: source.ready)
         start = int(source.rv["Node"])
         for i in range(3):
-            fake_api.apply(pod(f"x{i}"))            # other kinds move the global resourceVersion
+            fake_api.apply(Pod(f"x{i}").queue("lq").cpu("1")
+                               .obj())            # other kinds move the global resourceVersion
         fake_api.bookmark()
         await until(lambda: int(source.rv["Node"]) == fake_api.rv, what="bookmark")
         assert int(source.rv["Node"]) > start and source.events[("Node", "BOOKMARK")] >= 1
@@ -132,7 +137,7 @@ async def test_dropped_connections_lose_and_double_nothing(fake_api, api_client)
         for i in range(5):
             fake_api.fault("drop", resource="pods", verb="watch", after=i % 3)
         for i in range(30):
-            fake_api.apply(pod(f"p{i}", node="n1" if i % 2 else "n2", phase="Running"))
+            fake_api.apply(Pod(f"p{i}").queue("lq").cpu("1").node("n1" if i % 2 else "n2").phase("Running").obj())
             if i % 4 == 0:
                 await asyncio.sleep(0.02)
         await until(lambda: len(state.pods) == 30 and not fake_api.faults, what="30 pods")
@@ -156,11 +161,11 @@ async def test_gone_relists_and_reconciles(fake_api, api_client):
         fake_api.drop_watches()
         await until(lambda: source.errors[("Pod", "http 429")] >= 1, what="disconnected")
         fake_api.delete("Pod", "team-a", "p0")
-        fake_api.apply(pod("p1", node="n2", phase="Running", cpu="3"))
-        fake_api.apply(pod("p9", node="n1", phase="Running"))
+        fake_api.apply(Pod("p1").queue("lq").cpu("3").node("n2").phase("Running").obj())
+        fake_api.apply(Pod("p9").queue("lq").cpu("1").node("n1").phase("Running").obj())
         old = fake_api.get("Pod", "team-a", "p2")
         fake_api.delete("Pod", "team-a", "p2")
-        fake_api.apply({**pod("p2", node="n1", phase="Running", cpu="2"), "metadata": {
+        fake_api.apply({**Pod("p2").queue("lq").cpu("2").node("n1").phase("Running").obj(), "metadata": {
             **old["metadata"], "uid": "new-uid", "resourceVersion": None}})       # recreated, new uid
         fake_api.expire()
         fake_api.clear_faults()
@@ -181,7 +186,7 @@ async def test_list_continue_expired_lists_again(fake_api, api_client):
     def expiring(request, k, ns):        # compact between the first and second page of the pods list
         if k.plural == "pods" and request.query.get("continue") and not getattr(api, "_expired_once", False):
             api._expired_once = True
-            api.apply(pod("late", phase="Pending"))
+            api.apply(Pod("late").queue("lq").cpu("1").phase("Pending").obj())
             api.expire()
         return original(request, k, ns)
 
@@ -195,7 +200,7 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
     """Bad input: garbage lines and invalid objects are counted skips; the loop survives and keeps the
     last good state; an unknown field is tolerated (newer API versions add fields)."""
     seed(fake_api)
-    good = cq("cq-c", flavors=[("default-flavor", {"cpu": "5"})])
+    good = ClusterQueue("cq-c").resource_group(FlavorQuotas("default-flavor").resource("cpu", "5")).obj()
     fake_api.apply(good)
     async with Running(api_client, watch_timeout=1) as source:
         await until(lambda: source.ready)
@@ -203,12 +208,13 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
         fake_api.fault("garbage", resource="pods", verb="watch")
         fake_api.fault("garbage", resource="pods", verb="watch", line=b'{"type": "ADDED"}')
         fake_api.fault("garbage", resource="pods", verb="watch", line=b'[1, 2]')
-        fake_api.apply(pod("u", node="n1", phase="Running", extra={}) | {"someFutureField": {"x": 1}})
-        bad = cq("cq-c", flavors=[("default-flavor", {"cpu": "5"})])
+        fake_api.apply(Pod("u").queue("lq").cpu("1").requests({}).node("n1").phase("Running")
+                           .obj() | {"someFutureField": {"x": 1}})
+        bad = ClusterQueue("cq-c").resource_group(FlavorQuotas("default-flavor").resource("cpu", "5")).obj()
         bad["spec"]["cohort"] = 5                                          # wrong type
         fake_api.apply(bad)
-        fake_api.apply(pod("w", node="n1", phase="Running") | {"spec": "not a mapping"})
-        fake_api.apply(pod("v", node="n1", phase="Running"))
+        fake_api.apply(Pod("w").queue("lq").cpu("1").node("n1").phase("Running").obj() | {"spec": "not a mapping"})
+        fake_api.apply(Pod("v").queue("lq").cpu("1").node("n1").phase("Running").obj())
         await until(lambda: "team-a/v" in state.uid_by_key and not fake_api.faults, what="after garbage")
         assert "team-a/u" in state.uid_by_key and "team-a/w" not in state.uid_by_key
         assert cq_cpu(state, "cq-a") == 2 * CPU
@@ -216,7 +222,8 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
         assert state.cluster_queues["cq-c"].cohort == ""                   # last good version kept
         assert source.errors[("ClusterQueue", "invalid object")] == 1
         assert any("spec.cohort must be a string" in r for r in state.skips)
-        fake_api.apply(cq("cq-c", cohort="co", flavors=[("default-flavor", {"cpu": "5"})]))
+        fake_api.apply(ClusterQueue("cq-c").cohort("co")
+                           .resource_group(FlavorQuotas("default-flavor").resource("cpu", "5")).obj())
         await until(lambda: state.cluster_queues["cq-c"].cohort == "co", what="fixed ClusterQueue")
         fake_api.apply(bad)
         fake_api.delete("ClusterQueue", None, "cq-c")        # its newest version was invalid: still removed
@@ -240,7 +247,7 @@ async def test_server_errors_and_hangs_back_off_and_recover(fake_api, api_client
         fake_api.fault("slow", resource="pods", verb="watch", delay=0.05)
         fake_api.drop_watches()
         for i in range(4):
-            fake_api.apply(pod(f"s{i}", node="n1", phase="Running"))
+            fake_api.apply(Pod(f"s{i}").queue("lq").cpu("1").node("n1").phase("Running").obj())
         await until(lambda: len(state.pods) == 4 and not fake_api.faults and source.ready, timeout=10,
                     what="recovered")
         assert cq_cpu(state, "cq-a") == 4 * CPU
@@ -291,7 +298,7 @@ async def test_fault_storm_ends_equal_to_a_fresh_list(fake_api, api_client, seed
     seed(fake_api)
     fake_api.history_size = 40          # small history: watches fall behind and get 410s
     for i in range(3, 6):
-        fake_api.apply(node(f"n{i}", cpu="64", labels={"zone": "a"}))
+        fake_api.apply(Node(f"n{i}").cpu("64").labels({"zone": "a"}).obj())
     async with Running(api_client, read_timeout=0.3, rng=random.Random(seed_value)) as source:
         await until(lambda: source.ready)
         names = [f"p{i}" for i in range(25)]
@@ -300,22 +307,26 @@ async def test_fault_storm_ends_equal_to_a_fresh_list(fake_api, api_client, seed
             name, ns = rng.choice(names), rng.choice(["team-a", "team-b"])
             if r < 0.30:
                 nodename = rng.choice([None, "n1", "n2", "n3", "n4"])
-                fake_api.apply(pod(name, ns=ns, node=nodename, phase="Running" if nodename else "Pending",
-                                   cpu=str(rng.randint(1, 4)), created=rng.randint(0, 100)))
+                fake_api.apply(Pod(name, ns).queue("lq").cpu(str(rng.randint(1, 4))).created(rng.randint(0, 100))
+                                   .node(nodename).phase("Running" if nodename else "Pending").obj())
             elif r < 0.40:
                 fake_api.delete("Pod", ns, name)
             elif r < 0.45:
                 old = fake_api.delete("Pod", ns, name)
                 if old is not None:            # recreated under the same name with a new uid
-                    fake_api.apply(pod(name, ns=ns, node="n1", phase="Running", uid=f"re-{step}"))
+                    fake_api.apply(Pod(name, ns).queue("lq").cpu("1").node("n1").phase("Running").uid(f"re-{step}")
+                                       .obj())
             elif r < 0.50:
-                fake_api.apply(pod(name, ns=ns, node=rng.choice(["n1", "n2"]), phase="Succeeded"))
+                fake_api.apply(Pod(name, ns).queue("lq").cpu("1").node(rng.choice(["n1", "n2"])).phase("Succeeded")
+                                   .obj())
             elif r < 0.55:
-                fake_api.apply(node(rng.choice(["n3", "n4", "n5"]), cpu=str(rng.choice([32, 64])),
-                                    labels={"zone": rng.choice("ab")}))
+                fake_api.apply(Node(rng.choice(["n3", "n4", "n5"])).cpu(str(rng.choice([32, 64])))
+                                   .labels({"zone": rng.choice("ab")}).obj())
             elif r < 0.58:
-                fake_api.apply(cq(rng.choice(["cq-a", "cq-b"]), flavors=[("default-flavor",
-                                                                           {"cpu": str(rng.randint(5, 100))})]))
+                fake_api.apply(ClusterQueue(rng.choice(["cq-a", "cq-b"]))
+                                   .resource_group(FlavorQuotas("default-flavor")
+                                                       .resource("cpu", str(rng.randint(5, 100))))
+                                   .obj())
             elif r < 0.66:
                 fake_api.fault("drop", resource=rng.choice(["pods", "nodes", None]), verb="watch",
                                after=rng.randint(0, 3))
@@ -362,7 +373,7 @@ async def test_serve_kubeconfig_end_to_end(fake_api, tmp_path):
     from serving import QUOTIENT_BIN, free_port, stop
 
     seed(fake_api)
-    fake_api.apply(pod("e2e", phase="Pending"))
+    fake_api.apply(Pod("e2e").queue("lq").cpu("1").phase("Pending").obj())
     fake_api.fault("hang", resource="clusterqueues", verb="list")
     port = free_port()
     log_path = tmp_path / "serve.log"
@@ -412,8 +423,10 @@ def test_a_deletion_known_by_key_alone_takes_out_every_kind():
     object out without decoding anything, for each kind the watch reads."""
     from app.sync.dispatch import apply_object, remove_object
 
-    objects = [namespace("team-a"), flavor("default-flavor"), cq("cq"), lq("team-a", "lq", "cq"), node("n1"),
-               pod("p", node="n1"),
+    objects = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+               ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq").obj(), Node("n1").obj(),
+               Pod("p").queue("lq").cpu("1").node("n1").obj(),
                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
                 "value": 1000},
                {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
