@@ -9,10 +9,13 @@ import copy
 
 import re
 
+import orjson
+
 from app.config import Configuration
 from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
-from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
+from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor, binding_args,
+                      extender_args)
 
 CPU = 1000                         # milli-CPU per CPU
 Gi = 2**30
@@ -97,6 +100,32 @@ def one_queue(quota: int, strategy: str = "BestEffortFIFO", preemption: dict | N
     return [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), queue.obj(),
             LocalQueue("q", "team-a").cluster_queue("cq").obj(),
             *(Node(n).cpu(str(node_cpu)).memory("32Gi").obj() for n in nodes)]
+
+
+class Verbs:
+    """kube-scheduler's calls on an Extender without HTTP: the body encoded as on the wire, the answer decoded.
+    Rule tests drive the extender's decisions with it; the routes themselves are tested over HTTP
+    (test_verbs, test_wire, test_bad_input)."""
+
+    def __init__(self, ext):
+        self.ext = ext
+
+    def filter(self, pod: dict, names) -> dict:
+        return orjson.loads(self.ext.filter(orjson.dumps(extender_args(as_sent(pod), list(names)))))
+
+    async def bind(self, pod: dict, node: str) -> dict:
+        return orjson.loads(await self.ext.bind(orjson.dumps(binding_args(pod, node))))
+
+    def preempt(self, pod: dict, victims: dict[str, list[str]]) -> dict:
+        """victims: node -> the victims' uids kube-scheduler's own dry run chose (NodeNameToMetaVictims)."""
+        meta = {n: {"Pods": [{"UID": u} for u in uids], "NumPDBViolations": 0} for n, uids in victims.items()}
+        body = {"Pod": as_sent(pod), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
+        return orjson.loads(self.ext.preempt(orjson.dumps(body)))
+
+
+def as_sent(pod: dict) -> dict:
+    """A pod as kube-scheduler puts it in a body: without apiVersion and kind."""
+    return {k: v for k, v in pod.items() if k not in ("apiVersion", "kind")}
 
 
 RETRY = re.compile(r" \(Quotient: kube-scheduler tries it again after its backoff, (\w+)\)$")

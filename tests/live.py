@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import time
 
-import orjson
 
 from app.act.kube import KubeWriter
 from app.config import Configuration
@@ -14,7 +13,7 @@ from app.extender import Extender
 from app.state.cluster import ClusterState
 from app.sync.watch import WatchSource, make_api_client
 from fakeapi import FakeApiServer
-from helpers import FakeClock, all_usage
+from helpers import FakeClock, Verbs, all_usage
 
 FAST = dict(page_size=3, request_timeout=2.0, watch_timeout=5, read_timeout=1.0, backoff_base=0.005,
             backoff_max=0.05, absent_retry=0.2, heartbeat=0.05)
@@ -81,15 +80,13 @@ class Live:
         self.clock = FakeClock()
         self.state = ClusterState(config, clock=self.clock)
         self.ext = Extender(self.state, KubeWriter(client, self.state))
+        self.verbs = Verbs(self.ext)
 
     def filter(self, obj: dict, nodes=("n1",)) -> dict:
-        body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
-        return orjson.loads(self.ext.filter(orjson.dumps(body)))
+        return self.verbs.filter(obj, nodes)
 
     async def bind(self, obj: dict, node_name: str = "n1") -> str:
-        m = obj["metadata"]
-        body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
-        return orjson.loads(await self.ext.bind(orjson.dumps(body)))["Error"]
+        return (await self.verbs.bind(obj, node_name))["Error"]
 
     def knows(self, obj: dict, **fields) -> bool:
         """The watch has delivered this pod with these PodInfo fields."""

@@ -13,7 +13,7 @@ from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
-from helpers import FakeClock, answer_reasons, apply, make_state, one_queue
+from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, one_queue
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOWER = {"withinClusterQueue": "LowerPriority"}
@@ -82,14 +82,11 @@ def setup(*pods: dict, quota: int = 4, clock=None, refuse: bool = False, node_cp
 
 
 def filter_(ext: Extender, obj: dict, nodes=("n1",)) -> dict:
-    body = {"Pod": {k: obj[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": list(nodes)}
-    return orjson.loads(ext.filter(orjson.dumps(body)))
+    return Verbs(ext).filter(obj, nodes)
 
 
 async def bind(ext: Extender, obj: dict, node_name: str = "n1") -> str:
-    m = obj["metadata"]
-    body = {"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node_name}
-    return orjson.loads(await ext.bind(orjson.dumps(body)))["Error"]
+    return (await Verbs(ext).bind(obj, node_name))["Error"]
 
 
 def refusal(answer: dict) -> str:

@@ -18,12 +18,11 @@ Seed 003 (Kueue, "使用就绪态 Pod 配置全有或全无调度"), the section
 Quotient's own rule on top (the issue): pods a controller recreates after an eviction are the same
 workload for backoff counting, by owner (ownerReferences) or by pod group (readiness.requeue_key).
 
-The HTTP tests build an Extender on a YAML snapshot (conftest.build_extender) with a FakeClock and a
-writer that records evictions; readiness and phase changes arrive as the watch delivers them
-(apply_object), and the timeouts are acted on by Extender.reconcile, as the serve loop calls it.
-
-Tests that began as strict xfails are bugs found while writing this file, now fixed; each docstring has the
-reproduction, expected and actual behaviour. They pass (and must lose the mark) once fixed.
+The tests build an Extender on a snapshot (conftest.build_extender) with a FakeClock and a writer that
+records evictions, and call its verbs without HTTP (helpers.Verbs); only /debug/workloads is called over
+HTTP. Readiness and phase changes arrive as the watch delivers them (apply_object), and the timeouts are
+acted on by Extender.reconcile, as the serve loop calls it. A docstring that says "Expected:" records a bug
+found while writing this file, now fixed: the reproduction, and what was expected.
 """
 from __future__ import annotations
 
@@ -40,9 +39,8 @@ from app.observe.views import pending_ahead
 from app.objects.meta import format_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
-from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, binding_args,
-                      extender_args, snapshot_yaml)
-from helpers import FakeClock, make_state, one_queue, uid
+from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, snapshot_yaml)
+from helpers import FakeClock, Verbs, make_state, one_queue, uid
 from helpers import refused as refused_on
 
 CPU = 1000
@@ -124,17 +122,12 @@ def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None
     assert apply_object(ext.state, obj, deleted=deleted) is True
 
 
-async def filter_(client, pod: dict, offered=ALL) -> dict:
-    return (await client.post("/filter", json=extender_args(pod, offered))).json()
-
-
-async def admit(client, pod: dict, offered=ALL) -> str:
+async def admit(verbs: Verbs, pod: dict, offered=ALL) -> str:
     """filter, then bind onto the first node it passed; returns the node."""
-    answer = await filter_(client, pod, offered)
+    answer = verbs.filter(pod, offered)
     assert answer["NodeNames"], answer
     node = answer["NodeNames"][0]
-    r = await client.post("/bind", json=binding_args(pod, node))
-    assert r.json() == {"Error": ""}, r.json()
+    assert await verbs.bind(pod, node) == {"Error": ""}
     return node
 
 
@@ -282,16 +275,16 @@ def test_unit_and_requeue_key():
 
 # ---- timeout: a single pod, a whole group --------------------------------------------------------------------
 
-async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(build_extender, api):
+async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(build_extender):
     """Seed 003 timeout: x (a Job's pod) is admitted at START and never Ready; at START+59s nothing happens, at
     START+60s reconcile evicts it with reason PodsReadyTimeout, its quota is free, and its Job's requeue record
     counts one eviction with a 60s backoff. y, Ready 30s after admission, is never evicted."""
     x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(1).wire()
     ext, clock = build(build_extender, wfpr(timeout="60s"))
     state, writer = ext.state, ext.writer
-    async with api(ext) as client:
-        await admit(client, x)
-        await admit(client, y)
+    verbs = Verbs(ext)
+    await admit(verbs, x)
+    await admit(verbs, y)
     assert set(state.readiness) == {"job:team-a/x:uid-job-x", "pod:team-a/y"}
     assert state.readiness["job:team-a/x:uid-job-x"].admitted_at == START
     clock.advance(30)
@@ -314,7 +307,7 @@ async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(build
     assert uid(y) in state.pods
 
 
-async def test_group_times_out_whole_every_member_evicted_and_pending_holds_released(build_extender, api):
+async def test_group_times_out_whole_every_member_evicted_and_pending_holds_released(build_extender):
     """Seed 003 timeout, for a pod group (the issue: "a workload (a single pod or a whole group) ... is evicted
     whole"). Group g of 3 x 3 CPUs is admitted whole at g-0's filter (a hold and a reservation for every member);
     g-0 and g-1 bind and become Ready, g-2 never binds. At timeout both bound members are evicted (the Ready one
@@ -323,52 +316,52 @@ async def test_group_times_out_whole_every_member_evicted_and_pending_holds_rele
     pods = [member(f"g-{i}", total=3, cpu="3", at=i) for i in range(3)]
     ext, clock = build(build_extender, wfpr(timeout="60s"), quota=12, pending=pods)
     state, writer = ext.state, ext.writer
-    async with api(ext) as client:
-        await admit(client, pods[0])
-        assert set(state.holds) == {uid(p) for p in pods[1:]} and usage(ext) == 9 * CPU
-        await admit(client, pods[1])
-        watch(ext, pods[0], ready=True)
-        watch(ext, pods[1], ready=True)
-        assert set(state.readiness) == {"team-a/g"} and state.readiness["team-a/g"].ready_at is None
-        assert uid(pods[2]) in state.holds and uid(pods[2]) in state.reservations
-        clock.advance(60)
-        assert await ext.reconcile() == 2
-        assert sorted((k, r) for k, r, _ in writer.evicted) == [("team-a/g-0", PODS_READY_TIMEOUT),
-                                                                ("team-a/g-1", PODS_READY_TIMEOUT)]
-        assert not state.holds and not state.reservations and usage(ext) == 0
-        assert "team-a/g" not in state.readiness
-        assert state.requeues["team-a/g"].count == 1
-        reason = refused(await filter_(client, pods[2]))
+    verbs = Verbs(ext)
+    await admit(verbs, pods[0])
+    assert set(state.holds) == {uid(p) for p in pods[1:]} and usage(ext) == 9 * CPU
+    await admit(verbs, pods[1])
+    watch(ext, pods[0], ready=True)
+    watch(ext, pods[1], ready=True)
+    assert set(state.readiness) == {"team-a/g"} and state.readiness["team-a/g"].ready_at is None
+    assert uid(pods[2]) in state.holds and uid(pods[2]) in state.reservations
+    clock.advance(60)
+    assert await ext.reconcile() == 2
+    assert sorted((k, r) for k, r, _ in writer.evicted) == [("team-a/g-0", PODS_READY_TIMEOUT),
+                                                            ("team-a/g-1", PODS_READY_TIMEOUT)]
+    assert not state.holds and not state.reservations and usage(ext) == 0
+    assert "team-a/g" not in state.readiness
+    assert state.requeues["team-a/g"].count == 1
+    reason = refused(verbs.filter(pods[2], ALL))
     assert "workload team-a/g was requeued after PodsReadyTimeout eviction #1" in reason
     assert not state.holds and usage(ext) == 0
 
 
-async def test_group_members_recreated_by_their_job_are_admitted_whole_after_the_backoff(build_extender, api):
+async def test_group_members_recreated_by_their_job_are_admitted_whole_after_the_backoff(build_extender):
     """After a group's eviction its members come back as new pods (same group labels); they count against the
     same requeue record (the group), wait out the backoff, and are then admitted whole again."""
     pods = [member(f"g-{i}", total=2, cpu="2", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
     state = ext.state
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
-        clock.advance(60)
-        assert await ext.reconcile() == 2
-        again = [member(f"g-{i}-r1", total=2, cpu="2", at=160) for i in range(2)]
-        for p in again:
-            watch(ext, p)
-        clock.advance(59)
-        assert "PodsReadyTimeout eviction #1" in refused(await filter_(client, again[0]))
-        clock.advance(1)
-        await admit(client, again[0])
-        assert uid(again[1]) in state.holds                           # admitted whole: a hold for the other
-        await admit(client, again[1])
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
+    clock.advance(60)
+    assert await ext.reconcile() == 2
+    again = [member(f"g-{i}-r1", total=2, cpu="2", at=160) for i in range(2)]
+    for p in again:
+        watch(ext, p)
+    clock.advance(59)
+    assert "PodsReadyTimeout eviction #1" in refused(verbs.filter(again[0], ALL))
+    clock.advance(1)
+    await admit(verbs, again[0])
+    assert uid(again[1]) in state.holds                           # admitted whole: a hold for the other
+    await admit(verbs, again[1])
     assert state.requeues["team-a/g"].count == 1 and usage(ext) == 4 * CPU
 
 
 # ---- backoff: 60, 120, 240 ... capped; the filter refusal during it ----------------------------------------------
 
-async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(build_extender, api):
+async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(build_extender):
     """Seed 003: each PodsReadyTimeout eviction requeues the workload after backoffBaseSeconds * 2^(n-1), capped at
     backoffMaxSeconds: here base 60, max 200: 60, 120, 200, 200. Until the backoff passes, filter refuses the
     Job's recreated pod on every node (FailedAndUnresolvableNodes: preemption cannot help) with the reason
@@ -376,25 +369,25 @@ async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(bu
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffMaxSeconds": 200}))
     state = ext.state
     seen = []
-    async with api(ext) as client:
-        pod = owned("x", "x")
-        for n, expected in enumerate([60, 120, 200, 200], start=1):
-            await admit(client, pod)
-            clock.advance(60)
-            assert await ext.reconcile() == 1
-            q = state.requeues["team-a/Job/x"]
-            assert q.count == n
-            seen.append(q.at - clock.now)
-            pod = owned(f"x-r{n}", "x", at=clock.now - T0)        # the Job recreates it
-            clock.advance(expected - 1)
-            answer = await filter_(client, pod)
-            reason = refused(answer)
-            assert reason == (f"workload team-a/Job/x was requeued after PodsReadyTimeout eviction #{n}; it waits "
-                              f"out a {expected}s backoff, until {format_time(q.at)}")
-            entry = ext.journal.entries[-1]
-            assert (entry["outcome"], entry["resolvable"]) == ("PodsReadyGate", False)
-            assert uid(pod) not in state.reservations
-            clock.advance(1)
+    verbs = Verbs(ext)
+    pod = owned("x", "x")
+    for n, expected in enumerate([60, 120, 200, 200], start=1):
+        await admit(verbs, pod)
+        clock.advance(60)
+        assert await ext.reconcile() == 1
+        q = state.requeues["team-a/Job/x"]
+        assert q.count == n
+        seen.append(q.at - clock.now)
+        pod = owned(f"x-r{n}", "x", at=clock.now - T0)        # the Job recreates it
+        clock.advance(expected - 1)
+        answer = verbs.filter(pod, ALL)
+        reason = refused(answer)
+        assert reason == (f"workload team-a/Job/x was requeued after PodsReadyTimeout eviction #{n}; it waits "
+                          f"out a {expected}s backoff, until {format_time(q.at)}")
+        entry = ext.journal.entries[-1]
+        assert (entry["outcome"], entry["resolvable"]) == ("PodsReadyGate", False)
+        assert uid(pod) not in state.reservations
+        clock.advance(1)
     assert seen == [60, 120, 200, 200]
 
 
@@ -408,19 +401,20 @@ async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(bui
     an unknown key is a 404 naming it."""
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 1}))
     state = ext.state
+    verbs = Verbs(ext)
     async with api(ext) as client:
-        await admit(client, owned("x", "x"))
+        await admit(verbs, owned("x", "x"))
         clock.advance(60)
         await ext.reconcile()
         clock.advance(60)
-        await admit(client, owned("x-r1", "x", at=160))
+        await admit(verbs, owned("x-r1", "x", at=160))
         clock.advance(60)
         await ext.reconcile()
         q = state.requeues["team-a/Job/x"]
         assert (q.count, q.deactivated) == (2, True)
         stuck = owned("x-r2", "x", at=280)
         clock.advance(10 * 3600)
-        reason = refused(await filter_(client, stuck))
+        reason = refused(verbs.filter(stuck, ALL))
         assert reason == ("workload team-a/Job/x is deactivated after 2 PodsReadyTimeout evictions "
                           "(backoffLimitCount 1); reactivate it with POST /debug/workloads/team-a/Job/x/reactivate")
         assert ext.journal.entries[-1]["outcome"] == "PodsReadyGate"
@@ -430,7 +424,7 @@ async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(bui
         assert (r.status_code, r.json()) == (200, {"reactivated": "team-a/Job/x"})
         assert "team-a/Job/x" not in state.requeues
         assert (await client.get("/debug/workloads")).json()["requeued"] == {}
-        await admit(client, stuck)
+        await admit(verbs, stuck)
         missing = await client.post("/debug/workloads/team-a/Job/nope/reactivate")
         assert missing.status_code == 404
         assert "team-a/Job/nope" in missing.json()["error"] and "GET /debug/workloads" in missing.json()["error"]
@@ -445,9 +439,10 @@ async def test_debug_workloads_lists_admitted_workloads_and_their_readiness(buil
     """GET /debug/workloads: each admitted workload with admittedAt, readyAt, unreadyAt."""
     pods = [member(f"g-{i}", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
+    verbs = Verbs(ext)
     async with api(ext) as client:
         for p in pods:
-            await admit(client, p)
+            await admit(verbs, p)
         clock.advance(5)
         for p in pods:
             watch(ext, p, ready=True)
@@ -458,13 +453,13 @@ async def test_debug_workloads_lists_admitted_workloads_and_their_readiness(buil
 
 # ---- recoveryTimeout ---------------------------------------------------------------------------------------------
 
-async def test_lost_readiness_for_recovery_timeout_is_evicted(build_extender, api):
+async def test_lost_readiness_for_recovery_timeout_is_evicted(build_extender):
     """Seed 003 recoveryTimeout: x is Ready 5s after admission, loses readiness at START+100s; 29s later nothing,
     30s later it is evicted the same way (PodsReadyTimeout, requeued), the message naming recoveryTimeout."""
     x = owned("x", "x")
     ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"))
-    async with api(ext) as client:
-        await admit(client, x)
+    verbs = Verbs(ext)
+    await admit(verbs, x)
     clock.advance(5)
     watch(ext, x, ready=True)
     clock.advance(95)
@@ -481,13 +476,13 @@ async def test_lost_readiness_for_recovery_timeout_is_evicted(build_extender, ap
     assert ext.state.requeues["team-a/Job/x"].count == 1
 
 
-async def test_recovered_within_recovery_timeout_is_not_evicted(build_extender, api):
+async def test_recovered_within_recovery_timeout_is_not_evicted(build_extender):
     """Seed 003 recoveryTimeout: a pod that is Ready again before recoveryTimeout runs out stays; its unready mark
     is cleared, so a later short loss of readiness starts a new count."""
     x = Pod("x").queue("q").cpu("2").wire()
     ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"))
-    async with api(ext) as client:
-        await admit(client, x)
+    verbs = Verbs(ext)
+    await admit(verbs, x)
     watch(ext, x, ready=True)
     clock.advance(100)
     watch(ext, x, ready=False)
@@ -500,12 +495,12 @@ async def test_recovered_within_recovery_timeout_is_not_evicted(build_extender, 
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
 
 
-async def test_without_recovery_timeout_lost_readiness_is_never_evicted(build_extender, api):
+async def test_without_recovery_timeout_lost_readiness_is_never_evicted(build_extender):
     """Seed 003: recoveryTimeout "该参数无默认值,需显式设置": without it a workload that lost readiness stays."""
     x = Pod("x").queue("q").cpu("2").wire()
     ext, clock = build(build_extender, wfpr(timeout="60s"))
-    async with api(ext) as client:
-        await admit(client, x)
+    verbs = Verbs(ext)
+    await admit(verbs, x)
     watch(ext, x, ready=True)
     clock.advance(10)
     watch(ext, x, ready=False)
@@ -513,14 +508,14 @@ async def test_without_recovery_timeout_lost_readiness_is_never_evicted(build_ex
     assert await ext.reconcile() == 0
 
 
-async def test_member_that_succeeded_is_not_lost_readiness(build_extender, api):
+async def test_member_that_succeeded_is_not_lost_readiness(build_extender):
     """recoveryTimeout, for a group: when one member of an all-Ready group finishes (Succeeded), the group has
     not lost readiness: no unready mark, never evicted; the member still running keeps it all Ready."""
     pods = [member(f"g-{i}", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
     for p in pods:
         watch(ext, p, ready=True)
     clock.advance(10)
@@ -531,13 +526,13 @@ async def test_member_that_succeeded_is_not_lost_readiness(build_extender, api):
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
 
 
-async def test_member_losing_readiness_evicts_the_whole_group(build_extender, api):
+async def test_member_losing_readiness_evicts_the_whole_group(build_extender):
     """recoveryTimeout, for a group: one member unready for recoveryTimeout evicts every member."""
     pods = [member(f"g-{i}", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
     for p in pods:
         watch(ext, p, ready=True)
     clock.advance(100)
@@ -548,7 +543,7 @@ async def test_member_losing_readiness_evicts_the_whole_group(build_extender, ap
     assert ext.state.requeues["team-a/g"].count == 1
 
 
-async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(build_extender, api):
+async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(build_extender):
     """BUG (app/state/cluster.py track_readiness: `len(bound) >= expected` counts only bound, non-terminal
     members). Reproduction: group g of 2 (timeout 60s), both bound at START; g-0 Ready, then Succeeded at +5s;
     g-1 Ready at +30s; reconcile at +60s. Expected: no eviction: every pod of the group became Ready (Kueue's
@@ -556,9 +551,9 @@ async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(bui
     ready_at is never set and g-1 is evicted with PodsReadyTimeout ("not all Ready within timeout")."""
     pods = [member(f"g-{i}", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s"), pending=pods)
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
     watch(ext, pods[0], ready=True)
     clock.advance(5)
     watch(ext, pods[0], ready=False, phase="Succeeded")
@@ -568,7 +563,7 @@ async def test_member_that_succeeded_before_the_rest_were_ready_still_counts(bui
     assert await ext.reconcile() == 0
 
 
-async def test_member_lost_after_all_ready_starts_recovery(build_extender, api):
+async def test_member_lost_after_all_ready_starts_recovery(build_extender):
     """BUG (app/state/cluster.py track_readiness: once ready_at is set only the bound members' Ready conditions are
     looked at). Reproduction: group g of 2 (recoveryTimeout 30s) all Ready; g-1 is deleted (node lost) and its
     replacement g-1-r1 is created, pending (not placed yet); reconcile 100s later. Expected: the
@@ -576,9 +571,9 @@ async def test_member_lost_after_all_ready_starts_recovery(build_extender, api):
     after 30s. Actual: bound = [g-0], all Ready, so no unready mark is ever set and nothing is evicted."""
     pods = [member(f"g-{i}", at=i) for i in range(2)]
     ext, clock = build(build_extender, wfpr(timeout="60s", recoveryTimeout="30s"), pending=pods)
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
     for p in pods:
         watch(ext, p, ready=True)
     watch(ext, pods[1], deleted=True)
@@ -589,44 +584,44 @@ async def test_member_lost_after_all_ready_starts_recovery(build_extender, api):
 
 # ---- blockAdmission ---------------------------------------------------------------------------------------------
 
-async def test_block_admission_holds_others_until_the_admitted_workload_is_ready(build_extender, api):
+async def test_block_admission_holds_others_until_the_admitted_workload_is_ready(build_extender):
     """Seed 003 blockAdmission ("Workload 会被顺序准入"): a is admitted and not yet Ready, so b (room and quota
     to spare) is refused, unresolvable, saying why; once a is Ready, b is admitted. Without blockAdmission b is
     admitted at once."""
     a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
     ext, clock = build(build_extender, wfpr(blockAdmission=True))
-    async with api(ext) as client:
-        await admit(client, a)
-        reason = refused(await filter_(client, b))
-        assert "waitForPodsReady.blockAdmission" in reason and "not all Ready" in reason
-        assert uid(b) not in ext.state.reservations and usage(ext) == 2 * CPU
-        clock.advance(20)
-        watch(ext, a, ready=True)
-        await admit(client, b)
+    verbs = Verbs(ext)
+    await admit(verbs, a)
+    reason = refused(verbs.filter(b, ALL))
+    assert "waitForPodsReady.blockAdmission" in reason and "not all Ready" in reason
+    assert uid(b) not in ext.state.reservations and usage(ext) == 2 * CPU
+    clock.advance(20)
+    watch(ext, a, ready=True)
+    await admit(verbs, b)
     ext, _ = build(build_extender, wfpr())
-    async with api(ext) as client:
-        await admit(client, a)
-        await admit(client, b)
+    verbs = Verbs(ext)
+    await admit(verbs, a)
+    await admit(verbs, b)
 
 
-async def test_block_admission_does_not_block_a_groups_own_members(build_extender, api):
+async def test_block_admission_does_not_block_a_groups_own_members(build_extender):
     """blockAdmission counts a group as one workload: its members bind one after the other while it is not yet
     Ready, and a pod outside it waits until the whole group is Ready."""
     pods = [member(f"g-{i}", total=3, cpu="2", at=i) for i in range(3)]
     other = Pod("other").queue("q").cpu("1").created(10).wire()
     ext, clock = build(build_extender, wfpr(blockAdmission=True), pending=pods)
-    async with api(ext) as client:
-        for p in pods:
-            await admit(client, p)
-            assert "blockAdmission" in refused(await filter_(client, other))
-        watch(ext, pods[0], ready=True)
-        watch(ext, pods[1], ready=True)
-        assert "blockAdmission" in refused(await filter_(client, other))
-        watch(ext, pods[2], ready=True)
-        await admit(client, other)
+    verbs = Verbs(ext)
+    for p in pods:
+        await admit(verbs, p)
+        assert "blockAdmission" in refused(verbs.filter(other, ALL))
+    watch(ext, pods[0], ready=True)
+    watch(ext, pods[1], ready=True)
+    assert "blockAdmission" in refused(verbs.filter(other, ALL))
+    watch(ext, pods[2], ready=True)
+    await admit(verbs, other)
 
 
-async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(build_extender, api):
+async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(build_extender):
     """BUG (app/extender.py _ready_gate looks only at state.readiness, which track_readiness fills at bind).
     Reproduction: blockAdmission on; filter a (it passes, quota reserved: Quotient's admission); filter b before
     a's bind (kube-scheduler's binding cycle is asynchronous: the next pod's scheduling cycle runs meanwhile).
@@ -635,12 +630,12 @@ async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind
     group admitted whole (holds made) whose first member has not bound yet."""
     a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
     ext, _ = build(build_extender, wfpr(blockAdmission=True))
-    async with api(ext) as client:
-        assert (await filter_(client, a))["NodeNames"]
-        assert "blockAdmission" in refused(await filter_(client, b))
+    verbs = Verbs(ext)
+    assert (verbs.filter(a, ALL))["NodeNames"]
+    assert "blockAdmission" in refused(verbs.filter(b, ALL))
 
 
-async def test_block_admission_refusal_names_the_pod(build_extender, api):
+async def test_block_admission_refusal_names_the_pod(build_extender):
     """BUG (app/extender.py _ready_gate: `unit.removeprefix('pod:')` is the pod's uid). Reproduction: as in
     test_block_admission_holds_others_until_the_admitted_workload_is_ready. Expected: the refusal names the
     workload as an admin can look it up, "team-a/a". Actual: "workload uid-team-a-a is admitted and not yet all
@@ -648,15 +643,15 @@ async def test_block_admission_refusal_names_the_pod(build_extender, api):
     too."""
     a, b = Pod("a").queue("q").cpu("2").wire(), Pod("b").queue("q").cpu("2").created(1).wire()
     ext, _ = build(build_extender, wfpr(blockAdmission=True))
-    async with api(ext) as client:
-        await admit(client, a)
-        assert "workload team-a/a " in refused(await filter_(client, b))
+    verbs = Verbs(ext)
+    await admit(verbs, a)
+    assert "workload team-a/a " in refused(verbs.filter(b, ALL))
 
 
 # ---- requeuingStrategy.timestamp ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("timestamp", ["Creation", "Eviction"])
-async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_back(build_extender, api,
+async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_back(build_extender,
                                                                                      timestamp):
     """Seed 003 timestamp: x (created first) is evicted at START+60s and its Job recreates it as x-r1 (created at
     the eviction). y was created between the two. With Creation, x-r1 sorts by x's creation time, ahead of y
@@ -666,10 +661,10 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                        quota=2, pending=[y])
     state = ext.state
-    async with api(ext) as client:
-        await admit(client, x)
-        clock.advance(60)
-        assert await ext.reconcile() == 1
+    verbs = Verbs(ext)
+    await admit(verbs, x)
+    clock.advance(60)
+    assert await ext.reconcile() == 1
     x_r1 = owned("x-r1", "x", at=clock.now - T0)
     watch(ext, x_r1)
     k_x, k_y = state.queue_key(state.pods[uid(x_r1)]), state.queue_key(state.pods[uid(y)])
@@ -682,7 +677,7 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
     assert state.requeues["team-a/Job/x"].first_created == T0
 
 
-async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(build_extender, api):
+async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(build_extender):
     """Seed 003 timestamp, seen in admission (as tests/scenarios/ready-requeue-*.yaml): quota 4, StrictFIFO; x (2 CPUs,
     never Ready) and c (2 CPUs, Ready) run, n (4 CPUs) waits. x is evicted at 60s; after its 60s backoff x-r1 would
     fit the 2 free CPUs. With Creation it is the head (n is behind it) and is admitted; with Eviction it is behind
@@ -691,17 +686,17 @@ async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(
         x, n = owned("x", "x"), Pod("n").queue("q").cpu("4").created(10).wire()
         ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                            quota=4, strategy="StrictFIFO", pending=[n])
-        async with api(ext) as client:
-            c = Pod("c").queue("q").cpu("2").created(5).wire()
-            await admit(client, x)
-            await admit(client, c)
-            watch(ext, c, ready=True)
-            clock.advance(60)
-            assert await ext.reconcile() == 1
-            x_r1 = owned("x-r1", "x", at=clock.now - T0)
-            watch(ext, x_r1)
-            clock.advance(60)
-            answer = await filter_(client, x_r1)
+        verbs = Verbs(ext)
+        c = Pod("c").queue("q").cpu("2").created(5).wire()
+        await admit(verbs, x)
+        await admit(verbs, c)
+        watch(ext, c, ready=True)
+        clock.advance(60)
+        assert await ext.reconcile() == 1
+        x_r1 = owned("x-r1", "x", at=clock.now - T0)
+        watch(ext, x_r1)
+        clock.advance(60)
+        answer = verbs.filter(x_r1, ALL)
         if admitted:
             assert answer["NodeNames"] == ALL, (timestamp, answer)
         else:
@@ -710,44 +705,44 @@ async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(
 
 # ---- one workload across recreated pods -------------------------------------------------------------------------
 
-async def test_recreated_pods_of_one_owner_share_one_requeue_record(build_extender, api):
+async def test_recreated_pods_of_one_owner_share_one_requeue_record(build_extender):
     """The issue: "Evicted pods owned by a controller come back as new pods; Quotient recognises them as the same
     workload for backoff counting (by owner and group name)". x, then x-r1 (new name and uid, the same Job) are
     evicted: one record team-a/Job/x with count 2 (the second backoff is 120s, not 60s again); a pod of another
     Job has its own record."""
     ext, clock = build(build_extender, wfpr(timeout="60s"))
     state = ext.state
-    async with api(ext) as client:
-        await admit(client, owned("x", "x"))
-        await admit(client, owned("other", "other", at=1))
-        clock.advance(60)
-        assert await ext.reconcile() == 2
-        assert {k: q.count for k, q in state.requeues.items()} == {"team-a/Job/x": 1, "team-a/Job/other": 1}
-        clock.advance(60)
-        await admit(client, owned("x-r1", "x", at=clock.now - T0))
-        clock.advance(60)
-        assert await ext.reconcile() == 1
+    verbs = Verbs(ext)
+    await admit(verbs, owned("x", "x"))
+    await admit(verbs, owned("other", "other", at=1))
+    clock.advance(60)
+    assert await ext.reconcile() == 2
+    assert {k: q.count for k, q in state.requeues.items()} == {"team-a/Job/x": 1, "team-a/Job/other": 1}
+    clock.advance(60)
+    await admit(verbs, owned("x-r1", "x", at=clock.now - T0))
+    clock.advance(60)
+    assert await ext.reconcile() == 1
     q = state.requeues["team-a/Job/x"]
     assert (q.count, q.at - clock.now) == (2, 120)
     assert state.requeues["team-a/Job/other"].count == 1
 
 
-async def test_waitforpodsready_off_tracks_and_evicts_nothing(build_extender, api):
+async def test_waitforpodsready_off_tracks_and_evicts_nothing(build_extender):
     """waitForPodsReady off (the default): no readiness record, nothing evicted however long a pod stays unready,
     and no requeue gate."""
     ext, clock = build(build_extender, Configuration())
-    async with api(ext) as client:
-        await admit(client, owned("x", "x"))
-        clock.advance(24 * 3600)
-        assert await ext.reconcile() == 0
-        await admit(client, Pod("y").queue("q").cpu("2").created(1).wire())
+    verbs = Verbs(ext)
+    await admit(verbs, owned("x", "x"))
+    clock.advance(24 * 3600)
+    assert await ext.reconcile() == 0
+    await admit(verbs, Pod("y").queue("q").cpu("2").created(1).wire())
     assert ext.state.readiness == {} and ext.state.requeues == {}
 
 
 # ---- bugs in the requeue records ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("limit", [None, 0], ids=["backing-off", "deactivated"])
-async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admitted(build_extender, api, limit):
+async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admitted(build_extender, limit):
     """BUG (app/core/admission.py _ahead / queue_ahead: pending pods ahead are charged virtually whatever their
     PodsReadyTimeout gate says). Reproduction: quota 2, timestamp Creation; x (a Job's pod, 2 CPUs) is evicted by
     timeout; its Job recreates x-r1, which keeps x's place ahead of y (2 CPUs, created after x). y's filter while
@@ -759,18 +754,18 @@ async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admi
     x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(10).wire()
     rq = {"timestamp": "Creation", **({"backoffLimitCount": limit} if limit is not None else {})}
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy=rq), quota=2)
-    async with api(ext) as client:
-        await admit(client, x)
-        clock.advance(60)
-        assert await ext.reconcile() == 1
-        x_r1 = owned("x-r1", "x", at=clock.now - T0)
-        watch(ext, x_r1)
-        refused(await filter_(client, x_r1))
-        answer = await filter_(client, y)
+    verbs = Verbs(ext)
+    await admit(verbs, x)
+    clock.advance(60)
+    assert await ext.reconcile() == 1
+    x_r1 = owned("x-r1", "x", at=clock.now - T0)
+    watch(ext, x_r1)
+    refused(verbs.filter(x_r1, ALL))
+    answer = verbs.filter(y, ALL)
     assert answer["NodeNames"] == ALL, answer
 
 
-async def test_a_new_job_with_the_same_name_starts_afresh(build_extender, api):
+async def test_a_new_job_with_the_same_name_starts_afresh(build_extender):
     """BUG (app/core/readiness.py requeue_key uses the owner's kind and name, not its uid; state.requeues entries
     are never removed when the workload is gone). Reproduction: backoffLimitCount 0; Job x's pod is evicted by
     timeout, deactivating team-a/Job/x; the user deletes Job x and creates a new Job x (new uid); its pod is
@@ -778,14 +773,14 @@ async def test_a_new_job_with_the_same_name_starts_afresh(build_extender, api):
     deactivated, until an admin calls reactivate; and state.requeues grows by one entry per evicted workload for
     the life of the process."""
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"backoffLimitCount": 0}))
-    async with api(ext) as client:
-        await admit(client, owned("x", "x"))
-        clock.advance(60)
-        await ext.reconcile()
-        assert ext.state.requeues["team-a/Job/x"].deactivated
-        fresh = owned("x-abcde", "x", at=clock.now - T0 + 30, job_uid="uid-job-x-second")
-        clock.advance(60)
-        answer = await filter_(client, fresh)
+    verbs = Verbs(ext)
+    await admit(verbs, owned("x", "x"))
+    clock.advance(60)
+    await ext.reconcile()
+    assert ext.state.requeues["team-a/Job/x"].deactivated
+    fresh = owned("x-abcde", "x", at=clock.now - T0 + 30, job_uid="uid-job-x-second")
+    clock.advance(60)
+    answer = verbs.filter(fresh, ALL)
     assert answer["NodeNames"] == ALL, answer
 
 
