@@ -35,6 +35,10 @@ class _Builder:
     def clone(self):
         return copy.deepcopy(self)
 
+    def annotation(self, key: str, value: str):
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
 
 # ---- Kueue objects ---------------------------------------------------------------------------
 
@@ -260,10 +264,24 @@ class Pod(_Builder):
         self._obj["metadata"]["creationTimestamp"] = timestamp
         return self
 
+    def started(self, seconds: float) -> Pod:
+        """status.startTime, BASE_TIME + seconds: when the kubelet started it."""
+        self._obj.setdefault("status", {"phase": "Running"})["startTime"] = format_time(BASE_TIME + seconds)
+        return self
+
+    def scheduled(self, seconds: float) -> Pod:
+        """The PodScheduled condition's lastTransitionTime, BASE_TIME + seconds: when it was bound."""
+        self._condition({"type": "PodScheduled", "status": "True",
+                         "lastTransitionTime": format_time(BASE_TIME + seconds)})
+        return self
+
+    def _condition(self, condition: dict) -> None:
+        conditions = self._obj.setdefault("status", {"phase": "Running"}).setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c["type"] != condition["type"]] + [condition]
+
     def ready(self, ready: bool = True) -> Pod:
         """The Ready condition (waitForPodsReady counts a pod as started only once it is Ready)."""
-        status = self._obj.setdefault("status", {"phase": "Running"})
-        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+        self._condition({"type": "Ready", "status": "True" if ready else "False"})
         return self
 
     def node(self, name: str | None) -> Pod:
@@ -295,10 +313,6 @@ class Pod(_Builder):
 
     def label(self, key: str, value: str) -> Pod:
         self._obj["metadata"]["labels"][key] = value
-        return self
-
-    def annotation(self, key: str, value: str) -> Pod:
-        self._obj["metadata"].setdefault("annotations", {})[key] = value
         return self
 
     def owner(self, kind: str, name: str, uid: str, api_version: str = "batch/v1") -> Pod:

@@ -51,6 +51,17 @@ def pod_info(state: ClusterState, ns: str, name: str):
     return found
 
 
+def preemptor_of(state: ClusterState, ns: str, name: str):
+    """The pending pod as core.preemption sees it: its ClusterQueue, quota node and flavor assignment."""
+    from app.core.admission import assign
+    from app.core.preemption.targets import Preemptor
+
+    p = pod_info(state, ns, name)
+    _, cq = state.queue_of(p)
+    a = assign(state, p, cq)
+    return Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+
+
 def all_usage(state: ClusterState) -> dict:
     """Every node's usage, non-zero entries only: {(kind, name): {(flavor, resource): amount}}."""
     out = {}

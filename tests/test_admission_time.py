@@ -29,19 +29,17 @@ from app.sim.scenario import ScenarioError, load_scenario
 from app.sim.scheduler import SimScheduler
 
 from builders import BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
-from helpers import FakeClock, apply, make_state, pod_info
+from helpers import FakeClock, apply, make_state, pod_info, preemptor_of
 
 
 def running(name, created=0, scheduled=None, started=None, cpu="1", priority=None):
     """A running pod; scheduled/started are seconds after BASE_TIME (PodScheduled, status.startTime)."""
-    obj = Pod(name).queue("lq").cpu(cpu).priority(priority).created(created).node("n1").obj()
-    status = obj["status"]
+    pod = Pod(name).queue("lq").cpu(cpu).priority(priority).created(created).node("n1")
     if scheduled is not None:
-        status["conditions"] = [{"type": "PodScheduled", "status": "True",
-                                 "lastTransitionTime": format_time(BASE_TIME + scheduled)}]
+        pod.scheduled(scheduled)
     if started is not None:
-        status["startTime"] = format_time(BASE_TIME + started)
-    return obj
+        pod.started(started)
+    return pod.obj()
 
 
 def within_state(*pods, policy="LowerOrNewerEqualPriority", clock=None, quota="4"):
@@ -52,12 +50,7 @@ def within_state(*pods, policy="LowerOrNewerEqualPriority", clock=None, quota="4
 
 
 def candidate_keys(state, ns="team-a", name="p") -> list[str]:
-    from app.core.admission import assign
-
-    p = pod_info(state, ns, name)
-    _, c = state.queue_of(p)
-    a = assign(state, p, c)
-    pre = Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
+    pre = preemptor_of(state, ns, name)
     return [x.pod.key for x in find_candidates(state, pre, pre.relevant, set())]
 
 

@@ -19,12 +19,12 @@ from app.core.preemption.candidates import find_candidates
 from app.objects.annotations import FENCE
 from app.core.preemption.quota import quota_targets as quota_targets_of
 from app.core.preemption.targets import (IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING,
-                                         IN_COHORT_RECLAMATION, Preemptor)
+                                         IN_COHORT_RECLAMATION)
 from app.core.quota import available
 from app.core.admission import assign
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
-from helpers import CPU, all_usage, make_state, pod_info
+from helpers import CPU, all_usage, make_state, pod_info, preemptor_of
 
 FR = ("default-flavor", "cpu")
 MEM = ("default-flavor", "memory")
@@ -74,22 +74,15 @@ def unchanged(s):
     assert fingerprint(s) == before
 
 
-def preemptor(s, ns, name) -> Preemptor:
-    p = pod_info(s, ns, name)
-    _, c = s.queue_of(p)
-    a = assign(s, p, c)
-    return Preemptor(p, c, s.quota_node(c.name), a.usage, set(a.flavors.values()))
-
-
 def candidates(s, ns="q", name="in"):
-    pre = preemptor(s, ns, name)
+    pre = preemptor_of(s, ns, name)
     with unchanged(s):
         return find_candidates(s, pre, pre.relevant, set())
 
 
 def targets(s, ns="q", name="in"):
     """{victim: reason} of the quota targets (None when there is no set of them)."""
-    pre = preemptor(s, ns, name)
+    pre = preemptor_of(s, ns, name)
     with unchanged(s):
         found = quota_targets_of(s, pre, find_candidates(s, pre, pre.relevant, set()))
     return None if found is None else {t.candidate.pod.key: t.reason for t in found}
@@ -250,7 +243,7 @@ def test_hierarchical_preemption_with_multiple_resources():
               running("admitted-borrowing", "q-borrowing", 3, 0, memory="1Gi"),
               running("admitted-same-cohort", "q-same-cohort", 1, -2, memory="3Gi"),
               incoming=incoming(2, -2, memory="1Gi"))
-    assert preemptor(s, "q", "in").needs == {MEM}
+    assert preemptor_of(s, "q", "in").needs == {MEM}
     assert s.quota_node("q-borrowing").usage[MEM] == gi
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
 

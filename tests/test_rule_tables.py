@@ -4,29 +4,38 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import WaitForPodsReady
+from app.config import Configuration, WaitForPodsReady
+from app.core.binding import room_refusal
+from app.core.gang_admission import GROUP_INCOMPLETE, check_group
+from app.core.gangs import KUEUE_TOTAL
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
+from app.core.preemption.candidates import find_candidates
 from app.core.preemption.classic import borrow_within_cohort
 from app.core.preemption.fairsharing import (LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
                                              strategy_allows)
-from app.core.preemption.laws import delay_left
+from app.core.preemption.laws import delay_left, guarantee_protected
 from app.core.preemption.ordering import admission_key, newer, plan_key
 from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
 from app.core.quota import QuotaNode
 from app.core.readiness import Readiness, RequeueRecord, backoff_after, queue_order, refusal, timed_out
-from app.objects.kueue import ClusterQueue, Preemption
-from app.objects.pod import PodInfo
+from app.objects import kueue
+from app.objects.annotations import FENCE
+from app.objects.pod import PodInfo, decode_pod
+from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor,
+                      cpu_queue)
+from helpers import make_state, pod_info, preemptor_of
 
-T0 = 1_767_225_600.0        # 2026-01-01T00:00:00Z
+T0 = float(BASE_TIME)       # 2026-01-01T00:00:00Z
 
 
-def pod(name: str = "p", priority: int | None = 0, created: float | None = T0, **kw) -> PodInfo:
-    return PodInfo(uid=f"uid-{name}", namespace="ns", name=name, labels={}, annotations={}, requests={"cpu": 1000},
-                   priority=priority, created=created, **kw)
+def pod(name: str = "p", priority: int | None = 0, created: float = T0, started: float | None = None) -> PodInfo:
+    """A decoded pod: 1 CPU in namespace ns; created and started are times (T0 is the builders' BASE_TIME)."""
+    built = Pod(name, "ns").cpu("1").priority(priority).created(created - T0)
+    return decode_pod((built if started is None else built.node("n1").started(started - T0)).obj())
 
 
 def preemptor(priority: int, policy: str = "LowerPriority", threshold: int | None = None) -> Preemptor:
-    cq = ClusterQueue("cq", preemption=Preemption("LowerPriority", "Any", policy, threshold))
+    cq = kueue.ClusterQueue("cq", preemption=kueue.Preemption("LowerPriority", "Any", policy, threshold))
     return Preemptor(pod("preemptor", priority), cq, QuotaNode("cq", False), {}, set())
 
 
@@ -93,12 +102,129 @@ def test_victim_groups_are_ordered_as_yunikorn_chooses_a_node(groups, best):
     assert min(plans, key=plan_key).node == best
 
 
+# ---- candidates: withinClusterQueue and reclaimWithinCohort (Kueue's findCandidates) ------------------------------
+
+def within_state(policy: str, victim_priority: int, victim_created: float):
+    """cq (4 CPUs) full with victim (4 CPUs); p (2 CPUs, priority 100, created at 10 s) waits in it."""
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                      cpu_queue("cq", 4, preemption={"withinClusterQueue": policy}),
+                      LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                      Pod("victim").queue("lq").cpu("4").priority(victim_priority).created(victim_created).node("n1")
+                      .obj(),
+                      Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
+
+
+def candidate_names(state) -> set[str]:
+    pre = preemptor_of(state, "team-a", "p")
+    return {c.pod.name for c in find_candidates(state, pre, pre.relevant, set())}
+
+
+@pytest.mark.parametrize("policy,victim_priority,victim_created,taken", [
+    ("Never", 0, 0, False),
+    ("LowerPriority", 99, 0, True),
+    ("LowerPriority", 100, 20, False),                      # equal priority: never under LowerPriority
+    ("LowerOrNewerEqualPriority", 99, 0, True),
+    ("LowerOrNewerEqualPriority", 100, 11, True),           # equal priority, one second newer
+    ("LowerOrNewerEqualPriority", 100, 10.7, False),        # the same second (the API server's resolution): a tie
+    ("LowerOrNewerEqualPriority", 100, 9, False),           # older
+    ("LowerOrNewerEqualPriority", 101, 20, False),          # higher, however new
+])
+def test_within_cluster_queue_policy_at_its_boundaries(policy, victim_priority, victim_created, taken):
+    assert candidate_names(within_state(policy, victim_priority, victim_created)) == ({"victim"} if taken else set())
+
+
+def cohort_state(policy: str, victim_priority: int, fence_on: str | None = None, guarantee: bool = False,
+                 b_cpu=(4, 4)):
+    """Cohort co: a (4 CPUs, reclaimWithinCohort policy) idle, b (4 CPUs) borrowing all of a's with b-0 and b-1
+    (4 CPUs each unless b_cpu says otherwise); p (a, 2 CPUs, priority 100) waits. fence_on puts the preemption
+    fence on a or on co."""
+    a = ClusterQueue("a").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4"))
+    co = Cohort("co")
+    if fence_on:
+        {"a": a, "co": co}[fence_on].annotation(FENCE, "true")
+    config = Configuration(guarantee_protection=True) if guarantee else None
+    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(), Namespace("team-b").obj(),
+                      co.obj(), a.preemption({"reclaimWithinCohort": policy}).obj(), cpu_queue("b", 4, "co"),
+                      LocalQueue("lq", "team-a").cluster_queue("a").obj(),
+                      LocalQueue("lq", "team-b").cluster_queue("b").obj(),
+                      *(Pod(f"b-{i}", "team-b").queue("lq").cpu(str(cpu)).priority(victim_priority).created(i)
+                        .node("n1").obj() for i, cpu in enumerate(b_cpu)),
+                      Pod("p").queue("lq").cpu("2").priority(100).created(10).obj(), config=config)
+
+
+@pytest.mark.parametrize("policy,victim_priority,taken", [
+    ("Never", 0, set()),
+    ("LowerPriority", 99, {"b-0", "b-1"}),
+    ("LowerPriority", 100, set()),                          # equal priority: not lower
+    ("Any", 1000, {"b-0", "b-1"}),                          # any priority, as b borrows
+])
+def test_reclaim_within_cohort_policy_at_its_boundaries(policy, victim_priority, taken):
+    assert candidate_names(cohort_state(policy, victim_priority)) == taken
+
+
+@pytest.mark.parametrize("fence_on,taken", [
+    (None, {"b-0", "b-1"}),
+    ("a", set()),                                           # law 7: victims stay inside a's fence
+    ("co", {"b-0", "b-1"}),                                 # b is inside co's fence with a
+])
+def test_the_preemption_fence_bounds_the_reclaim(fence_on, taken):
+    assert candidate_names(cohort_state("Any", 0, fence_on)) == taken
+
+
+@pytest.mark.parametrize("b_cpu,protected", [
+    ((4, 4), False),                                        # b at 8 of 4: taking b-0 leaves it at its nominal 4
+    ((4, 1), True),                                         # b at 5: taking b-0 leaves 1 < 4
+])
+def test_guarantee_protection_keeps_a_queue_at_its_nominal_quota(b_cpu, protected):
+    """YuniKorn's law 2 (guaranteeProtection): a victim whose queue would drop below its nominal quota is kept."""
+    state = cohort_state("Any", 0, guarantee=True, b_cpu=b_cpu)
+    pre = preemptor_of(state, "team-a", "p")
+    victim = next(c for c in find_candidates(state, pre, pre.relevant, set()) if c.pod.name == "b-0")
+    assert guarantee_protected(state, victim) is protected
+
+
+# ---- gang admission: when a group may be admitted at all ------------------------------------------------------------
+
+@pytest.mark.parametrize("queues,total,rule", [
+    (("lq", "lq"), "2", None),
+    (("lq", "lq", "lq"), "2", None),                        # more members than the total: complete
+    (("lq",), "2", GROUP_INCOMPLETE),                       # one short: waits, holds nothing
+    (("lq", "lq2"), "2", "GroupQueueMismatch"),
+    (("lq", "lq"), None, "GroupSizeUnknown"),
+])
+def test_a_group_is_admitted_only_complete_in_one_queue(queues, total, rule):
+    members = []
+    for i, queue in enumerate(queues):
+        member = Pod(f"g-{i}").queue(queue).cpu("1").created(i).label("kueue.x-k8s.io/pod-group-name", "g")
+        members.append((member if total is None else member.annotation(KUEUE_TOTAL, total)).obj())
+    state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").obj(), cpu_queue("cq", 8),
+                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                       LocalQueue("lq2", "team-a").cluster_queue("cq").obj(), *members)
+    infos = [pod_info(state, "team-a", m["metadata"]["name"]) for m in members]
+    refusal_ = check_group(state, infos[0], "team-a/g", infos)
+    assert (refusal_.rule if refusal_ else None) == rule
+
+
+# ---- binding: room held on a node for others ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cpu,refused_", [("4", False), ("4001m", True)])
+def test_bind_counts_the_room_held_for_others_to_the_millicpu(cpu, refused_):
+    """n1 has 8 CPUs; a hold keeps 4 of them for a preemptor, so a pod of 4 CPUs binds and one of 4001m does not."""
+    state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("8").obj(), cpu_queue("cq", 16),
+                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                       Pod("holder").queue("lq").cpu("4").obj(), Pod("p").queue("lq").cpu(cpu).obj())
+    holder = pod_info(state, "team-a", "holder")
+    state.hold(holder.uid, "n1", holder.requests, None, {})
+    reason = room_refusal(state, pod_info(state, "team-a", "p"), "n1")
+    assert bool(reason) is refused_ and (not reason or "room held there for other pods" in reason)
+
+
 # ---- laws: the preemption delay -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("delay,age,left", [(30.0, 0, 30.0), (30.0, 29, 1.0), (30.0, 30, 0.0), (30.0, 45, -15.0),
                                             (0.0, 0, 0.0)])
 def test_the_preemption_delay_counts_from_the_pods_creation(delay, age, left):
-    cq = ClusterQueue("cq", preemption_delay=delay)
+    cq = kueue.ClusterQueue("cq", preemption_delay=delay)
     assert delay_left(cq, pod(created=T0), T0 + age) == left
 
 
