@@ -20,8 +20,9 @@ from .act.intents import Actions
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core import binding, gang_admission, gangs, preemption, readiness, reclaim
+from .core import binding, gang_admission, gangs, readiness, reclaim
 from .core.admission import Verdict, decide, drained, may_reclaim
+from .core.cleared import cleared_cause
 from .core.decisions import Evict, Refuse
 from .core.flavors import Charge
 from .core.gangs import group_of
@@ -30,7 +31,7 @@ from .core.preemption import kube_preempt
 from .journal import BindRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
-from .refusals import QUOTA_RULES, Refusal, Refusals, retry_cause, retry_message
+from .refusals import Refusals, retry_cause, retry_message
 from .state.cluster import ClusterState
 
 log = logging.getLogger("quotient.extender")
@@ -530,53 +531,14 @@ class Extender:
             self.refusals[uid] = r                       # judged again after the others
             if r.cleared_at is not None:
                 continue                                 # once per refusal; filter's next answer books anew
-            cause = self._cleared(pod, r)
+            if pod.uid not in state.holds:
+                state.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone
+            cause = cleared_cause(state, pod, r.rule, r.reason, r.holds)
             if cause:
                 r.cleared_at, r.cause = now, cause
                 self.refusals.cleared[cause] += 1
                 cleared += 1
         return cleared
-
-    def _cleared(self, pod: PodInfo, r: Refusal) -> str:
-        """Why pod's refusal r no longer holds in Quotient's own state, "" while it does: time (backoff,
-        preemption delay, hold expiry), victims gone, a group complete, quota or queues changed."""
-        state = self.state
-        if pod.uid not in state.holds and self._ready_gate(pod):
-            return ""
-        if r.rule == "PodsReadyGate":
-            return "PodsReadyGateCleared"
-        key = group_of(pod)
-        held = state.holds.get(pod.uid)
-        if held is not None:
-            if held.left(state.pods) or (key and gang_admission.group_over_quota(state, state.members(key))):
-                return ""
-            return "VictimsGone"
-        if r.rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
-            return "HoldExpired"
-        if r.rule == "RoomHeld":
-            return "" if r.holds <= state.holds.keys() else "HoldReleased"
-        if r.rule == "NoFlavorNodes":
-            return ""                     # nodes: kube-scheduler watches them itself
-        if key:
-            if r.rule == "GroupIncomplete":
-                size = gangs.expected_size(state, pod)
-                return "GroupComplete" if size is not None and len(state.members(key)) >= size else ""
-            pending = gangs.pending_members(state, state.members(key))
-            if not pending:
-                return ""
-            verdict = decide(state, gangs.as_workload(key, pending))
-        else:
-            verdict = decide(state, pod)
-        if verdict.admit and verdict.managed:
-            a = verdict.assignment
-            if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
-                return ""
-            return "QuotaFreed" if r.rule in QUOTA_RULES else "QueueChanged"
-        if "preemption delay" in r.reason and may_reclaim(verdict):
-            cq = state.cluster_queues.get(verdict.cluster_queue)
-            if cq is not None and not preemption.may_preempt(state, pod, cq, state.clock()):
-                return "PreemptionDelayOver"
-        return ""
 
     def reactivate(self, key: str) -> bool:
         """Clear a workload's PodsReadyTimeout record (deactivation and backoff), as an admin asks."""

@@ -23,13 +23,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .core import preemption, readiness
+from .core.decisions import QUOTA_RULES
 from .core.flavors import PREEMPT
 from .core.gangs import group_of
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
 RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway
-QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
-                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
 LEAVING_RULES = frozenset({"WaitingForVictims", "Preempting", "GroupPreempting", "VictimsStillRunning"})
 HELD_RULES = frozenset({"RoomHeld", "GroupReserved"})
 

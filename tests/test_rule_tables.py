@@ -6,6 +6,7 @@ import pytest
 
 from app.config import Configuration, WaitForPodsReady
 from app.core.binding import room_refusal
+from app.core.cleared import cleared_cause
 from app.core.gang_admission import GROUP_INCOMPLETE, check_group
 from app.core.gangs import KUEUE_TOTAL
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
@@ -17,7 +18,8 @@ from app.core.preemption.laws import delay_left, guarantee_protected
 from app.core.preemption.ordering import admission_key, newer, plan_key
 from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
 from app.core.quota import QuotaNode
-from app.core.readiness import Readiness, RequeueRecord, backoff_after, queue_order, refusal, timed_out
+from app.core.readiness import (Readiness, RequeueRecord, all_ready, backoff_after, queue_order, refusal,
+                                timed_out)
 from app.objects import kueue
 from app.objects.annotations import FENCE
 from app.objects.pod import PodInfo, decode_pod
@@ -205,6 +207,23 @@ def test_a_group_is_admitted_only_complete_in_one_queue(queues, total, rule):
     assert (refusal_.rule if refusal_ else None) == rule
 
 
+# ---- cleared refusals: what a wait was waiting for -----------------------------------------------------------------
+
+@pytest.mark.parametrize("rule,reason,holds_then,cause", [
+    ("QuotaExceeded", "cpu request 2 > 0 available", set(), "QuotaFreed"),
+    ("ClusterQueueStopped", "stopPolicy Hold", set(), "QueueChanged"),
+    ("NoFlavorNodes", "none of the nodes offered", set(), ""),      # kube-scheduler watches nodes itself
+    ("WaitingForVictims", "victims still running", set(), "HoldExpired"),
+    ("RoomHeld", "the room is held", {"uid-gone"}, "HoldReleased"),
+    ("RoomHeld", "the room is held", set(), ""),                    # the same holds stand
+])
+def test_a_refusal_clears_when_its_cause_is_gone(rule, reason, holds_then, cause):
+    """p (2 CPUs) in cq (4 CPUs, nothing running) would be admitted now; each row is why it was refused."""
+    state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").obj(), cpu_queue("cq", 4),
+                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), Pod("p").queue("lq").cpu("2").obj())
+    assert cleared_cause(state, pod_info(state, "team-a", "p"), rule, reason, holds_then) == cause
+
+
 # ---- binding: room held on a node for others ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cpu,refused_", [("4", False), ("4001m", True)])
@@ -242,6 +261,24 @@ def test_timeouts_at_their_boundaries(admitted_ago, ready_ago, unready_ago, time
     r = Readiness(now - admitted_ago, None if ready_ago is None else now - ready_ago,
                   None if unready_ago is None else now - unready_ago)
     assert bool(timed_out(r, WaitForPodsReady(timeout=300.0, recovery_timeout=180.0), now)) is timed
+
+
+def bound(name: str, ready: bool) -> PodInfo:
+    return decode_pod(Pod(name, "ns").cpu("1").node("n1").ready(ready).obj())
+
+
+@pytest.mark.parametrize("ready,unbound,finished,group_size,expected", [
+    ((True, True), 0, 1, 3, True),               # a group of 3: 2 Ready and 1 Succeeded
+    ((True, True), 0, 0, 3, False),              # a group of 3 with 2 bound
+    ((True, True, True), 0, 0, 3, True),
+    ((True, False), 0, 0, None, False),          # a Job's pods: one not Ready
+    ((True, True), 1, 0, None, False),           # a Job's pods: one not bound yet
+    ((True,), 0, 0, None, True),                 # one pod
+])
+def test_a_workload_is_ready_when_all_its_pods_are_bound_and_ready(ready, unbound, finished, group_size, expected):
+    running = [bound(f"m-{i}", r) for i, r in enumerate(ready)]
+    waiting = [pod(f"w-{i}") for i in range(unbound)]
+    assert all_ready(running, running + waiting, finished, group_size) is expected
 
 
 @pytest.mark.parametrize("limit,previous,count,deactivated,wait", [

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from ..objects.pod import PodInfo
 from .flavors import Charge
 
+# The rules that refuse a pod for want of quota (or its order in the queue): what frees quota clears them.
+QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
+                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
+
 
 @dataclass(frozen=True, slots=True)
 class Refuse:

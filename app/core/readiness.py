@@ -67,6 +67,17 @@ class RequeueRecord:
     owner_uid: str = ""            # a new controller of the same name starts afresh
 
 
+def all_ready(bound: list[PodInfo], members: list[PodInfo], finished: int, group_size: int | None) -> bool:
+    """Kueue's PodsReady condition for a workload: all its pods bound and Ready. A pod group needs its size
+    bound, counting members that Succeeded (Kueue counts them as ready); a Job's pods (or one pod) need
+    every pod that exists bound."""
+    if group_size is not None:
+        complete = len(bound) + finished >= group_size
+    else:
+        complete = len(bound) == len(members)
+    return complete and all(m.ready for m in bound)
+
+
 def timed_out(r: Readiness, cfg, now: float) -> str:
     """Why the workload must be evicted now, or "" (Kueue's timeout, then recoveryTimeout)."""
     if r.ready_at is None and now - r.admitted_at >= cfg.timeout:

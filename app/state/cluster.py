@@ -22,7 +22,7 @@ from ..config import Configuration
 from ..core.flavors import Charge, quota_usage, running_flavors
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
-from ..core.readiness import Readiness, RequeueRecord, queue_order, requeue_key, unit_of
+from ..core.readiness import Readiness, RequeueRecord, all_ready, queue_order, requeue_key, unit_of
 from ..core.quota import QuotaNode, available
 from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
@@ -388,11 +388,7 @@ class ClusterState:
         now = self.clock()
         if record is None:
             record = self.readiness[unit] = Readiness(now)
-        if group:
-            complete = len(bound) + record.finished >= (expected_size(self, pod) or 1)
-        else:                           # a Job's pods (or one pod): every one that exists is bound
-            complete = len(bound) == len(members)
-        if complete and all(m.ready for m in bound):
+        if all_ready(bound, members, record.finished, (expected_size(self, pod) or 1) if group else None):
             record.ready_at = record.ready_at or now
             record.unready_at = None
         elif record.ready_at is not None and record.unready_at is None:

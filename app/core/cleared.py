@@ -1,0 +1,59 @@
+"""When a refusal no longer holds: what filter refused a pod for has changed in Quotient's own state.
+
+Nothing here is written to the cluster: a pod answered as a retry is tried again by kube-scheduler by
+itself, and no write would move a parked one (app/refusals.py). The cause is shown by /debug/pods and
+counted by quotient_refusals_cleared_total, so an admin sees what a wait was waiting for.
+"""
+from __future__ import annotations
+
+from ..objects.pod import PodInfo
+from . import gangs
+from .admission import decide, may_reclaim
+from .decisions import QUOTA_RULES
+from .flavors import Charge
+from .gang_admission import group_over_quota
+from .preemption import may_preempt
+from .readiness import admission_gate
+from .view import ClusterView
+
+
+def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
+    """Why pod's refusal (rule, reason; holds_then: the holds that stood when it was refused) no longer
+    holds, "" while it does: time (backoff, preemption delay, hold expiry), victims gone, a group complete,
+    quota or queues changed."""
+    if pod.uid not in state.holds and admission_gate(state, pod):
+        return ""
+    if rule == "PodsReadyGate":
+        return "PodsReadyGateCleared"
+    key = gangs.group_of(pod)
+    held = state.holds.get(pod.uid)
+    if held is not None:
+        if held.left(state.pods) or (key and group_over_quota(state, state.members(key))):
+            return ""
+        return "VictimsGone"
+    if rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
+        return "HoldExpired"
+    if rule == "RoomHeld":
+        return "" if holds_then <= state.holds.keys() else "HoldReleased"
+    if rule == "NoFlavorNodes":
+        return ""                     # nodes: kube-scheduler watches them itself
+    if key:
+        if rule == "GroupIncomplete":
+            size = gangs.expected_size(state, pod)
+            return "GroupComplete" if size is not None and len(state.members(key)) >= size else ""
+        pending = gangs.pending_members(state, state.members(key))
+        if not pending:
+            return ""
+        verdict = decide(state, gangs.as_workload(key, pending))
+    else:
+        verdict = decide(state, pod)
+    if verdict.admit and verdict.managed:
+        a = verdict.assignment
+        if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
+            return ""
+        return "QuotaFreed" if rule in QUOTA_RULES else "QueueChanged"
+    if "preemption delay" in reason and may_reclaim(verdict):
+        cq = state.cluster_queues.get(verdict.cluster_queue)
+        if cq is not None and not may_preempt(state, pod, cq, state.clock()):
+            return "PreemptionDelayOver"
+    return ""
