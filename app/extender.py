@@ -20,7 +20,7 @@ from .act.intents import Actions
 from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core import binding, gang_admission, gangs, readiness, reclaim
+from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
 from .core.admission import Verdict, decide, drained, may_reclaim
 from .core.cleared import cleared_cause
 from .core.decisions import Evict, Refuse
@@ -126,6 +126,11 @@ class Extender:
             return self._filter_answer(nodes, [], b"[]", failed=dict.fromkeys(offered.names, reason))
         return self._refuse_all(nodes, offered, reason)
 
+    def _refused(self, pod: PodInfo, r: Refuse, nodes: dict | None, offered: OfferedNodes, queue: str) -> bytes:
+        """A core refusal after the verdict admitted: journaled and answered (no node passes)."""
+        self._journal(FilterRecord(pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue))
+        return self._refuse(pod, r.rule, r.reason, nodes, offered)
+
     # ---- filter ------------------------------------------------------------
     def filter(self, raw: bytes) -> bytes:
         obj, offered, nodes = self._offer(raw)
@@ -173,29 +178,15 @@ class Extender:
                                 verdict.resolvable, verdict.assignment)
         flavor_names = frozenset(flavors.values())
         passing, encoded = offered.on_offer(state, flavor_names)
-        if not passing:
-            reason = (f"none of the {len(offered.names)} nodes offered belongs to flavor(s) "
-                      f"{', '.join(sorted(flavor_names))}; kube-scheduler may offer only part of the "
-                      "cluster (set percentageOfNodesToScore: 100)")
-            self._journal(FilterRecord(pod=pod.key, outcome="NoFlavorNodes", reason=reason,
-                                       queue=verdict.cluster_queue))
-            return self._refuse(pod, "NoFlavorNodes", reason, nodes, offered)
-        if held is not None and held.node in passing and len(passing) > 1:
-            passing, encoded = [held.node], orjson.dumps([held.node])     # the room kept for it
-        elif state.holds:
-            passing, encoded = self._outside_holds(pod, passing, encoded)
-            if not passing:
-                reason = "the room on the offered nodes is held for other pods (preemptors, pod group members)"
-                return self._refuse(pod, "RoomHeld", reason, nodes, offered)
+        kept = filtering.nodes_for(state, pod, flavor_names, passing, len(offered.names))
+        if isinstance(kept, Refuse):
+            return self._refused(pod, kept, nodes, offered, verdict.cluster_queue)
+        if kept is not passing:
+            passing, encoded = kept, orjson.dumps(kept)
         if charge is None:
-            a = verdict.assignment
-            charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
-            over = state.over_quota(charge)
-            if over:       # the plan counts victims as gone, the quota still holds them
-                reason = reclaim.still_running(over)
-                self._journal(FilterRecord(pod=pod.key, outcome="VictimsStillRunning", reason=reason,
-                                           queue=verdict.cluster_queue))
-                return self._refuse(pod, "VictimsStillRunning", reason, nodes, offered)
+            charge = filtering.reservation(state, verdict)
+            if isinstance(charge, Refuse):
+                return self._refused(pod, charge, nodes, offered, verdict.cluster_queue)
             state.reserve(pod.uid, charge)
         self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue,
                                    flavors=dict(flavors), offered=len(offered.names), nodes=len(passing),

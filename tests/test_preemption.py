@@ -37,8 +37,9 @@ from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 
 from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor,
-                      cpu_queue, extender_args)
-from helpers import CPU, FakeClock, all_usage, answer_reasons, apply, delete, make_state, pod_info
+                      cpu_queue, extender_args, snapshot_yaml)
+from helpers import (CPU, FakeClock, Verbs, all_usage, answer_reasons, apply, delete, make_state, one_queue, pod_info,
+                     refused)
 
 FR = ("default-flavor", "cpu")
 REPO = Path(__file__).resolve().parents[1]
@@ -1183,3 +1184,14 @@ async def test_preempt_names_only_victims_running_on_the_node_they_are_listed_fo
     for node_name, uids in answer.items():
         assert all(s.pods[u].node_name == node_name for u in uids), answer
     assert answer == {"n1": [uid("l2")]}     # or n2 with victims on n2 only, were there such a group
+
+
+def test_a_pod_refused_for_room_held_for_another_is_journaled(build_extender):
+    """filter refuses a pod whose only offered node keeps its room for a preemptor (RoomHeld), saying so, and the
+    journal (/debug) records the refusal as it records every other."""
+    ext = build_extender(snapshot_yaml(*one_queue(32, nodes=("n1",)), Pod("other").queue("q").cpu("4").obj()))
+    other = ext.state.pods["uid-team-a-other"]
+    ext.state.hold(other.uid, "n1", other.requests, None, {})
+    answer = Verbs(ext).filter(Pod("p").queue("q").cpu("5").wire(), ["n1"])
+    assert "the room on the offered nodes is held for other pods" in refused(answer, ["n1"])
+    assert [e["outcome"] for e in ext.journal.entries if e["pod"] == "team-a/p"] == ["RoomHeld"]

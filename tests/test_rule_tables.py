@@ -7,6 +7,8 @@ import pytest
 from app.config import Configuration, WaitForPodsReady
 from app.core.binding import room_refusal
 from app.core.cleared import cleared_cause
+from app.core.decisions import Refuse
+from app.core.filtering import nodes_for
 from app.core.gang_admission import GROUP_INCOMPLETE, check_group
 from app.core.gangs import KUEUE_TOTAL
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
@@ -236,6 +238,28 @@ def test_bind_counts_the_room_held_for_others_to_the_millicpu(cpu, refused_):
     state.hold(holder.uid, "n1", holder.requests, None, {})
     reason = room_refusal(state, pod_info(state, "team-a", "p"), "n1")
     assert bool(reason) is refused_ and (not reason or "room held there for other pods" in reason)
+
+
+# ---- filtering: which of the passing nodes a pod may take -------------------------------------------------------
+
+@pytest.mark.parametrize("passing,hold_for,p_cpu,taken", [
+    ([], None, "4", "NoFlavorNodes"),
+    (["n1", "n2"], None, "4", ["n1", "n2"]),                # no hold anywhere: all of them
+    (["n1", "n2"], "p", "4", ["n1"]),                       # a preemptor: only the node held for it
+    (["n1"], "p", "4", ["n1"]),
+    (["n1", "n2"], "other", "4", ["n1", "n2"]),             # n1 keeps 4 of its 8 CPUs for other: 4 still fit
+    (["n1", "n2"], "other", "5", ["n2"]),                   # 5 do not
+    (["n1"], "other", "5", "RoomHeld"),
+])
+def test_nodes_for_at_the_held_room_boundary(passing, hold_for, p_cpu, taken):
+    state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("8").obj(), Node("n2").cpu("8").obj(),
+                       cpu_queue("cq", 32), LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+                       Pod("other").queue("lq").cpu("4").obj(), Pod("p").queue("lq").cpu(p_cpu).obj())
+    if hold_for:
+        holder = pod_info(state, "team-a", hold_for)
+        state.hold(holder.uid, "n1", holder.requests, None, {})
+    got = nodes_for(state, pod_info(state, "team-a", "p"), frozenset({"default-flavor"}), passing, 2)
+    assert (got.rule if isinstance(got, Refuse) else got) == taken
 
 
 # ---- laws: the preemption delay -------------------------------------------------------------------------------------
