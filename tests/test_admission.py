@@ -261,16 +261,20 @@ def test_strict_fifo_older_pods_that_fit_are_charged_virtually_first():
 
 # ---- nominal quota first ----------------------------------------------------------------------------------------
 
+def team_ab() -> list[dict]:
+    """team-a-cq 9 CPUs and team-b-cq 12 CPUs in cohort team-ab, a LocalQueue lq in each team's namespace."""
+    return [ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+            ClusterQueue("team-a-cq").cohort("team-ab")
+                .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
+            ClusterQueue("team-b-cq").cohort("team-ab")
+                .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+            LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj()]
+
+
 def cohort_state(*extra):
-    """team-a-cq 9 CPUs and team-b-cq 12 CPUs in cohort team-ab; team-a uses its 9 with a running pod."""
-    return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
-                      ClusterQueue("team-a-cq").cohort("team-ab")
-                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
-                      ClusterQueue("team-b-cq").cohort("team-ab")
-                          .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
-                      LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
-                      LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj(),
-                      Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(), *extra)
+    """team_ab, where team-a uses its 9 CPUs with a running pod."""
+    return make_state(*team_ab(), Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(), *extra)
 
 
 def test_nominal_quota_first_pending_team_b_pod_comes_before_team_a_borrowing():
@@ -318,14 +322,7 @@ def test_nominal_quota_first_ignores_team_b_pods_that_would_borrow_themselves():
 
 def test_nominal_quota_first_does_not_affect_pods_within_nominal():
     """seed 001 借用示例: the rule is about borrowing; a team-a pod within its own nominal quota is admitted."""
-    s = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
-                   ClusterQueue("team-a-cq").cohort("team-ab")
-                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
-                   ClusterQueue("team-b-cq").cohort("team-ab")
-                       .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
-                   LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
-                   LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj(),
-                   Pod("b-pending", "team-b").queue("lq").cpu("12").obj())
+    s = make_state(*team_ab(), Pod("b-pending", "team-b").queue("lq").cpu("12").obj())
     v = decide_pod(s, Pod("a-own", "team-a").queue("lq").cpu("9").obj())
     assert v.admit is True and v.assignment.borrowing is False
 
