@@ -281,11 +281,6 @@ class Extender:
         return offered.priorities(pack_scores(table.fullness(offered.rows(table), pod.requests)))
 
     # ---- preemption ------------------------------------------------------------------
-    def _outside_holds(self, pod: PodInfo, passing: list[str], encoded: bytes) -> tuple[list[str], bytes]:
-        """Drop the nodes where the pod would take room held for a preemptor (core.reclaim.outside_holds)."""
-        kept = reclaim.outside_holds(self.state, pod, passing)
-        return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
-
     def _reclaim(self, pod: PodInfo, verdict: Verdict) -> str:
         """Self-driven reclaim (core.reclaim), committed: the hold taken, the victims' evictions issued.
         Returns what filter tells the pod, or "" with the reason no preemption was found added to the

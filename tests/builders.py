@@ -293,7 +293,7 @@ class Pod(_Builder):
 
     def phase(self, phase: str | None) -> Pod:
         if phase:
-            self._obj["status"] = {"phase": phase}
+            self._obj.setdefault("status", {})["phase"] = phase
         return self
 
     def node_selector(self, selector: dict | None) -> Pod:

@@ -440,10 +440,10 @@ async def test_fixed_group_made_incomplete_after_admission_still_holds(load_exte
     nothing_held(ext)
 
 
-async def test_fixed_recreated_member_is_refused_for_quota_its_group_already_holds(load_extender):
-    """Issue: the group is decided whole. Quota 6 = 3 x 2 CPUs; after admission g-2 is deleted and recreated
-    (a new uid, as its controller would). The group again needs exactly 6 CPUs, 4 of them already reserved
-    for g-0 and g-1, so the new member must be admitted; it is refused with "request 6 > 2 available"."""
+async def test_a_recreated_member_is_admitted_within_the_quota_its_group_already_holds(load_extender):
+    """The group is decided whole. Quota 6 = 3 x 2 CPUs; after admission g-2 is deleted and recreated (a new
+    uid, as its controller would). The group again needs exactly 6 CPUs, 4 of them already reserved for g-0
+    and g-1, so the new member is admitted (it was once refused with "request 6 > 2 available")."""
     pods = gang(3, "2")
     ext = load_extender(snapshot(quota=6, pending=pods[1:]))
     verbs = Verbs(ext)

@@ -129,7 +129,7 @@ def candidate_names(state) -> set[str]:
     ("LowerPriority", 100, 20, False),                      # equal priority: never under LowerPriority
     ("LowerOrNewerEqualPriority", 99, 0, True),
     ("LowerOrNewerEqualPriority", 100, 11, True),           # equal priority, one second newer
-    ("LowerOrNewerEqualPriority", 100, 10.7, False),        # the same second (the API server's resolution): a tie
+    ("LowerOrNewerEqualPriority", 100, 10, False),          # the same second (the API server's resolution): a tie
     ("LowerOrNewerEqualPriority", 100, 9, False),           # older
     ("LowerOrNewerEqualPriority", 101, 20, False),          # higher, however new
 ])
@@ -211,18 +211,23 @@ def test_a_group_is_admitted_only_complete_in_one_queue(queues, total, rule):
 
 # ---- cleared refusals: what a wait was waiting for -----------------------------------------------------------------
 
-@pytest.mark.parametrize("rule,reason,holds_then,cause", [
-    ("QuotaExceeded", "cpu request 2 > 0 available", set(), "QuotaFreed"),
-    ("ClusterQueueStopped", "stopPolicy Hold", set(), "QueueChanged"),
-    ("NoFlavorNodes", "none of the nodes offered", set(), ""),      # kube-scheduler watches nodes itself
-    ("WaitingForVictims", "victims still running", set(), "HoldExpired"),
-    ("RoomHeld", "the room is held", {"uid-gone"}, "HoldReleased"),
-    ("RoomHeld", "the room is held", set(), ""),                    # the same holds stand
+@pytest.mark.parametrize("rule,reason,holds_then,hold_now,cause", [
+    ("QuotaExceeded", "cpu request 2 > 0 available", set(), False, "QuotaFreed"),
+    ("ClusterQueueStopped", "stopPolicy Hold", set(), False, "QueueChanged"),
+    ("NoFlavorNodes", "none of the nodes offered", set(), False, ""),   # kube-scheduler watches nodes itself
+    ("WaitingForVictims", "victims still running", set(), False, "HoldExpired"),
+    ("RoomHeld", "the room is held", {"uid-team-a-other"}, False, "HoldReleased"),
+    ("RoomHeld", "the room is held", {"uid-team-a-other"}, True, ""),   # the hold it met still stands
 ])
-def test_a_refusal_clears_when_its_cause_is_gone(rule, reason, holds_then, cause):
-    """p (2 CPUs) in cq (4 CPUs, nothing running) would be admitted now; each row is why it was refused."""
+def test_a_refusal_clears_when_its_cause_is_gone(rule, reason, holds_then, hold_now, cause):
+    """p (2 CPUs) in cq (4 CPUs, nothing running) would be admitted now; each row is why it was refused, and
+    whether the hold kept for other (a preemptor) still stands."""
     state = make_state(ResourceFlavor("default-flavor").obj(), Node("n1").obj(), cpu_queue("cq", 4),
-                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), Pod("p").queue("lq").cpu("2").obj())
+                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), Pod("p").queue("lq").cpu("2").obj(),
+                       Pod("other").queue("lq").cpu("1").obj())
+    if hold_now:
+        other = pod_info(state, "team-a", "other")
+        state.hold(other.uid, "n1", other.requests, None, {})
     assert cleared_cause(state, pod_info(state, "team-a", "p"), rule, reason, holds_then) == cause
 
 

@@ -80,41 +80,36 @@ def cluster_docs(rich: bool = False) -> tuple[list[dict], list[dict], list[str]]
     victims a PodDisruptionBudget protects (every eviction is refused, 429, and retried after act/'s
     backoff; the hold expires and the reclaim starts again), an incomplete pod group in cq-2, ownerReferences
     (Jobs) and Ready conditions on the running pods (waitForPodsReady and fair sharing are on: RICH_CONFIG)."""
-    from helpers import cohort, cq, flavor, lq, namespace, node, pod
+    from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 
     nodes = [f"n{i:02d}" for i in range(NODES)]
-    docs: list[dict] = [flavor("default-flavor"), cohort("pool")]
-    docs += [node(n, cpu="64", memory="256Gi") for n in nodes]
+    docs: list[dict] = [ResourceFlavor("default-flavor").obj(), Cohort("pool").obj()]
+    docs += [Node(n).cpu("64").memory("256Gi").obj() for n in nodes]
     pending: list[dict] = []
     for q in range(QUEUES):
         ns, name = f"team-{q}", f"cq-{q}"
-        preemption = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"} if q == 0 else \
-            {"withinClusterQueue": "LowerPriority"} if rich and q == 1 else None
-        docs += [namespace(ns),
-                 cq(name, cohort="pool", flavors=[("default-flavor", {"cpu": "60"})],
-                    **({"preemption": preemption} if preemption else {})),
-                 lq(ns, "lq", name)]
+        queue = ClusterQueue(name).cohort("pool").resource_group(FlavorQuotas("default-flavor").resource("cpu", "60"))
+        if q == 0:
+            queue.preemption({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"})
+        elif rich and q == 1:
+            queue.preemption({"withinClusterQueue": "LowerPriority"})
+        docs += [Namespace(ns).obj(), queue.obj(), LocalQueue("lq", ns).cluster_queue(name).obj()]
         for i in range(RUNNING_PER_QUEUE):      # 75 x 800m = 60 cpu: the queue's whole nominal quota
-            p = pod(f"run-{i:03d}", ns, cpu="800m", node=nodes[(q * RUNNING_PER_QUEUE + i) % NODES],
-                    priority=100, created=i)
+            running = (Pod(f"run-{i:03d}", ns).queue("lq").cpu("800m").priority(100).created(i)
+                       .node(nodes[(q * RUNNING_PER_QUEUE + i) % NODES]))
             if rich:
-                p["metadata"]["labels"]["app"] = "run"
-                p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{i % 5}",
-                                                     "uid": f"job-{ns}-{i % 5}", "controller": True}]
-                p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-            docs.append(p)
+                running.label("app", "run").owner("Job", f"job-{i % 5}", f"job-{ns}-{i % 5}").ready()
+            docs.append(running.obj())
         for i in range(PENDING_PER_QUEUE):      # lower priority: no victim for them, over quota
-            pending.append(pod(f"wait-{i}", ns, cpu="1", priority=0, created=1000 + i))
+            pending.append(Pod(f"wait-{i}", ns).queue("lq").cpu("1").priority(0).created(1000 + i).obj())
     if rich:
         docs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": "keep-all", "namespace": "team-1"},
                      "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "run"}}}})
-        pending.append(pod("boss", "team-1", cpu="1", priority=1000, created=2000))
-        for i in range(3):
-            member = pod(f"gang-{i}", "team-2", cpu="2", priority=0, created=3000 + i)
-            member["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "gang"
-            member["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "3"}
-            pending.append(member)
+        pending.append(Pod("boss", "team-1").queue("lq").cpu("1").priority(1000).created(2000).obj())
+        pending += [Pod(f"gang-{i}", "team-2").queue("lq").cpu("2").priority(0).created(3000 + i)
+                    .label("kueue.x-k8s.io/pod-group-name", "gang")
+                    .annotation("kueue.x-k8s.io/pod-group-total-count", "3").obj() for i in range(3)]
     return docs + pending, pending, nodes
 
 
