@@ -1,7 +1,11 @@
-"""Kueue's quota API (kueue.x-k8s.io/v1beta1): ResourceFlavor, ClusterQueue, Cohort, LocalQueue.
+"""Kueue's quota API: ResourceFlavor, ClusterQueue, Cohort, LocalQueue, in kueue.x-k8s.io/v1beta1 and
+v1beta2, mixed in one cluster as Kueue serves them.
 
-Field names and defaults follow Kueue; validation follows Kueue's webhooks, so an
-object Kueue would refuse is refused here with the same reason.
+Field names and defaults follow Kueue; validation follows Kueue's webhooks, so an object Kueue would refuse
+is refused here with the same reason. What v1beta2 renamed or removed (apis/kueue/v1beta2, and the
+conversions in apis/kueue/v1beta1/*_conversion.go) is read under each version's own name; a field of one
+version used under the other is an error naming the field and the version that has it, never a silent
+default (V1BETA1_ONLY, V1BETA2_ONLY).
 """
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ from .errors import InvalidObject
 from .meta import listing, mapping, metadata, selector_field, string_map
 
 GROUP = "kueue.x-k8s.io"
+V1BETA1, V1BETA2 = "v1beta1", "v1beta2"
+VERSIONS = (V1BETA1, V1BETA2)
+# ClusterQueue spec fields of one version only: (v1beta1 name, v1beta2 name); None: the other has none.
+RENAMED_IN_V1BETA2 = (("cohort", "cohortName"),
+                      ("admissionChecks", "admissionChecksStrategy.admissionChecks"))
 FENCE_ANNOTATION = "quotient.dev/preemption-fence"
 
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
@@ -24,6 +33,7 @@ BORROW_WITHIN = ("Never", "LowerPriority")
 MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
 # v1beta1's Borrow and Preempt are the deprecated names of MayStopSearch; Kueue's conversion to
 # v1beta2 renames them (apis/kueue/v1beta1/clusterqueue_conversion.go), and so does the decoder.
+# v1beta2 knows only MayStopSearch and TryNextFlavor.
 WHEN_CAN_BORROW = (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR, "Borrow")
 WHEN_CAN_PREEMPT = (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR, "Preempt")
 BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING = "BorrowingOverPreemption", "PreemptionOverBorrowing"
@@ -73,7 +83,7 @@ class Preemption:
 @dataclass(slots=True)
 class ClusterQueue:
     name: str
-    cohort: str = ""
+    cohort: str = ""                    # v1beta1 spec.cohort, v1beta2 spec.cohortName
     namespace_selector: Selector | None = None
     resource_groups: list[ResourceGroup] = field(default_factory=list)
     queueing_strategy: str = "BestEffortFIFO"
@@ -86,6 +96,7 @@ class ClusterQueue:
     annotations: dict[str, str] = field(default_factory=dict)
     fence: bool = False                 # the preemption fence annotation (objects.annotations)
     preemption_delay: float = 0.0       # seconds, the preemption delay annotation
+    api_version: str = V1BETA1          # the version it was read in (its status is written back in it)
 
     def covered_resources(self) -> dict[str, int]:
         """resource name -> index of the resource group that covers it."""
@@ -111,6 +122,28 @@ class LocalQueue:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def api_version(obj: dict, kind: str, name: str = "?") -> str:
+    """v1beta1 or v1beta2 of kueue.x-k8s.io; any other apiVersion is an error naming the two."""
+    api = obj.get("apiVersion")
+    group, _, version = api.partition("/") if isinstance(api, str) else ("", "", "")
+    if group != GROUP or version not in VERSIONS:
+        raise InvalidObject(kind, name, f"apiVersion must be {GROUP}/{V1BETA1} or {GROUP}/{V1BETA2}, got {api!r}")
+    return version
+
+
+def _one_version_fields(spec: dict, version: str, kind: str, name: str) -> None:
+    """A ClusterQueue field of the other version is an error naming it and the version that has it (the
+    API server would refuse it as an unknown field)."""
+    for old, new in RENAMED_IN_V1BETA2:
+        top = new.split(".")[0]
+        if version == V1BETA2 and old in spec:
+            raise InvalidObject(kind, name, f"spec.{old} is a {GROUP}/{V1BETA1} field; in {V1BETA2} it is "
+                                f"spec.{new}")
+        if version == V1BETA1 and top in spec and top != old:
+            raise InvalidObject(kind, name, f"spec.{top} is a {GROUP}/{V1BETA2} field; in {V1BETA1} it is "
+                                f"spec.{old}")
 
 
 def _choice(value: object, allowed: tuple[str, ...], default: str, kind: str, name: str, field_: str) -> str:
@@ -226,11 +259,16 @@ def decode_resource_flavor(obj: dict) -> ResourceFlavor:
     )
 
 
-def _flavor_fungibility(spec: dict, name: str) -> tuple[str, str, str]:
-    """(whenCanBorrow, whenCanPreempt, preference) with the old names mapped to MayStopSearch; a
+def _flavor_fungibility(spec: dict, name: str, version: str) -> tuple[str, str, str]:
+    """(whenCanBorrow, whenCanPreempt, preference) with v1beta1's old names mapped to MayStopSearch; a
     preference only with both policies TryNextFlavor, as Kueue's ClusterQueue validation requires."""
     kind, where = "ClusterQueue", "spec.flavorFungibility"
     fung = mapping(spec.get("flavorFungibility"), kind, name, where)
+    if version == V1BETA2:
+        for policy in ("whenCanBorrow", "whenCanPreempt"):
+            if fung.get(policy) in _OLD_FUNGIBILITY_NAMES:
+                raise InvalidObject(kind, name, f"{where}.{policy}: {fung[policy]} is {GROUP}/{V1BETA1}'s "
+                                    f"(deprecated) name; {V1BETA2} calls it {MAY_STOP_SEARCH}")
     borrow = _choice(fung.get("whenCanBorrow"), WHEN_CAN_BORROW, MAY_STOP_SEARCH, kind, name,
                      f"{where}.whenCanBorrow")
     preempt = _choice(fung.get("whenCanPreempt"), WHEN_CAN_PREEMPT, TRY_NEXT_FLAVOR, kind, name,
@@ -247,10 +285,13 @@ def _flavor_fungibility(spec: dict, name: str) -> tuple[str, str, str]:
 def decode_cluster_queue(obj: dict) -> ClusterQueue:
     kind = "ClusterQueue"
     meta, name = metadata(obj, kind)
+    version = api_version(obj, kind, name)
     spec = mapping(obj.get("spec"), kind, name, "spec")
-    cohort = spec.get("cohort") or ""
+    _one_version_fields(spec, version, kind, name)
+    cohort_field = "cohortName" if version == V1BETA2 else "cohort"
+    cohort = spec.get(cohort_field) or ""
     if not isinstance(cohort, str):
-        raise InvalidObject(kind, name, "spec.cohort must be a string")
+        raise InvalidObject(kind, name, f"spec.{cohort_field} must be a string")
     selector = selector_field(spec, "namespaceSelector", kind, name)
     pre = mapping(spec.get("preemption"), kind, name, "spec.preemption")
     bwc = mapping(pre.get("borrowWithinCohort"), kind, name, "spec.preemption.borrowWithinCohort")
@@ -268,7 +309,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
     )
     if preemption.borrow_within_cohort != "Never" and preemption.reclaim_within_cohort == "Never":
         raise InvalidObject(kind, name, "borrowWithinCohort needs reclaimWithinCohort other than Never")
-    when_can_borrow, when_can_preempt, preference = _flavor_fungibility(spec, name)
+    when_can_borrow, when_can_preempt, preference = _flavor_fungibility(spec, name, version)
     annotations = string_map(meta.get("annotations"), kind, name, "metadata.annotations")
     return ClusterQueue(
         name=name,
@@ -286,6 +327,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
         annotations=annotations,
         fence=fenced(annotations),
         preemption_delay=preemption_delay(annotations),
+        api_version=version,
     )
 
 

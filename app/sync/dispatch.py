@@ -19,19 +19,13 @@ KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
 EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup")
 
 
-def group_of(obj: dict) -> str:
-    api = obj.get("apiVersion") or ""
-    return api.split("/")[0] if "/" in api else ""
-
-
 def object_kind(obj: dict) -> str:
     """The kind, checked against the API group Quotient expects for it."""
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InvalidObject("?", "?", "object has no kind")
-    group = group_of(obj)
-    if kind in KUEUE_KINDS and group != kueue.GROUP:
-        raise InvalidObject(kind, "?", f"apiVersion must be {kueue.GROUP}/v1beta1, got {obj.get('apiVersion')!r}")
+    if kind in KUEUE_KINDS:
+        kueue.api_version(obj, kind)
     return kind
 
 
