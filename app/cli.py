@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 
-from .config import ConfigError, Configuration, decode_configuration, load_configuration
+from .config import ConfigError, Configuration, decode_configuration, load_configuration, log_unused
 from .state.heap import settle_heap
 from .sync.snapshot import DEFAULT_SNAPSHOT, SnapshotError, apply_documents, read_snapshot
 
@@ -23,6 +23,7 @@ def build_from_snapshot(path: str, config_path: str | None = None):
     config = load_configuration(config_path) if config_path else Configuration()
     if not config_path and own.get("Configuration"):
         config = decode_configuration(own["Configuration"][0].obj)
+        log_unused(config, path)
     state = ClusterState(config)
     apply_documents(path, state, cluster)
     settle_heap()

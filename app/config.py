@@ -1,6 +1,10 @@
-"""Quotient's own Configuration (quotient.dev/v1alpha1), strict: an unknown field is an error."""
+"""Quotient's Configuration: its own (quotient.dev/v1alpha1, strict: an unknown field is an error), or a Kueue
+Configuration pasted as it is (config.kueue.x-k8s.io v1beta1 or v1beta2), of which Quotient reads what it
+uses, under that version's names and defaults: waitForPodsReady, fairSharing, resources.excludeResourcePrefixes
+and manageJobsWithoutQueueName (apis/config/v1beta1 and v1beta2, configuration_types.go and defaults.go)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import yaml
@@ -8,6 +12,10 @@ import yaml
 from .objects.meta import parse_duration
 
 API_VERSION = "quotient.dev/v1alpha1"
+KUEUE_CONFIG_GROUP = "config.kueue.x-k8s.io"
+KUEUE_CONFIG_VERSIONS = ("v1beta1", "v1beta2")
+# The parts of a Kueue Configuration Quotient reads; the rest (the controller manager's) it leaves.
+KUEUE_CONFIG_READ = ("manageJobsWithoutQueueName", "resources", "waitForPodsReady", "fairSharing")
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")     # Kueue's preemptionStrategies
 
 
@@ -60,6 +68,8 @@ class Configuration:
     # Kueue's waitForPodsReady: None when off.
     wait_for_pods_ready: "WaitForPodsReady | None" = None
     raw: dict = field(default_factory=dict)
+    # A Kueue Configuration's fields that Quotient does not use (logged at start, so nothing is silently lost).
+    unused: tuple[str, ...] = ()
 
     def excluded(self, resource: str) -> bool:
         return any(resource.startswith(p) for p in self.exclude_resource_prefixes)
@@ -76,8 +86,14 @@ def decode_configuration(doc: dict | None) -> Configuration:
     doc = doc or {}
     if not isinstance(doc, dict):
         raise ConfigError("Configuration must be a mapping")
-    if doc.get("apiVersion", API_VERSION) != API_VERSION or doc.get("kind", "Configuration") != "Configuration":
-        raise ConfigError(f"expected apiVersion {API_VERSION}, kind Configuration")
+    api = doc.get("apiVersion", API_VERSION)
+    group, _, version = api.partition("/") if isinstance(api, str) else ("", "", "")
+    if doc.get("kind", "Configuration") == "Configuration" and group == KUEUE_CONFIG_GROUP \
+            and version in KUEUE_CONFIG_VERSIONS:
+        return _kueue_configuration(doc, version)
+    if api != API_VERSION or doc.get("kind", "Configuration") != "Configuration":
+        raise ConfigError(f"expected apiVersion {API_VERSION} (or Kueue's {KUEUE_CONFIG_GROUP}/v1beta1 or "
+                          f"v1beta2), kind Configuration")
     unknown = sorted(set(doc) - _KNOWN)
     if unknown:
         raise ConfigError(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(_KNOWN))})")
@@ -93,10 +109,7 @@ def decode_configuration(doc: dict | None) -> Configuration:
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
         raise ConfigError("resources may only hold excludeResourcePrefixes")
-    prefixes = resources.get("excludeResourcePrefixes") or []
-    if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
-        raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
-    cfg.exclude_resource_prefixes = tuple(prefixes)
+    cfg.exclude_resource_prefixes = _prefixes(resources)
     _preemption(cfg, doc.get("preemption") or {})
     cfg.wait_for_pods_ready = _wait_for_pods_ready(doc.get("waitForPodsReady") or {})
     _fair_sharing(cfg, doc.get("fairSharing") or {})
@@ -107,9 +120,47 @@ def decode_configuration(doc: dict | None) -> Configuration:
     return cfg
 
 
-def _flag(raw: dict, key: str, where: str) -> bool:
-    """An optional boolean field (false when absent)."""
-    value = raw.get(key, False)
+def _kueue_configuration(doc: dict, version: str) -> Configuration:
+    """A Kueue Configuration: what Quotient uses from it, with that version's semantics; Quotient's own
+    settings keep their defaults (they belong in a quotient.dev/v1alpha1 Configuration)."""
+    cfg = Configuration(raw=doc)
+    cfg.unused = tuple(sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"}))
+    cfg.manage_jobs_without_queue_name = _flag(doc, "manageJobsWithoutQueueName", "manageJobsWithoutQueueName")
+    resources = doc.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise ConfigError("resources must be a mapping")
+    cfg.exclude_resource_prefixes = _prefixes(resources)
+    wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
+    if version == "v1beta1":
+        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait or {}, block_default=True)
+        _fair_sharing(cfg, fair or {})
+        return cfg
+    # v1beta2: the section's presence turns the feature on; enable is gone (Kueue #7628, #7583)
+    for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
+        if isinstance(raw, dict) and "enable" in raw:
+            raise ConfigError(f"{section}.enable is {KUEUE_CONFIG_GROUP}/v1beta1's; in v1beta2 the {section} "
+                              "section's presence enables it (remove enable, or the section to disable it)")
+    if wait is not None:
+        if not isinstance(wait, dict) or "timeout" not in wait:
+            raise ConfigError("waitForPodsReady.timeout is required in v1beta2")
+        cfg.wait_for_pods_ready = _wait_for_pods_ready({**wait, "enable": True}, recovery_default=True)
+    if fair is not None:
+        if not isinstance(fair, dict) or "preemptionStrategies" not in fair:
+            raise ConfigError("fairSharing.preemptionStrategies is required in v1beta2")
+        _fair_sharing(cfg, {**fair, "enable": True})
+    return cfg
+
+
+def _prefixes(resources: dict) -> tuple[str, ...]:
+    prefixes = resources.get("excludeResourcePrefixes") or []
+    if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
+        raise ConfigError("resources.excludeResourcePrefixes must be a list of strings")
+    return tuple(prefixes)
+
+
+def _flag(raw: dict, key: str, where: str, default: bool = False) -> bool:
+    """An optional boolean field (default when absent)."""
+    value = raw.get(key, default)
     if not isinstance(value, bool):
         raise ConfigError(f"{where} must be true or false")
     return value
@@ -136,7 +187,10 @@ def _preemption(cfg: Configuration, raw: object) -> None:
     cfg.preemption_hold_timeout = _duration(raw, "holdTimeout", "preemption.holdTimeout", cfg.preemption_hold_timeout)
 
 
-def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
+def _wait_for_pods_ready(raw: object, block_default: bool = False,
+                         recovery_default: bool = False) -> WaitForPodsReady | None:
+    """Kueue's waitForPodsReady. Kueue's v1beta1 defaults blockAdmission to true once enabled (block_default),
+    v1beta2 to false; v1beta2 defaults recoveryTimeout to timeout, "0s" turning it off (recovery_default)."""
     known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
     if not isinstance(raw, dict) or set(raw) - known:
         raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}")
@@ -146,7 +200,11 @@ def _wait_for_pods_ready(raw: object) -> WaitForPodsReady | None:
     w.timeout = _duration(raw, "timeout", "waitForPodsReady.timeout", w.timeout)
     if raw.get("recoveryTimeout") is not None:        # no default (seed 003): unset or null is off
         w.recovery_timeout = _duration(raw, "recoveryTimeout", "waitForPodsReady.recoveryTimeout", 0.0)
-    w.block_admission = _flag(raw, "blockAdmission", "waitForPodsReady.blockAdmission")
+    elif recovery_default:
+        w.recovery_timeout = w.timeout
+    if recovery_default and w.recovery_timeout == 0:
+        w.recovery_timeout = None
+    w.block_admission = _flag(raw, "blockAdmission", "waitForPodsReady.blockAdmission", block_default)
     rq = raw.get("requeuingStrategy")
     rq = {} if rq is None else rq
     rq_known = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
@@ -186,6 +244,15 @@ def load_configuration(path: str | None) -> Configuration:
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: {e}") from None
     try:
-        return decode_configuration(doc)
+        cfg = decode_configuration(doc)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
+    log_unused(cfg, path)
+    return cfg
+
+
+def log_unused(cfg: Configuration, where: str) -> None:
+    """Say which fields of a pasted Kueue Configuration Quotient leaves to Kueue."""
+    if cfg.unused:
+        logging.getLogger("quotient.config").info("%s: a Kueue Configuration; Quotient does not use %s", where,
+                                                  ", ".join(cfg.unused))

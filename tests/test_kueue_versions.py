@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.cli import build_from_snapshot
+from app.config import ConfigError, decode_configuration
 from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_cluster_queue
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sync.dispatch import apply_object
 from builders import (ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, as_v1beta2,
-                      cpu_queue)
+                      cpu_queue, snapshot_yaml)
 from helpers import decide_pod, make_state
 
 REPO = Path(__file__).resolve().parents[1]
@@ -136,3 +138,54 @@ def test_every_scenario_in_v1beta2_decides_as_in_v1beta1(path, tmp_path):
     rewritten = tmp_path / path.name
     rewritten.write_text(yaml.safe_dump_all(converted, sort_keys=False), encoding="utf-8")
     assert outcome(rewritten) == outcome(path)
+
+
+# ---- a Kueue Configuration, pasted as it is (config.kueue.x-k8s.io) ---------------------------------------
+
+def kueue_config(version: str, **fields) -> dict:
+    return {"apiVersion": f"config.kueue.x-k8s.io/{version}", "kind": "Configuration",
+            "namespace": "kueue-system", "integrations": {"frameworks": ["batch/job"]}, **fields}
+
+
+def test_v1beta1_turns_features_on_with_enable_and_blocks_admission_by_default():
+    cfg = decode_configuration(kueue_config("v1beta1", waitForPodsReady={"enable": True},
+                                            fairSharing={"enable": True}))
+    w = cfg.wait_for_pods_ready
+    assert (w.timeout, w.block_admission, w.recovery_timeout) == (300.0, True, None)    # Kueue v1beta1 defaults
+    assert cfg.fair_sharing and cfg.preemption_strategies == ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    assert cfg.unused == ("integrations", "namespace")
+    off = decode_configuration(kueue_config("v1beta1", waitForPodsReady={"timeout": "10m"}))
+    assert off.wait_for_pods_ready is None and off.fair_sharing is False                 # enable unset: off
+
+
+def test_v1beta2_turns_features_on_by_their_sections_with_its_own_defaults():
+    cfg = decode_configuration(kueue_config("v1beta2", waitForPodsReady={"timeout": "10m"},
+                                            fairSharing={"preemptionStrategies": ["LessThanInitialShare"]}))
+    w = cfg.wait_for_pods_ready
+    assert (w.timeout, w.block_admission, w.recovery_timeout) == (600.0, False, 600.0)  # recovery = timeout
+    assert cfg.fair_sharing and cfg.preemption_strategies == ("LessThanInitialShare",)
+    none = decode_configuration(kueue_config("v1beta2", waitForPodsReady={"timeout": "5m", "recoveryTimeout": "0s"}))
+    assert none.wait_for_pods_ready.recovery_timeout is None                             # "0s" turns it off
+    assert decode_configuration(kueue_config("v1beta2")).wait_for_pods_ready is None
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"waitForPodsReady": {"enable": True, "timeout": "5m"}}, "waitForPodsReady.enable is config.kueue.x-k8s.io/"
+                                                              "v1beta1's; in v1beta2 the waitForPodsReady section's"),
+    ({"fairSharing": {"enable": True, "preemptionStrategies": []}}, "fairSharing.enable is config.kueue.x-k8s.io/"),
+    ({"waitForPodsReady": {}}, "waitForPodsReady.timeout is required in v1beta2"),
+    ({"fairSharing": {}}, "fairSharing.preemptionStrategies is required in v1beta2"),
+])
+def test_v1beta1_fields_in_a_v1beta2_configuration_are_errors(fields, message):
+    with pytest.raises(ConfigError) as e:
+        decode_configuration(kueue_config("v1beta2", **fields))
+    assert message in str(e.value)
+
+
+def test_a_kueue_configuration_in_a_snapshot_configures_quotient(tmp_path):
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(snapshot_yaml(*cohort_cluster(as_v1beta2),
+                                  kueue_config("v1beta2", fairSharing={"preemptionStrategies": ["LessThanInitialShare"]})))
+    ext = build_from_snapshot(str(path))
+    assert ext.state.config.fair_sharing and ext.state.config.preemption_strategies == ("LessThanInitialShare",)
+    assert ext.state.cluster_queues["a"].cohort == "co" and ext.state.cluster_queues["a"].api_version == "v1beta2"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import orjson
 import yaml
 
+from ..config import KUEUE_CONFIG_GROUP
 from ..objects.errors import InvalidObject
 from ..objects.pod import QUEUE_LABEL
 from ..state.cluster import ClusterState
@@ -135,7 +136,8 @@ def split_documents(docs: list[Document]) -> tuple[list[Document], dict[str, lis
     cluster, own = [], {}
     for doc in docs:
         api = str(doc.obj.get("apiVersion") or "")
-        if api.split("/")[0] == QUOTIENT_GROUP:
+        group = api.split("/")[0]
+        if group == QUOTIENT_GROUP or (group == KUEUE_CONFIG_GROUP and doc.kind == "Configuration"):
             own.setdefault(doc.kind, []).append(doc)
         else:
             cluster.append(doc)
