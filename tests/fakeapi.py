@@ -17,8 +17,10 @@ Start it from a test (pytest-asyncio, the test's own event loop):
 What it serves (the real API's paths and JSON; objects are stored as plain dicts):
 
 - core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
-  poddisruptionbudgets; kueue.x-k8s.io/v1beta1 resourceflavors, clusterqueues, cohorts (cluster-scoped)
-  and localqueues (namespaced); scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events;
+  poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts (cluster-scoped) and
+  localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves (default v1beta1 only;
+  the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to the version asked as
+  Kueue's conversion webhook does (convert_kueue); scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events;
   coordination.k8s.io/v1 leases. Namespaced kinds answer at both /namespaces/{ns}/{plural} and the
   all-namespaces collection /{plural}.
 - list: {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"}, "items"}. As the real API,
@@ -124,6 +126,10 @@ KINDS = [
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta1", "clusterqueues", False),
     Kind("Cohort", "kueue.x-k8s.io", "v1beta1", "cohorts", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta1", "localqueues", True),
+    Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
+    Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
+    Kind("Cohort", "kueue.x-k8s.io", "v1beta2", "cohorts", False),
+    Kind("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", True),
     Kind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
     Kind("Event", "events.k8s.io", "v1", "events", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
@@ -134,6 +140,29 @@ BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 BY_KIND = {}
 for _k in KINDS:
     BY_KIND.setdefault(_k.kind, _k)     # core v1 Event is "Event"; events.k8s.io's is stored apart (see _store_key)
+
+
+KUEUE = "kueue.x-k8s.io"
+
+
+def convert_kueue(obj: dict, version: str) -> dict:
+    """A Kueue object served in another version, as Kueue's conversion webhook serves it (apis/kueue/v1beta1/
+    *_conversion.go): ClusterQueue spec.cohort <-> spec.cohortName; Borrow and Preempt become MayStopSearch."""
+    group, _, have = (obj.get("apiVersion") or "").partition("/")
+    if group != KUEUE or have == version:
+        return obj
+    out = _copy(obj)
+    out["apiVersion"] = f"{KUEUE}/{version}"
+    spec = out.get("spec") or {}
+    if out.get("kind") == "ClusterQueue":
+        old, new = ("cohort", "cohortName") if version == "v1beta2" else ("cohortName", "cohort")
+        if old in spec:
+            spec[new] = spec.pop(old)
+        fungibility = spec.get("flavorFungibility") or {}
+        for policy in ("whenCanBorrow", "whenCanPreempt"):
+            if version == "v1beta2" and fungibility.get(policy) in ("Borrow", "Preempt"):
+                fungibility[policy] = "MayStopSearch"
+    return out
 
 
 def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
@@ -219,8 +248,12 @@ class _Watcher:
 
 class FakeApiServer:
     def __init__(self, history: int = 1000, bookmark_interval: float = 60.0, token: str = "fake-token",
-                 page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0, tls: tuple[str, str] | None = None):
+                 page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0, tls: tuple[str, str] | None = None,
+                 kueue_versions: tuple[str, ...] = ("v1beta1",)):
         self.history_size = history
+        # The versions of kueue.x-k8s.io served, the last preferred (API discovery), each object converted to
+        # the version asked, as Kueue's CRDs with its conversion webhook serve them.
+        self.kueue_versions = kueue_versions
         self.tls = tls                  # (certificate, key) PEM files: serve HTTPS, as a real API server does
         self.bookmark_interval = bookmark_interval
         self.token = token
@@ -250,6 +283,7 @@ class FakeApiServer:
         app = web.Application(middlewares=[self._middleware])
         app.router.add_route("*", "/api/{version}/{rest:.*}", self._handle)
         app.router.add_route("*", "/apis/{group}/{version}/{rest:.*}", self._handle)
+        app.router.add_route("GET", "/apis/{group}", self._discovery)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         context = None
@@ -307,9 +341,12 @@ class FakeApiServer:
     def kind_of(kind: str, api_version: str | None = None) -> Kind:
         if api_version:
             group, _, version = api_version.rpartition("/")
-            for k in KINDS:
-                if k.kind == kind and k.group == group:
+            same_group = [k for k in KINDS if k.kind == kind and k.group == group]
+            for k in same_group:
+                if k.version == version:
                     return k
+            if same_group:
+                return same_group[0]
         return BY_KIND[kind]
 
     def _table(self, k: Kind) -> dict:
@@ -482,8 +519,8 @@ class FakeApiServer:
         while len(self.history) > self.history_size:
             self.compacted = self.history.popleft()[0]
         for w in self.watchers:
-            if w.kind == k and (w.namespace is None or w.namespace == ns):
-                w.queue.put_nowait((etype, wire))
+            if (w.kind.group, w.kind.plural) == (k.group, k.plural) and (w.namespace is None or w.namespace == ns):
+                w.queue.put_nowait((etype, self._served(w.kind, wire)))
 
     def _bookmark_obj(self, k: Kind) -> dict:
         return {"kind": k.kind, "apiVersion": k.api_version, "metadata": {"resourceVersion": str(self.rv)}}
@@ -524,7 +561,7 @@ class FakeApiServer:
         if not parts:
             return _status(404, "NotFound", "the server could not find the requested resource")
         k = BY_PATH.get((group, version, parts[0]))
-        if k is None:
+        if k is None or (group == KUEUE and version not in self.kueue_versions):
             return _status(404, "NotFound", "the server could not find the requested resource")
         name = parts[1] if len(parts) > 1 else None
         sub = parts[2] if len(parts) > 2 else None
@@ -584,7 +621,7 @@ class FakeApiServer:
         table = self._table(k)
         obj = table.get(key)
         if request.method == "GET":
-            return self._json(obj) if obj is not None else self._not_found(k, name)
+            return self._json(self._served(k, obj)) if obj is not None else self._not_found(k, name)
         if request.method == "DELETE":
             if obj is None:
                 return self._not_found(k, name)
@@ -612,6 +649,20 @@ class FakeApiServer:
             new["metadata"]["name"] = name
             return self._json(self._put(k, new, "MODIFIED"))
         return _status(405, "MethodNotAllowed", "method not allowed")
+
+    @staticmethod
+    def _served(k: Kind, obj: dict) -> dict:
+        return convert_kueue(obj, k.version) if k.group == KUEUE and "apiVersion" in obj else obj
+
+    async def _discovery(self, request: web.Request) -> web.Response:
+        """GET /apis/{group}: the APIGroup, for kueue.x-k8s.io its served versions, the last preferred."""
+        group = request.match_info["group"]
+        versions = self.kueue_versions if group == KUEUE else sorted({k.version for k in KINDS if k.group == group})
+        if not versions:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return self._json({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries,
+                           "preferredVersion": entries[-1]})
 
     def _json(self, obj: dict, status: int = 200) -> web.Response:
         return web.Response(status=status, body=orjson.dumps(obj), content_type="application/json")
@@ -670,7 +721,7 @@ class FakeApiServer:
             want = q.get("resourceVersion")
             if q.get("resourceVersionMatch") == "Exact" and want and want.isdigit() and int(want) < self.compacted:
                 return _status(410, "Expired", f"too old resource version: {want} ({self.compacted})")
-            items = [_copy(o) for key, o in sorted(self._table(k).items()) if ns is None or key[0] == ns]
+            items = [self._served(k, _copy(o)) for key, o in sorted(self._table(k).items()) if ns is None or key[0] == ns]
             if k.builtin:
                 for o in items:
                     o.pop("kind", None)
@@ -701,7 +752,7 @@ class FakeApiServer:
                     wire = _copy(o)
                     wire.setdefault("kind", k.kind)
                     wire.setdefault("apiVersion", k.api_version)
-                    queue.put_nowait(("ADDED", wire))
+                    queue.put_nowait(("ADDED", self._served(k, wire)))
         elif since.isdigit() and int(since) > self.rv:
             return _status(504, "Timeout", f"Too large resource version: {since}, current: {self.rv}")
         elif not since.isdigit() or int(since) < self.compacted or (f is not None and f.action == "gone"):
@@ -710,8 +761,8 @@ class FakeApiServer:
             queue.put_nowait(None)
         else:
             for rv, hk, hns, etype, wire in self.history:
-                if rv > int(since) and hk == k and (ns is None or hns == ns):
-                    queue.put_nowait((etype, wire))
+                if rv > int(since) and hk.plural == k.plural and hk.group == k.group and (ns is None or hns == ns):
+                    queue.put_nowait((etype, self._served(k, wire)))
         watcher = _Watcher(k, ns, queue, bookmarks)
         self.watchers.append(watcher)
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})

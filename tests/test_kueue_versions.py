@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.act.kube import KubeWriter
 from app.cli import build_from_snapshot
 from app.config import ConfigError, decode_configuration
 from app.objects.errors import InvalidObject
@@ -22,9 +23,12 @@ from app.objects.kueue import decode_cluster_queue
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sync.dispatch import apply_object
+from app.sync.watch import kueue_version, make_api_client
 from builders import (ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, as_v1beta2,
                       cpu_queue, snapshot_yaml)
+from fakeapi import FakeApiServer
 from helpers import decide_pod, make_state
+from live import Running, until
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((REPO.parent / "shared" / "scenarios" / "examples").glob("*.yaml"))
@@ -189,3 +193,42 @@ def test_a_kueue_configuration_in_a_snapshot_configures_quotient(tmp_path):
     ext = build_from_snapshot(str(path))
     assert ext.state.config.fair_sharing and ext.state.config.preemption_strategies == ("LessThanInitialShare",)
     assert ext.state.cluster_queues["a"].cohort == "co" and ext.state.cluster_queues["a"].api_version == "v1beta2"
+
+
+# ---- live: API discovery, and the status written in the version read --------------------------------------
+
+@pytest.mark.parametrize("group,version", [
+    ({"versions": [{"version": "v1beta1"}, {"version": "v1beta2"}], "preferredVersion": {"version": "v1beta2"}},
+     "v1beta2"),
+    ({"versions": [{"version": "v1beta1"}, {"version": "v1beta2"}], "preferredVersion": {"version": "v1beta1"}},
+     "v1beta1"),                                     # the server's preference (its storage version) decides
+    ({"versions": [{"version": "v1beta1"}, {"version": "v1"}], "preferredVersion": {"version": "v1"}}, "v1beta1"),
+    ({"versions": [{"version": "v1"}], "preferredVersion": {"version": "v1"}}, None),
+])
+def test_the_version_read_is_the_preferred_one_quotient_knows(group, version):
+    assert kueue_version(group) == version
+
+
+@pytest.mark.parametrize("served,written_in", [
+    (("v1beta2",), as_v1beta2),                      # a cluster whose Kueue serves only v1beta2
+    (("v1beta1", "v1beta2"), lambda o: o),           # both served, v1beta2 preferred; objects written in v1beta1
+])
+async def test_live_mode_reads_the_preferred_version_and_writes_status_in_it(tmp_path, served, written_in):
+    async with FakeApiServer(bookmark_interval=0.3, kueue_versions=served) as api:
+        for obj in cohort_cluster(written_in):
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        try:
+            async with Running(client) as source:
+                await until(lambda: source.ready, what="initial list")
+                state = source.state
+                a = state.cluster_queues["a"]
+                assert (a.cohort, a.api_version) == ("co", "v1beta2")
+                assert state.tree.queues["a"].parent.name == "co"
+                assert await KubeWriter(client, state).publish_status() == 2
+            patched = [path for method, path, _ in api.writes if path.endswith("/status")]
+            assert sorted(patched) == ["/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status",
+                                       "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/b/status"]
+            assert "admittedWorkloads" in api.get("ClusterQueue", None, "b", "kueue.x-k8s.io/v1beta2")["status"]
+        finally:
+            await client.close()

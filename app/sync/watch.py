@@ -41,12 +41,13 @@ import logging
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import aiohttp
 import orjson
 
 from ..objects.errors import InvalidObject
+from ..objects.kueue import VERSIONS as KUEUE_VERSIONS
 from ..state.cluster import ClusterState
 from ..state.heap import settle_heap
 from .dispatch import apply_object, remove_object
@@ -98,6 +99,19 @@ RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection
 
 class Gone(Exception):
     """The resourceVersion is too old (410): relist."""
+
+
+DISCOVERY = Resource("APIGroup", KUEUE, "", "kueue.x-k8s.io discovery", False)
+
+
+def kueue_version(group: dict) -> str | None:
+    """The served version to read: the preferred one if Quotient reads it, else the newest it reads."""
+    served = [v.get("version") for v in group.get("versions") or [] if isinstance(v, dict)]
+    preferred = (group.get("preferredVersion") or {}).get("version")
+    if preferred in KUEUE_VERSIONS:
+        return preferred
+    known = [v for v in KUEUE_VERSIONS if v in served]
+    return known[-1] if known else None
 
 
 class WatchError(Exception):
@@ -225,11 +239,13 @@ class WatchSource:
 
     # ---- running --------------------------------------------------------------------
     async def run(self) -> None:
-        """List everything, apply it in one bulk pass, then watch every resource until stop()."""
+        """Find the Kueue version to read, list everything, apply it in one bulk pass, then watch every resource
+        until stop()."""
         self._task = asyncio.current_task()
         self._beat = time.monotonic()
         beat = asyncio.create_task(self._heartbeat())
         try:
+            await self._discover_kueue()
             lists = await asyncio.gather(*(self._first_list(r) for r in self.resources))
             self._apply_lists(list(zip(self.resources, lists)))
             counts = [None if items is None else len(items) for items, _ in lists]
@@ -256,6 +272,35 @@ class WatchSource:
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
+
+    async def _discover_kueue(self) -> None:
+        """API discovery (GET /apis/kueue.x-k8s.io): read Kueue's objects in the version the API server prefers
+        (its storage version, v1beta2 from Kueue v0.16), or in the newest one Quotient knows that it serves.
+        Asked until it answers: guessing a version the server does not serve would read no quota at all."""
+        attempt = 0
+        while True:
+            try:
+                resp = await self._get(f"/apis/{KUEUE}", [], self.request_timeout)
+                if resp.status == 404:          # no Kueue CRDs: the Kueue resources will report absent
+                    resp.release()
+                    return
+                if resp.status != 200:
+                    raise WatchError(f"http {resp.status}", (await resp.read())[:300].decode("utf-8", "replace"))
+                group = orjson.loads(await resp.read())
+                resp.release()
+                break
+            except (WatchError, orjson.JSONDecodeError) as e:
+                self._error(DISCOVERY, getattr(e, "cause", "bad discovery answer"), str(e))
+                await asyncio.sleep(self._backoff(attempt))
+                attempt += 1
+        version = kueue_version(group)
+        if version is None:
+            log.warning("%s serves none of the versions Quotient reads (%s): its objects are not read", KUEUE,
+                        ", ".join(KUEUE_VERSIONS))
+            return
+        log.info("reading %s/%s (served: %s)", KUEUE, version,
+                 ", ".join(v.get("version", "?") for v in group.get("versions") or []))
+        self.resources = tuple(replace(r, version=version) if r.group == KUEUE else r for r in self.resources)
 
     async def _heartbeat(self) -> None:
         while True:
