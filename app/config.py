@@ -1,7 +1,7 @@
 """Quotient's Configuration: its own (quotient.dev/v1alpha1, strict: an unknown field is an error), or a Kueue
 Configuration pasted as it is (config.kueue.x-k8s.io v1beta1 or v1beta2), of which Quotient reads what it
-uses, under that version's names and defaults: waitForPodsReady, fairSharing, resources.excludeResourcePrefixes
-and manageJobsWithoutQueueName (apis/config/v1beta1 and v1beta2, configuration_types.go and defaults.go)."""
+uses, under that version's names and defaults: waitForPodsReady, fairSharing and resources.excludeResourcePrefixes
+(apis/config/v1beta1 and v1beta2, configuration_types.go and defaults.go)."""
 from __future__ import annotations
 
 import logging
@@ -14,8 +14,10 @@ from .objects.meta import parse_duration
 API_VERSION = "quotient.dev/v1alpha1"
 KUEUE_CONFIG_GROUP = "config.kueue.x-k8s.io"
 KUEUE_CONFIG_VERSIONS = ("v1beta1", "v1beta2")
-# The parts of a Kueue Configuration Quotient reads; the rest (the controller manager's) it leaves.
-KUEUE_CONFIG_READ = ("manageJobsWithoutQueueName", "resources", "waitForPodsReady", "fairSharing")
+# The parts of a Kueue Configuration Quotient reads; the rest (the controller manager's) it leaves, logged.
+# manageJobsWithoutQueueName is left too: Kueue scopes it by managedJobsNamespaceSelector and integrations,
+# which Quotient does not have (its own Configuration's field applies to every pod of its profile).
+KUEUE_CONFIG_READ = ("resources", "waitForPodsReady", "fairSharing")
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")     # Kueue's preemptionStrategies
 
 
@@ -124,16 +126,24 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
     """A Kueue Configuration: what Quotient uses from it, with that version's semantics; Quotient's own
     settings keep their defaults (they belong in a quotient.dev/v1alpha1 Configuration)."""
     cfg = Configuration(raw=doc)
-    cfg.unused = tuple(sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"}))
-    cfg.manage_jobs_without_queue_name = _flag(doc, "manageJobsWithoutQueueName", "manageJobsWithoutQueueName")
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict):
         raise ConfigError("resources must be a mapping")
+    if resources.get("transformations"):
+        raise ConfigError("resources.transformations: Quotient does not apply Kueue's resource transformations, "
+                          "so it would charge other amounts than Kueue; remove them (or use Quotient's own "
+                          "Configuration)")
+    cfg.unused = tuple(sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"})
+                       + sorted(f"resources.{k}" for k in set(resources) - {"excludeResourcePrefixes", "transformations"}))
     cfg.exclude_resource_prefixes = _prefixes(resources)
     wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
+    where = f" ({KUEUE_CONFIG_GROUP}/{version})"
+    for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
+        if raw is not None and not isinstance(raw, dict):
+            raise ConfigError(f"{section} must be a mapping{where}")
     if version == "v1beta1":
-        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait or {}, block_default=True)
-        _fair_sharing(cfg, fair or {})
+        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait or {}, block_default=True, where=where)
+        _fair_sharing(cfg, fair or {}, where)
         return cfg
     # v1beta2: the section's presence turns the feature on; enable is gone (Kueue #7628, #7583)
     for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
@@ -141,13 +151,13 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
             raise ConfigError(f"{section}.enable is {KUEUE_CONFIG_GROUP}/v1beta1's; in v1beta2 the {section} "
                               "section's presence enables it (remove enable, or the section to disable it)")
     if wait is not None:
-        if not isinstance(wait, dict) or "timeout" not in wait:
+        if "timeout" not in wait:
             raise ConfigError("waitForPodsReady.timeout is required in v1beta2")
-        cfg.wait_for_pods_ready = _wait_for_pods_ready({**wait, "enable": True}, recovery_default=True)
+        cfg.wait_for_pods_ready = _wait_for_pods_ready({**wait, "enable": True}, recovery_default=True, where=where)
     if fair is not None:
-        if not isinstance(fair, dict) or "preemptionStrategies" not in fair:
+        if "preemptionStrategies" not in fair:
             raise ConfigError("fairSharing.preemptionStrategies is required in v1beta2")
-        _fair_sharing(cfg, {**fair, "enable": True})
+        _fair_sharing(cfg, {**fair, "enable": True}, where)
     return cfg
 
 
@@ -187,13 +197,14 @@ def _preemption(cfg: Configuration, raw: object) -> None:
     cfg.preemption_hold_timeout = _duration(raw, "holdTimeout", "preemption.holdTimeout", cfg.preemption_hold_timeout)
 
 
-def _wait_for_pods_ready(raw: object, block_default: bool = False,
-                         recovery_default: bool = False) -> WaitForPodsReady | None:
+def _wait_for_pods_ready(raw: object, block_default: bool = False, recovery_default: bool = False,
+                         where: str = "") -> WaitForPodsReady | None:
     """Kueue's waitForPodsReady. Kueue's v1beta1 defaults blockAdmission to true once enabled (block_default),
     v1beta2 to false; v1beta2 defaults recoveryTimeout to timeout, "0s" turning it off (recovery_default)."""
     known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
     if not isinstance(raw, dict) or set(raw) - known:
-        raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}")
+        shown = known - {"enable"} if recovery_default else known      # v1beta2 has no enable
+        raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(shown))}{where}")
     if not _flag(raw, "enable", "waitForPodsReady.enable"):
         return None
     w = WaitForPodsReady()
@@ -224,9 +235,10 @@ def _wait_for_pods_ready(raw: object, block_default: bool = False,
     return w
 
 
-def _fair_sharing(cfg: Configuration, raw: object) -> None:
+def _fair_sharing(cfg: Configuration, raw: object, where: str = "") -> None:
     if not isinstance(raw, dict) or set(raw) - {"enable", "preemptionStrategies"}:
-        raise ConfigError("fairSharing may hold enable and preemptionStrategies")
+        shown = "preemptionStrategies" if "v1beta2" in where else "enable and preemptionStrategies"
+        raise ConfigError(f"fairSharing may hold {shown}{where}")
     cfg.fair_sharing = _flag(raw, "enable", "fairSharing.enable")
     strategies = raw.get("preemptionStrategies", list(STRATEGIES))
     if not isinstance(strategies, list) or not strategies or any(s not in STRATEGIES for s in strategies):

@@ -147,7 +147,8 @@ KUEUE = "kueue.x-k8s.io"
 
 def convert_kueue(obj: dict, version: str) -> dict:
     """A Kueue object served in another version, as Kueue's conversion webhook serves it (apis/kueue/v1beta1/
-    *_conversion.go): ClusterQueue spec.cohort <-> spec.cohortName; Borrow and Preempt become MayStopSearch."""
+    *_conversion.go): ClusterQueue spec.cohort <-> spec.cohortName; to v1beta2, Borrow and Preempt become
+    MayStopSearch and admissionChecks move under admissionChecksStrategy."""
     group, _, have = (obj.get("apiVersion") or "").partition("/")
     if group != KUEUE or have == version:
         return obj
@@ -162,6 +163,9 @@ def convert_kueue(obj: dict, version: str) -> dict:
         for policy in ("whenCanBorrow", "whenCanPreempt"):
             if version == "v1beta2" and fungibility.get(policy) in ("Borrow", "Preempt"):
                 fungibility[policy] = "MayStopSearch"
+        if version == "v1beta2" and "admissionChecks" in spec:
+            checks = [{"name": c} for c in spec.pop("admissionChecks")]
+            spec.setdefault("admissionChecksStrategy", {})["admissionChecks"] = checks
     return out
 
 

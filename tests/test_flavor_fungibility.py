@@ -242,9 +242,11 @@ def test_preemption_over_borrowing_never_prefers_a_flavor_without_candidates():
 
 @pytest.mark.parametrize("fung, message", [
     ({"whenCanPreempt": "Borrow"},
-     r"spec\.flavorFungibility\.whenCanPreempt: 'Borrow' is not one of MayStopSearch, TryNextFlavor, Preempt"),
+     r"spec\.flavorFungibility\.whenCanPreempt \(kueue\.x-k8s\.io/v1beta1\): 'Borrow' is not one of MayStopSearch, "
+     r"TryNextFlavor, Preempt"),
     ({"whenCanBorrow": "Preempt"},
-     r"spec\.flavorFungibility\.whenCanBorrow: 'Preempt' is not one of MayStopSearch, TryNextFlavor, Borrow"),
+     r"spec\.flavorFungibility\.whenCanBorrow \(kueue\.x-k8s\.io/v1beta1\): 'Preempt' is not one of MayStopSearch, "
+     r"TryNextFlavor, Borrow"),
     ({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "Cheapest"},
      r"spec\.flavorFungibility\.preference: 'Cheapest' is not one of BorrowingOverPreemption, "
      r"PreemptionOverBorrowing"),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiohttp import web
 
 from app.act.kube import KubeWriter
 from app.cli import build_from_snapshot
@@ -209,11 +210,12 @@ def test_the_version_read_is_the_preferred_one_quotient_knows(group, version):
     assert kueue_version(group) == version
 
 
-@pytest.mark.parametrize("served,written_in", [
-    (("v1beta2",), as_v1beta2),                      # a cluster whose Kueue serves only v1beta2
-    (("v1beta1", "v1beta2"), lambda o: o),           # both served, v1beta2 preferred; objects written in v1beta1
+@pytest.mark.parametrize("served,written_in,read", [
+    (("v1beta2",), as_v1beta2, "v1beta2"),                   # a cluster whose Kueue serves only v1beta2
+    (("v1beta1", "v1beta2"), lambda o: o, "v1beta2"),        # both, v1beta2 preferred; objects written in v1beta1
+    (("v1beta2", "v1beta1"), as_v1beta2, "v1beta1"),         # both, v1beta1 preferred; objects written in v1beta2
 ])
-async def test_live_mode_reads_the_preferred_version_and_writes_status_in_it(tmp_path, served, written_in):
+async def test_live_mode_reads_the_preferred_version_and_writes_status_in_it(tmp_path, served, written_in, read):
     async with FakeApiServer(bookmark_interval=0.3, kueue_versions=served) as api:
         for obj in cohort_cluster(written_in):
             api.apply(obj)
@@ -223,12 +225,96 @@ async def test_live_mode_reads_the_preferred_version_and_writes_status_in_it(tmp
                 await until(lambda: source.ready, what="initial list")
                 state = source.state
                 a = state.cluster_queues["a"]
-                assert (a.cohort, a.api_version) == ("co", "v1beta2")
+                assert (a.cohort, a.api_version) == ("co", read)
                 assert state.tree.queues["a"].parent.name == "co"
                 assert await KubeWriter(client, state).publish_status() == 2
             patched = [path for method, path, _ in api.writes if path.endswith("/status")]
-            assert sorted(patched) == ["/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status",
-                                       "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/b/status"]
-            assert "admittedWorkloads" in api.get("ClusterQueue", None, "b", "kueue.x-k8s.io/v1beta2")["status"]
+            assert sorted(patched) == [f"/apis/kueue.x-k8s.io/{read}/clusterqueues/a/status",
+                                       f"/apis/kueue.x-k8s.io/{read}/clusterqueues/b/status"]
+            assert "admittedWorkloads" in api.get("ClusterQueue", None, "b", f"kueue.x-k8s.io/{read}")["status"]
         finally:
             await client.close()
+
+
+class DiscoveryAnswers(FakeApiServer):
+    """A fake API server whose discovery of kueue.x-k8s.io answers `status` with `body`."""
+
+    def __init__(self, status: int, body: bytes, **kw):
+        super().__init__(**kw)
+        self.discovery_answer = (status, body)
+
+    async def _discovery(self, request):
+        status, body = self.discovery_answer
+        return web.Response(status=status, body=body, content_type="application/json")
+
+
+@pytest.mark.parametrize("status,body", [(403, b'{"kind":"Status","code":403}'), (200, b"[]"), (200, b"{not json"),
+                                         (200, b'{"versions":[{"version":null}]}'), (500, b"")])
+async def test_an_unusable_discovery_answer_falls_back_to_v1beta1_and_lists_everything(tmp_path, status, body):
+    """Discovery refused (403), of another shape, garbled, or failing: Quotient reads v1beta1 as before it
+    asked, lists every other resource, and says why in its error counts; it neither crashes nor waits."""
+    async with DiscoveryAnswers(status, body, bookmark_interval=0.3) as api:
+        for obj in cohort_cluster(lambda o: o):
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        try:
+            async with Running(client) as source:
+                await until(lambda: source.ready, what="initial list")
+                assert source.state.cluster_queues["a"].api_version == "v1beta1"
+                assert "n1" in source.state.nodes
+                assert any(kind == "APIGroup" for kind, _ in source.errors)
+        finally:
+            await client.close()
+
+
+async def test_kueue_installed_after_start_is_found_in_the_version_then_served(tmp_path):
+    """No Kueue at start (discovery 404: its resources absent); Kueue then installed serving only v1beta2: the
+    absent resources ask discovery again and read v1beta2."""
+    async with FakeApiServer(bookmark_interval=0.3, kueue_versions=()) as api:
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        try:
+            async with Running(client) as source:
+                await until(lambda: source.ready, what="initial list")
+                assert not source.state.cluster_queues
+                api.kueue_versions = ("v1beta2",)
+                for obj in cohort_cluster(as_v1beta2):
+                    api.apply(obj)
+                await until(lambda: "a" in source.state.cluster_queues and "b" in source.state.cluster_queues,
+                            what="the ClusterQueues, read in v1beta2")
+                assert source.state.cluster_queues["a"].api_version == "v1beta2"
+                assert source.state.tree.queues["a"].parent.name == "co"
+        finally:
+            await client.close()
+
+
+def test_v1beta1_has_both_admission_check_fields():
+    """v1beta1 keeps admissionChecks and admissionChecksStrategy (mutually exclusive in Kueue); v1beta2 only
+    the strategy."""
+    strategy = {"admissionChecks": [{"name": "prov", "onFlavors": ["default-flavor"]}]}
+    assert decode_cluster_queue(queue(admissionChecksStrategy=strategy)).api_version == "v1beta1"
+    assert decode_cluster_queue(queue(admissionChecks=["prov"])).api_version == "v1beta1"
+    assert decode_cluster_queue(v1beta2(queue(), admissionChecksStrategy=strategy)).api_version == "v1beta2"
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"resources": {"transformations": [{"input": "nvidia.com/mig-1g.5gb", "strategy": "Replace"}]}},
+     "resources.transformations: Quotient does not apply Kueue's resource transformations"),
+    ({"waitForPodsReady": "yes"}, "waitForPodsReady must be a mapping (config.kueue.x-k8s.io/v1beta2)"),
+    ({"waitForPodsReady": {"timeout": "5m", "maxTimeoutOnWorkload": "2h"}},
+     "waitForPodsReady may hold blockAdmission, recoveryTimeout, requeuingStrategy, timeout "
+     "(config.kueue.x-k8s.io/v1beta2)"),
+])
+def test_what_quotient_cannot_honour_in_a_kueue_configuration_is_an_error(fields, message):
+    with pytest.raises(ConfigError) as e:
+        decode_configuration(kueue_config("v1beta2", **fields))
+    assert message in str(e.value)
+
+
+def test_fields_left_to_kueue_are_listed_including_manage_jobs_without_queue_name():
+    """Kueue scopes manageJobsWithoutQueueName by managedJobsNamespaceSelector and its integrations; Quotient
+    has neither, so it leaves the field to Kueue (and says so) instead of refusing every unlabelled pod."""
+    cfg = decode_configuration(kueue_config("v1beta2", manageJobsWithoutQueueName=True,
+                                            resources={"excludeResourcePrefixes": ["example.com/"],
+                                                       "deviceClassMappings": []}))
+    assert cfg.manage_jobs_without_queue_name is False and cfg.exclude_resource_prefixes == ("example.com/",)
+    assert cfg.unused == ("integrations", "manageJobsWithoutQueueName", "namespace", "resources.deviceClassMappings")

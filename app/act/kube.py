@@ -27,7 +27,7 @@ from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, WriteError
 
 log = logging.getLogger("quotient.act")
-KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta1"
+KUEUE_GROUP = "kueue.x-k8s.io"     # a ClusterQueue's status is written in the version it was read in
 RETRIES = 3
 JSON = "application/json"
 API_TIMEOUT = 10.0       # seconds for one API call, its answer's body included
@@ -197,10 +197,11 @@ class KubeWriter:
         written = 0
         for name, status in cluster_queue_statuses(self.state).items():
             cq = self.state.cluster_queues.get(name)
-            version = cq.api_version if cq is not None else KUEUE_VERSION   # the version the watch reads
+            if cq is None:
+                continue                # deleted meanwhile: nothing to write to
             try:
                 await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
-                    KUEUE_GROUP, version, "clusterqueues", name, status, _preload_content=False,
+                    KUEUE_GROUP, cq.api_version, "clusterqueues", name, status, _preload_content=False,
                     _content_type="application/merge-patch+json"))
                 written += 1
             except ApiException as e:

@@ -20,9 +20,10 @@ from .meta import listing, mapping, metadata, selector_field, string_map
 GROUP = "kueue.x-k8s.io"
 V1BETA1, V1BETA2 = "v1beta1", "v1beta2"
 VERSIONS = (V1BETA1, V1BETA2)
-# ClusterQueue spec fields of one version only: (v1beta1 name, v1beta2 name); None: the other has none.
-RENAMED_IN_V1BETA2 = (("cohort", "cohortName"),
-                      ("admissionChecks", "admissionChecksStrategy.admissionChecks"))
+# ClusterQueue spec fields of one version only -> what the other version has instead. v1beta1 has both
+# admissionChecks and admissionChecksStrategy; v1beta2 keeps only the strategy.
+V1BETA1_ONLY = {"cohort": "spec.cohortName", "admissionChecks": "spec.admissionChecksStrategy.admissionChecks"}
+V1BETA2_ONLY = {"cohortName": "spec.cohort"}
 FENCE_ANNOTATION = "quotient.dev/preemption-fence"
 
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
@@ -136,14 +137,12 @@ def api_version(obj: dict, kind: str, name: str = "?") -> str:
 def _one_version_fields(spec: dict, version: str, kind: str, name: str) -> None:
     """A ClusterQueue field of the other version is an error naming it and the version that has it (the
     API server would refuse it as an unknown field)."""
-    for old, new in RENAMED_IN_V1BETA2:
-        top = new.split(".")[0]
-        if version == V1BETA2 and old in spec:
-            raise InvalidObject(kind, name, f"spec.{old} is a {GROUP}/{V1BETA1} field; in {V1BETA2} it is "
-                                f"spec.{new}")
-        if version == V1BETA1 and top in spec and top != old:
-            raise InvalidObject(kind, name, f"spec.{top} is a {GROUP}/{V1BETA2} field; in {V1BETA1} it is "
-                                f"spec.{old}")
+    foreign, other, instead = (V1BETA1_ONLY, V1BETA1, V1BETA2) if version == V1BETA2 else \
+        (V1BETA2_ONLY, V1BETA2, V1BETA1)
+    for field_, replacement in foreign.items():
+        if field_ in spec:
+            raise InvalidObject(kind, name, f"spec.{field_} is a {GROUP}/{other} field; in {instead} it is "
+                                f"{replacement}")
 
 
 def _choice(value: object, allowed: tuple[str, ...], default: str, kind: str, name: str, field_: str) -> str:
@@ -269,10 +268,11 @@ def _flavor_fungibility(spec: dict, name: str, version: str) -> tuple[str, str, 
             if fung.get(policy) in _OLD_FUNGIBILITY_NAMES:
                 raise InvalidObject(kind, name, f"{where}.{policy}: {fung[policy]} is {GROUP}/{V1BETA1}'s "
                                     f"(deprecated) name; {V1BETA2} calls it {MAY_STOP_SEARCH}")
-    borrow = _choice(fung.get("whenCanBorrow"), WHEN_CAN_BORROW, MAY_STOP_SEARCH, kind, name,
-                     f"{where}.whenCanBorrow")
-    preempt = _choice(fung.get("whenCanPreempt"), WHEN_CAN_PREEMPT, TRY_NEXT_FLAVOR, kind, name,
-                      f"{where}.whenCanPreempt")
+    current = (MAY_STOP_SEARCH, TRY_NEXT_FLAVOR)
+    borrow = _choice(fung.get("whenCanBorrow"), current if version == V1BETA2 else WHEN_CAN_BORROW, MAY_STOP_SEARCH,
+                     kind, name, f"{where}.whenCanBorrow ({GROUP}/{version})")
+    preempt = _choice(fung.get("whenCanPreempt"), current if version == V1BETA2 else WHEN_CAN_PREEMPT,
+                      TRY_NEXT_FLAVOR, kind, name, f"{where}.whenCanPreempt ({GROUP}/{version})")
     borrow, preempt = _OLD_FUNGIBILITY_NAMES.get(borrow, borrow), _OLD_FUNGIBILITY_NAMES.get(preempt, preempt)
     preference = _choice(fung.get("preference"), FUNGIBILITY_PREFERENCES, "", kind, name, f"{where}.preference")
     if preference and (borrow, preempt) != (TRY_NEXT_FLAVOR, TRY_NEXT_FLAVOR):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..config import ConfigError, Configuration, decode_configuration
+from ..config import ConfigError, Configuration, decode_configuration, log_unused
 from ..objects.meta import format_time, parse_duration, parse_time, stable_uid
 from ..state.cluster import ClusterState
 from ..sync.snapshot import Document, SnapshotError, apply_documents, read_snapshot
@@ -142,6 +142,7 @@ def load_scenario(path: str) -> Scenario:
     try:
         cluster_docs, own = read_snapshot(path)
         config = decode_configuration(own["Configuration"][0].obj) if own.get("Configuration") else Configuration()
+        log_unused(config, path)
         apply_documents(path, ClusterState(config), cluster_docs)   # every object decodes, before the run
     except (SnapshotError, ConfigError) as e:
         raise ScenarioError(str(e)) from None

@@ -104,10 +104,18 @@ class Gone(Exception):
 DISCOVERY = Resource("APIGroup", KUEUE, "", "kueue.x-k8s.io discovery", False)
 
 
-def kueue_version(group: dict) -> str | None:
-    """The served version to read: the preferred one if Quotient reads it, else the newest it reads."""
-    served = [v.get("version") for v in group.get("versions") or [] if isinstance(v, dict)]
-    preferred = (group.get("preferredVersion") or {}).get("version")
+DISCOVERY_ATTEMPTS = 3
+
+
+def kueue_version(group: object) -> str | None:
+    """The served version to read: the preferred one (the highest-priority served version of Kueue's CRDs)
+    if Quotient reads it, else the newest one it reads; None for an answer of any other shape."""
+    if not isinstance(group, dict):
+        return None
+    versions = group.get("versions")
+    served = [v.get("version") for v in versions if isinstance(v, dict)] if isinstance(versions, list) else []
+    preferred = group.get("preferredVersion")
+    preferred = preferred.get("version") if isinstance(preferred, dict) else None
     if preferred in KUEUE_VERSIONS:
         return preferred
     known = [v for v in KUEUE_VERSIONS if v in served]
@@ -274,33 +282,50 @@ class WatchSource:
                 pass
 
     async def _discover_kueue(self) -> None:
-        """API discovery (GET /apis/kueue.x-k8s.io): read Kueue's objects in the version the API server prefers
-        (its storage version, v1beta2 from Kueue v0.16), or in the newest one Quotient knows that it serves.
-        Asked until it answers: guessing a version the server does not serve would read no quota at all."""
-        attempt = 0
-        while True:
+        """Read Kueue's objects in the version API discovery names (kueue_version); without an answer, in the
+        versions the resources name (v1beta1). An absent Kueue resource asks again (_rediscovered)."""
+        version = await self._kueue_discovery()
+        if version is not None:
+            self.resources = tuple(replace(r, version=version) if r.group == KUEUE else r for r in self.resources)
+
+    async def _kueue_discovery(self) -> str | None:
+        """GET /apis/kueue.x-k8s.io: the version to read, or None (Kueue not installed, discovery refused or
+        unreadable: logged and counted). A transient failure is tried again a few times, not forever: the
+        other resources wait for it."""
+        for attempt in range(DISCOVERY_ATTEMPTS):
             try:
                 resp = await self._get(f"/apis/{KUEUE}", [], self.request_timeout)
-                if resp.status == 404:          # no Kueue CRDs: the Kueue resources will report absent
+                try:
+                    if resp.status == 404:
+                        return None
+                    body = await resp.read()
+                finally:
                     resp.release()
-                    return
                 if resp.status != 200:
-                    raise WatchError(f"http {resp.status}", (await resp.read())[:300].decode("utf-8", "replace"))
-                group = orjson.loads(await resp.read())
-                resp.release()
-                break
-            except (WatchError, orjson.JSONDecodeError) as e:
-                self._error(DISCOVERY, getattr(e, "cause", "bad discovery answer"), str(e))
-                await asyncio.sleep(self._backoff(attempt))
-                attempt += 1
-        version = kueue_version(group)
-        if version is None:
-            log.warning("%s serves none of the versions Quotient reads (%s): its objects are not read", KUEUE,
-                        ", ".join(KUEUE_VERSIONS))
-            return
-        log.info("reading %s/%s (served: %s)", KUEUE, version,
-                 ", ".join(v.get("version", "?") for v in group.get("versions") or []))
-        self.resources = tuple(replace(r, version=version) if r.group == KUEUE else r for r in self.resources)
+                    raise WatchError(f"http {resp.status}", body[:300].decode("utf-8", "replace"))
+                version = kueue_version(orjson.loads(body))
+                if version is None:
+                    self._error(DISCOVERY, "no version Quotient reads", body[:300].decode("utf-8", "replace"))
+                else:
+                    log.info("reading %s/%s (API discovery)", KUEUE, version)
+                return version
+            except asyncio.CancelledError:
+                raise
+            except WatchError as e:
+                self._error(DISCOVERY, e.cause, e.detail)
+                if e.cause.startswith("http 4") and e.cause != "http 429":      # refused (401, 403, ...): final
+                    return None
+            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:
+                self._error(DISCOVERY, "bad answer", f"{type(e).__name__}: {e}")
+            await asyncio.sleep(self._backoff(attempt))
+        return None
+
+    async def _rediscovered(self, res: Resource) -> Resource:
+        """An absent Kueue resource: the version discovery names now (Kueue installed or upgraded since)."""
+        if res.group != KUEUE:
+            return res
+        version = await self._kueue_discovery()
+        return replace(res, version=version) if version and version != res.version else res
 
     async def _heartbeat(self) -> None:
         while True:
@@ -514,6 +539,7 @@ class WatchSource:
             try:
                 if absent:
                     await asyncio.sleep(self.absent_retry)
+                    res = await self._rediscovered(res)
                     items, rv = await self._list(res)
                     self._apply_lists([(res, (items, rv))])
                     absent = False
