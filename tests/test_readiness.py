@@ -131,6 +131,16 @@ async def admit(verbs: Verbs, pod: dict, offered=ALL) -> str:
     return node
 
 
+async def timed_out_and_recreated(ext, clock, x: dict) -> dict:
+    """x (a Job's pod, timeout 60s) admitted, never Ready, evicted by reconcile; its Job's new pod x-r1, seen."""
+    await admit(Verbs(ext), x)
+    clock.advance(60)
+    assert await ext.reconcile() == 1
+    x_r1 = owned("x-r1", "x", at=clock.now - T0)
+    watch(ext, x_r1)
+    return x_r1
+
+
 # ---- Configuration: field names, defaults, validation --------------------------------------------------------
 
 def test_defaults_are_kueues():
@@ -661,12 +671,7 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                        quota=2, pending=[y])
     state = ext.state
-    verbs = Verbs(ext)
-    await admit(verbs, x)
-    clock.advance(60)
-    assert await ext.reconcile() == 1
-    x_r1 = owned("x-r1", "x", at=clock.now - T0)
-    watch(ext, x_r1)
+    x_r1 = await timed_out_and_recreated(ext, clock, x)
     k_x, k_y = state.queue_key(state.pods[uid(x_r1)]), state.queue_key(state.pods[uid(y)])
     order = [state.pods[u].name for _, u in state.pending["cq"]]
     ahead = {state.pods[uid(p)].name: pending_ahead(state, state.pods[uid(p)], "cq") for p in (x_r1, y)}  # /debug
@@ -755,11 +760,7 @@ async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admi
     rq = {"timestamp": "Creation", **({"backoffLimitCount": limit} if limit is not None else {})}
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy=rq), quota=2)
     verbs = Verbs(ext)
-    await admit(verbs, x)
-    clock.advance(60)
-    assert await ext.reconcile() == 1
-    x_r1 = owned("x-r1", "x", at=clock.now - T0)
-    watch(ext, x_r1)
+    x_r1 = await timed_out_and_recreated(ext, clock, x)
     refused(verbs.filter(x_r1, ALL))
     answer = verbs.filter(y, ALL)
     assert answer["NodeNames"] == ALL, answer
