@@ -133,8 +133,9 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
         raise ConfigError("resources.transformations: Quotient does not apply Kueue's resource transformations, "
                           "so it would charge other amounts than Kueue; remove them (or use Quotient's own "
                           "Configuration)")
-    cfg.unused = tuple(sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"})
-                       + sorted(f"resources.{k}" for k in set(resources) - {"excludeResourcePrefixes", "transformations"}))
+    left = sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"})
+    left += sorted(f"resources.{k}" for k in set(resources) - {"excludeResourcePrefixes", "transformations"})
+    cfg.unused = tuple(left)
     cfg.exclude_resource_prefixes = _prefixes(resources)
     wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
     where = f" ({KUEUE_CONFIG_GROUP}/{version})"

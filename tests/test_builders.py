@@ -47,8 +47,9 @@ def test_one_builder_makes_independent_objects():
 
 
 def test_quotas_cover_the_first_flavors_resources_in_order():
-    cq = ClusterQueue("cq").resource_group(FlavorQuotas("a").resource("cpu", "4", borrowing="2").resource("memory", "8Gi"),
-                                           FlavorQuotas("b").resources_from({"cpu": "4", "memory": ("8Gi", None, "1Gi")}))
+    a = FlavorQuotas("a").resource("cpu", "4", borrowing="2").resource("memory", "8Gi")
+    b = FlavorQuotas("b").resources_from({"cpu": "4", "memory": ("8Gi", None, "1Gi")})
+    cq = ClusterQueue("cq").resource_group(a, b)
     group = cq.obj()["spec"]["resourceGroups"][0]
     assert group["coveredResources"] == ["cpu", "memory"]
     assert group["flavors"][0]["resources"][0] == {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2"}
@@ -58,7 +59,8 @@ def test_quotas_cover_the_first_flavors_resources_in_order():
 def test_every_built_object_is_accepted_by_the_decoders_and_a_snapshot_round_trips(tmp_path):
     objects = [Namespace("team-a").labels({"tier": "gold"}).obj(),
                ResourceFlavor("spot").node_labels({"tier": "spot"}).obj(),
-               Cohort("org").obj(), Cohort("co").parent("org").resource_group(FlavorQuotas("spot").resource("cpu", 2)).obj(),
+               Cohort("org").obj(),
+               Cohort("co").parent("org").resource_group(FlavorQuotas("spot").resource("cpu", 2)).obj(),
                ClusterQueue("cq").cohort("co").resource_group(FlavorQuotas("spot").resource("cpu", 4))
                .preemption({"withinClusterQueue": "LowerPriority"}).obj(),
                LocalQueue("lq", "team-a").cluster_queue("cq").obj(),

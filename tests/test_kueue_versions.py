@@ -189,8 +189,8 @@ def test_v1beta1_fields_in_a_v1beta2_configuration_are_errors(fields, message):
 
 def test_a_kueue_configuration_in_a_snapshot_configures_quotient(tmp_path):
     path = tmp_path / "snapshot.yaml"
-    path.write_text(snapshot_yaml(*cohort_cluster(as_v1beta2),
-                                  kueue_config("v1beta2", fairSharing={"preemptionStrategies": ["LessThanInitialShare"]})))
+    config = kueue_config("v1beta2", fairSharing={"preemptionStrategies": ["LessThanInitialShare"]})
+    path.write_text(snapshot_yaml(*cohort_cluster(as_v1beta2), config))
     ext = build_from_snapshot(str(path))
     assert ext.state.config.fair_sharing and ext.state.config.preemption_strategies == ("LessThanInitialShare",)
     assert ext.state.cluster_queues["a"].cohort == "co" and ext.state.cluster_queues["a"].api_version == "v1beta2"
