@@ -138,13 +138,12 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
     cfg.unused = tuple(left)
     cfg.exclude_resource_prefixes = _prefixes(resources)
     wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
-    where = f" ({KUEUE_CONFIG_GROUP}/{version})"
     for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
         if raw is not None and not isinstance(raw, dict):
-            raise ConfigError(f"{section} must be a mapping{where}")
+            raise ConfigError(f"{section} must be a mapping{_where(version)}")
     if version == "v1beta1":
-        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait or {}, block_default=True, where=where)
-        _fair_sharing(cfg, fair or {}, where)
+        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait or {}, version)
+        _fair_sharing(cfg, fair or {}, version)
         return cfg
     # v1beta2: the section's presence turns the feature on; enable is gone (Kueue #7628, #7583)
     for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
@@ -154,12 +153,17 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
     if wait is not None:
         if "timeout" not in wait:
             raise ConfigError("waitForPodsReady.timeout is required in v1beta2")
-        cfg.wait_for_pods_ready = _wait_for_pods_ready({**wait, "enable": True}, recovery_default=True, where=where)
+        cfg.wait_for_pods_ready = _wait_for_pods_ready(wait, version)
     if fair is not None:
         if "preemptionStrategies" not in fair:
             raise ConfigError("fairSharing.preemptionStrategies is required in v1beta2")
-        _fair_sharing(cfg, {**fair, "enable": True}, where)
+        _fair_sharing(cfg, fair, version)
     return cfg
+
+
+def _where(version: str) -> str:
+    """A Kueue Configuration's version, as errors name it ("" for Quotient's own)."""
+    return f" ({KUEUE_CONFIG_GROUP}/{version})" if version else ""
 
 
 def _prefixes(resources: dict) -> tuple[str, ...]:
@@ -198,25 +202,26 @@ def _preemption(cfg: Configuration, raw: object) -> None:
     cfg.preemption_hold_timeout = _duration(raw, "holdTimeout", "preemption.holdTimeout", cfg.preemption_hold_timeout)
 
 
-def _wait_for_pods_ready(raw: object, block_default: bool = False, recovery_default: bool = False,
-                         where: str = "") -> WaitForPodsReady | None:
-    """Kueue's waitForPodsReady. Kueue's v1beta1 defaults blockAdmission to true once enabled (block_default),
-    v1beta2 to false; v1beta2 defaults recoveryTimeout to timeout, "0s" turning it off (recovery_default)."""
-    known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
+def _wait_for_pods_ready(raw: object, version: str = "") -> WaitForPodsReady | None:
+    """Kueue's waitForPodsReady; version is a pasted Kueue Configuration's ("" for Quotient's own, which reads
+    as v1beta1 but keeps blockAdmission false). v1beta1 turns it on with enable and defaults blockAdmission to
+    true once enabled; v1beta2 turns it on by the section's presence (it has no enable) and defaults
+    recoveryTimeout to timeout, "0s" turning it off."""
+    v1beta2 = version == "v1beta2"
+    known = {"timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"} | (set() if v1beta2 else {"enable"})
     if not isinstance(raw, dict) or set(raw) - known:
-        shown = known - {"enable"} if recovery_default else known      # v1beta2 has no enable
-        raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(shown))}{where}")
-    if not _flag(raw, "enable", "waitForPodsReady.enable"):
+        raise ConfigError(f"waitForPodsReady may hold {', '.join(sorted(known))}{_where(version)}")
+    if not v1beta2 and not _flag(raw, "enable", "waitForPodsReady.enable"):
         return None
     w = WaitForPodsReady()
     w.timeout = _duration(raw, "timeout", "waitForPodsReady.timeout", w.timeout)
     if raw.get("recoveryTimeout") is not None:        # no default (seed 003): unset or null is off
         w.recovery_timeout = _duration(raw, "recoveryTimeout", "waitForPodsReady.recoveryTimeout", 0.0)
-    elif recovery_default:
+    elif v1beta2:
         w.recovery_timeout = w.timeout
-    if recovery_default and w.recovery_timeout == 0:
+    if v1beta2 and w.recovery_timeout == 0:
         w.recovery_timeout = None
-    w.block_admission = _flag(raw, "blockAdmission", "waitForPodsReady.blockAdmission", block_default)
+    w.block_admission = _flag(raw, "blockAdmission", "waitForPodsReady.blockAdmission", version == "v1beta1")
     rq = raw.get("requeuingStrategy")
     rq = {} if rq is None else rq
     rq_known = {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
@@ -236,11 +241,13 @@ def _wait_for_pods_ready(raw: object, block_default: bool = False, recovery_defa
     return w
 
 
-def _fair_sharing(cfg: Configuration, raw: object, where: str = "") -> None:
-    if not isinstance(raw, dict) or set(raw) - {"enable", "preemptionStrategies"}:
-        shown = "preemptionStrategies" if "v1beta2" in where else "enable and preemptionStrategies"
-        raise ConfigError(f"fairSharing may hold {shown}{where}")
-    cfg.fair_sharing = _flag(raw, "enable", "fairSharing.enable")
+def _fair_sharing(cfg: Configuration, raw: object, version: str = "") -> None:
+    """Kueue's fairSharing: on with enable, or in a v1beta2 Kueue Configuration by the section's presence."""
+    v1beta2 = version == "v1beta2"
+    if not isinstance(raw, dict) or set(raw) - {"preemptionStrategies"} - (set() if v1beta2 else {"enable"}):
+        shown = "preemptionStrategies" if v1beta2 else "enable and preemptionStrategies"
+        raise ConfigError(f"fairSharing may hold {shown}{_where(version)}")
+    cfg.fair_sharing = v1beta2 or _flag(raw, "enable", "fairSharing.enable")
     strategies = raw.get("preemptionStrategies", list(STRATEGIES))
     if not isinstance(strategies, list) or not strategies or any(s not in STRATEGIES for s in strategies):
         raise ConfigError(f"fairSharing.preemptionStrategies must list some of {', '.join(STRATEGIES)}")
