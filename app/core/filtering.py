@@ -26,8 +26,6 @@ def nodes_for(state: ClusterView, pod: PodInfo, flavors: frozenset[str], passing
     held = state.holds.get(pod.uid)
     if held is not None and held.node in passing and len(passing) > 1:
         return [held.node]              # the room kept for it
-    if not state.holds:
-        return passing
     kept = outside_holds(state, pod, passing)
     if not kept:
         return Refuse("RoomHeld", "the room on the offered nodes is held for other pods (preemptors, pod group "
