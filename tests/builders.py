@@ -332,26 +332,12 @@ class Pod(_Builder):
 
 
 def as_v1beta2(obj: dict) -> dict:
-    """A kueue.x-k8s.io/v1beta1 object as Kueue's conversion serves it in v1beta2 (apis/kueue/v1beta1/
-    *_conversion.go): spec.cohort is spec.cohortName, Borrow and Preempt are MayStopSearch, admissionChecks
-    move under admissionChecksStrategy. Any other object is returned as it is."""
-    if obj.get("apiVersion") != KUEUE or obj.get("kind") not in ("ResourceFlavor", "ClusterQueue", "Cohort",
-                                                                  "LocalQueue"):
-        return obj
-    out = copy.deepcopy(obj)
-    out["apiVersion"] = "kueue.x-k8s.io/v1beta2"
-    spec = out.get("spec") or {}
-    if out["kind"] == "ClusterQueue":
-        if "cohort" in spec:
-            spec["cohortName"] = spec.pop("cohort")
-        if "admissionChecks" in spec:
-            checks = spec.pop("admissionChecks")
-            spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-        fungibility = spec.get("flavorFungibility") or {}
-        for policy in ("whenCanBorrow", "whenCanPreempt"):
-            if fungibility.get(policy) in ("Borrow", "Preempt"):
-                fungibility[policy] = "MayStopSearch"
-    return out
+    """A kueue.x-k8s.io/v1beta1 object as Kueue's conversion serves it in v1beta2 (tests/fakeapi.convert_kueue,
+    the fake API server's own): spec.cohort is spec.cohortName, Borrow and Preempt are MayStopSearch,
+    admissionChecks move under admissionChecksStrategy. Any other object is returned as it is."""
+    from fakeapi import convert_kueue
+
+    return convert_kueue(obj, "v1beta2")
 
 
 # ---- the verbs' bodies (../shared/wire/) ---------------------------------------------------------
