@@ -171,6 +171,21 @@ class LocalQueue(_Builder):
         return self
 
 
+class WorkloadPriorityClass(_Builder):
+    """Kueue's WorkloadPriorityClass: a top-level value, no spec."""
+
+    def __init__(self, name: str, value: int | None):
+        self._obj = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}}
+        if value is not None:
+            self._obj["value"] = value
+
+
+class PriorityClass(_Builder):
+    def __init__(self, name: str, value: int, global_default: bool = False):
+        self._obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                     "value": value, **({"globalDefault": True} if global_default else {})}
+
+
 class PodGroup(_Builder):
     """A scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)."""
 
@@ -255,6 +270,15 @@ class Pod(_Builder):
         if value is not None:
             self._obj["spec"]["priority"] = value
         return self
+
+    def priority_class(self, name: str) -> Pod:
+        """spec.priorityClassName (the pod's own, kube-scheduler's priority)."""
+        self._obj["spec"]["priorityClassName"] = name
+        return self
+
+    def workload_priority(self, name: str) -> Pod:
+        """The label kueue.x-k8s.io/priority-class naming a WorkloadPriorityClass."""
+        return self.label("kueue.x-k8s.io/priority-class", name)
 
     def created(self, seconds: float) -> Pod:
         """creationTimestamp BASE_TIME + seconds; the API server keeps whole seconds, so does format_time."""

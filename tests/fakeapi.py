@@ -17,8 +17,8 @@ Start it from a test (pytest-asyncio, the test's own event loop):
 What it serves (the real API's paths and JSON; objects are stored as plain dicts):
 
 - core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
-  poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts (cluster-scoped) and
-  localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves (default v1beta1 only;
+  poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses
+  (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves (default v1beta1 only;
   the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to the version asked as
   Kueue's conversion webhook does (convert_kueue); scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events;
   coordination.k8s.io/v1 leases. Namespaced kinds answer at both /namespaces/{ns}/{plural} and the
@@ -126,10 +126,12 @@ KINDS = [
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta1", "clusterqueues", False),
     Kind("Cohort", "kueue.x-k8s.io", "v1beta1", "cohorts", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta1", "localqueues", True),
+    Kind("WorkloadPriorityClass", "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", False),
     Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
     Kind("Cohort", "kueue.x-k8s.io", "v1beta2", "cohorts", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", True),
+    Kind("WorkloadPriorityClass", "kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
     Kind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
     Kind("Event", "events.k8s.io", "v1", "events", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),

@@ -422,7 +422,8 @@ def test_the_crd_schemas_accept_what_quotient_decodes():
 
     for _, obj in _kueue_objects():
         decode = {"ResourceFlavor": kueue.decode_resource_flavor, "ClusterQueue": kueue.decode_cluster_queue,
-                  "LocalQueue": kueue.decode_local_queue, "Cohort": kueue.decode_cohort}[obj["kind"]]
+                  "LocalQueue": kueue.decode_local_queue, "Cohort": kueue.decode_cohort,
+                  "WorkloadPriorityClass": kueue.decode_workload_priority_class}[obj["kind"]]
         decode(obj)
     spec = crd_schema("ClusterQueue")["properties"]["spec"]["properties"]
     assert {"cohort", "namespaceSelector", "resourceGroups", "queueingStrategy", "stopPolicy",

@@ -17,7 +17,7 @@ TERMS = ["borrowWithinCohort", "maxPriorityThreshold", "reclaimWithinCohort", "w
          "minMember", "pod-group-total-count", "HoldAndDrain", "FindFairPreemptionTargets",
          "classicalPreemptions", "CandidatesOrdering", "mayReclaimInHierarchy", "preemption.mode",
          "preemptionPolicy", "stopPolicy", "namespaceSelector", "flavorFungibility", "waitForPodsReady",
-         "shouldTryNextFlavor", "classifyPreemptionVariant", "PreemptionOracle"]
+         "shouldTryNextFlavor", "classifyPreemptionVariant", "PreemptionOracle", "WorkloadPriorityClass"]
 
 
 def functions() -> list[tuple[str, str, str]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
-from ..objects.pod import QUEUE_LABEL, PodInfo
+from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
 from .preemption.oracle import oracle as preemption_oracle
 from .gangs import as_workload, group_of, waiting_members
@@ -81,6 +81,10 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
                                  "manageJobsWithoutQueueName is true; add the label naming a LocalQueue")
         return None, Verdict("NoQueueName", admit=True, managed=False,
                              reason=f"no {QUEUE_LABEL} label: not managed by Quotient")
+    if pod.missing_priority_class:
+        return None, _refuse("WorkloadPriorityClassNotFound", f"WorkloadPriorityClass {pod.missing_priority_class} "
+                             f"does not exist (pod label {PRIORITY_CLASS_LABEL}); like Kueue, Quotient queues no "
+                             "workload until it does: create it, or fix the label")
     lq_key = f"{pod.namespace}/{pod.queue_name}"
     lq = state.local_queues.get(lq_key)
     if lq is None:

@@ -25,6 +25,8 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
         return ""
     if rule == "PodsReadyGate":
         return "PodsReadyGateCleared"
+    if rule == "WorkloadPriorityClassNotFound":
+        return "" if pod.missing_priority_class else "WorkloadPriorityClassCreated"
     key = gangs.group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:

@@ -1,5 +1,5 @@
-"""Kueue's quota API: ResourceFlavor, ClusterQueue, Cohort, LocalQueue, in kueue.x-k8s.io/v1beta1 and
-v1beta2, mixed in one cluster as Kueue serves them.
+"""Kueue's quota API: ResourceFlavor, ClusterQueue, Cohort, LocalQueue (and WorkloadPriorityClass), in
+kueue.x-k8s.io/v1beta1 and v1beta2, mixed in one cluster as Kueue serves them.
 
 Field names and defaults follow Kueue; validation follows Kueue's webhooks, so an object Kueue would refuse
 is refused here with the same reason. What v1beta2 renamed or removed (apis/kueue/v1beta2, and the
@@ -359,3 +359,25 @@ def decode_local_queue(obj: dict) -> LocalQueue:
     if not isinstance(cq, str) or not cq:
         raise InvalidObject("LocalQueue", f"{namespace}/{name}", "spec.clusterQueue is required")
     return LocalQueue(namespace=namespace, name=name, cluster_queue=cq)
+
+
+INT32 = (-2**31, 2**31 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPriorityClass:
+    """A workload's queueing and preemption priority, apart from its pods' PriorityClass (KEP-973)."""
+    name: str
+    value: int
+
+
+def decode_workload_priority_class(obj: dict) -> WorkloadPriorityClass:
+    """A top-level int32 `value`, the same in both versions; v1beta2 requires it, v1beta1 reads a missing one
+    as 0 (`value,omitempty`, apis/kueue/v1beta*/workloadpriorityclass_types.go)."""
+    kind = "WorkloadPriorityClass"
+    meta, name = metadata(obj, kind)
+    version = api_version(obj, kind, name)
+    value = obj.get("value", 0 if version == V1BETA1 else None)
+    if not isinstance(value, int) or isinstance(value, bool) or not INT32[0] <= value <= INT32[1]:
+        raise InvalidObject(kind, name, f"value must be a 32-bit integer ({GROUP}/{version}), got {value!r}")
+    return WorkloadPriorityClass(name, value)

@@ -17,6 +17,8 @@ from .errors import InvalidObject
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"    # names a WorkloadPriorityClass (Kueue's KEP-973)
+FROM_WORKLOAD_CLASS = "WorkloadPriorityClass "             # priority_from of a priority such a class gave
 SCHEDULED, STARTED, CREATED = "PodScheduled", "startTime", "creationTimestamp"   # admission time sources
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -36,8 +38,10 @@ class PodInfo:
     labels: dict[str, str]
     annotations: dict[str, str]
     requests: dict[str, int]
-    priority: int | None = None
+    priority: int | None = None         # the workload's priority, that every Kueue rule reads (priority_from)
     priority_class: str = ""
+    pod_priority: int | None = None     # spec.priority: what kube-scheduler orders and preempts by
+    priority_from: str = ""             # where priority came from, for /debug (ClusterState.resolve_priority)
     preemption_policy: str = ""
     node_name: str = ""
     phase: str = "Pending"
@@ -62,6 +66,17 @@ class PodInfo:
     @property
     def queue_name(self) -> str:
         return self.labels.get(QUEUE_LABEL, "")
+
+    @property
+    def workload_priority_class(self) -> str:
+        return self.labels.get(PRIORITY_CLASS_LABEL, "")
+
+    @property
+    def missing_priority_class(self) -> str:
+        """The WorkloadPriorityClass the label names, while none gave the pod its priority: Kueue creates no
+        workload for it until the class exists, so it is not queued (ClusterState.resolve_priority)."""
+        name = self.workload_priority_class
+        return name if name and not self.priority_from.startswith(FROM_WORKLOAD_CLASS) else ""
 
     @property
     def terminal(self) -> bool:
@@ -197,6 +212,7 @@ def decode_pod(obj: dict) -> PodInfo:
         annotations=annotations,
         requests=pod_requests(spec, "Pod", key),
         priority=priority,
+        pod_priority=priority,
         priority_class=text(spec, "priorityClassName", "Pod", key, "spec.priorityClassName"),
         preemption_policy=text(spec, "preemptionPolicy", "Pod", key, "spec.preemptionPolicy"),
         node_name=text(spec, "nodeName", "Pod", key, "spec.nodeName"),

@@ -15,7 +15,7 @@ from ..core.admission import decide
 from ..objects.errors import InvalidObject
 from ..objects.pod import decode_pod
 from .podview import pod_status
-from .views import pending_ahead, requests_view, verdict_view
+from .views import pending_ahead, priority_view, requests_view, verdict_view
 
 NODES_SHOWN = 20
 
@@ -65,14 +65,14 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
         pod.uid = known.uid          # the same pod: not counted ahead of itself
     if pod.created is None:
         pod.created = state.clock()  # a pod created now queues behind the pods of its priority
-    state.resolve_priority(pod)      # on the decoded copy; the state's own record is never touched
+    state.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
     offered = OfferedNodes(names) if names is not None else None
     has_nodes = (lambda flavor: offered.has_nodes(state, flavor)) if offered is not None else None
     verdict = decide(state, pod, has_nodes)
     lq, cq = state.queue_of(pod)
     known_status = pod_status(state, known)[0] if known is not None else None
     view = {
-        "pod": pod.key, "priority": pod.priority, "preemptionPolicy": pod.preemption_policy,
+        "pod": pod.key, **priority_view(pod), "preemptionPolicy": pod.preemption_policy,
         "requests": requests_view(pod.requests),
         "localQueue": lq.key if lq else (f"{pod.namespace}/{pod.queue_name}" if pod.queue_name else None),
         "clusterQueue": cq.name if cq else None,

@@ -203,7 +203,8 @@ class RefusalCollector:
         yield _by_cause(
             "quotient_refusals_cleared", r.cleared,
             "Refusals that stopped holding in Quotient's own state, by cause (PodsReadyGateCleared, "
-            "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged).")
+            "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged, "
+            "WorkloadPriorityClassCreated).")
         waited = SummaryMetricFamily(
             "quotient_refusal_cleared_to_retry_seconds",
             "From a refusal clearing to kube-scheduler's next try of the pod: about its backoff for a pod answered "

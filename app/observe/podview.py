@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..core.admission import decide
 from ..objects.pod import PodInfo
-from .views import NotFound, admission_view, entry_view, pending_ahead, requests_view, rfc3339, usage_view, verdict_view
+from .views import (NotFound, admission_view, entry_view, pending_ahead, priority_view, requests_view, rfc3339,
+                    usage_view, verdict_view)
 
 PREEMPT_VERBS = ("preempt", "reclaim")
 STANDARD_KEYS = frozenset({"time", "verb", "pod", "outcome", "reason", "queue"})
@@ -30,6 +31,8 @@ def pod_status(state, pod: PodInfo | None) -> tuple[str, str]:
         return "running", f"running on {pod.node_name} without a charge (its ClusterQueue is gone or inactive)"
     if pod.uid in state.reservations:
         return "reserved", "passed filter; its quota is held until kube-scheduler binds it"
+    if pod.missing_priority_class:
+        return "pending", f"waits for WorkloadPriorityClass {pod.missing_priority_class} to exist; not queued meanwhile"
     return "pending", "waits for quota or for kube-scheduler to ask"
 
 
@@ -128,7 +131,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
     if pod is not None:
         lq, cq = state.queue_of(pod)
         view.update({
-            "uid": pod.uid, "phase": pod.phase, "node": pod.node_name or None, "priority": pod.priority,
+            "uid": pod.uid, "phase": pod.phase, "node": pod.node_name or None, **priority_view(pod),
             "priorityClass": pod.priority_class or None, "created": rfc3339(pod.created),
             "learned": pod.uid in state.learned, "requests": requests_view(pod.requests),
             "localQueue": lq.key if lq else (f"{namespace}/{pod.queue_name}" if pod.queue_name else None),
@@ -167,3 +170,4 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
     view["backoff"] = _section_from(entries, "backoff")
     view["decisions"] = [entry_view(e) for e in entries]
     return view
+

@@ -14,6 +14,7 @@ from ..core.admission import Verdict, decide
 from ..core.fairsharing import MAX_SHARE, dominant_resource_share
 from ..core.quantity import format_quantity
 from ..core.quota import FR, QuotaNode, available, lendable
+from ..objects.pod import PodInfo
 
 PENDING_SHOWN = 100        # pending pods a queue view decides for, at most (and never past maxQueueScan)
 ADMITTED_SHOWN = 50        # running pods a queue view lists
@@ -220,7 +221,7 @@ def pending_rows(state, journal, cq_name: str, limit: int) -> Iterator[dict]:
         verdict = decide(state, pod)
         last = journal.of_pod(pod.key)[:1] if journal is not None else []
         yield {
-            "position": i + 1, "pod": pod.key, "priority": pod.priority, "created": rfc3339(pod.created),
+            "position": i + 1, "pod": pod.key, **priority_view(pod), "created": rfc3339(pod.created),
             "requests": requests_view(pod.requests), "learned": pod.uid in state.learned,
             "rule": verdict.rule, "why": why_waiting(verdict), "resolvable": verdict.resolvable,
             "lastDecision": {"verb": last[0]["verb"], "outcome": last[0]["outcome"],
@@ -309,3 +310,10 @@ def decisions_view(journal, limit: int, queue: str | None = None, pod: str | Non
     if asked > size:
         view["clamped"] = f"limit {asked} is beyond the ring of {size} decisions; clamped to {size}"
     return view
+
+
+def priority_view(pod: PodInfo) -> dict:
+    """The priority Quotient's decisions used, where it came from, and the pod's own (kube-scheduler's)."""
+    return {"priority": pod.priority, "priorityFrom": pod.priority_from or None, "podPriority": pod.pod_priority,
+            "workloadPriorityClass": pod.workload_priority_class or None,
+            **({"missingWorkloadPriorityClass": pod.missing_priority_class} if pod.missing_priority_class else {})}

@@ -69,7 +69,7 @@ class SimCluster:
         info = decode_pod(pod.obj)
         if self.defer is None:
             return self.state.pods.get(info.uid, info)
-        self.state.resolve_priority(info)
+        self.state.resolve_priority(info, self.state.pods.get(info.uid))
         return info
 
     # ---- the API side -----------------------------------------------------
@@ -182,7 +182,7 @@ class SimCluster:
         for p in self.pods.values():
             i = p.info
             if i.nominated_node == node and not i.node_name and i.uid != pod.uid \
-                    and (i.priority or 0) >= (pod.priority or 0):
+                    and (i.pod_priority or 0) >= (pod.pod_priority or 0):
                 for r, v in i.requests.items():
                     out[r] = out.get(r, 0) + v
         return out
@@ -205,7 +205,7 @@ class SimCluster:
         if static_misfit(pod, node):
             return None
         lower = [p for p in self.pods.values() if p.info.node_name == name and not p.info.terminal
-                 and not p.info.deleting and (p.info.priority or 0) < (pod.priority or 0)]
+                 and not p.info.deleting and (p.info.pod_priority or 0) < (pod.pod_priority or 0)]
         if not lower:
             return None
         removed = {p.info.key for p in lower}
@@ -213,7 +213,7 @@ class SimCluster:
             return None
         # Reprieve the most important victims first, keeping only those that must go.
         victims = []
-        for p in sorted(lower, key=lambda p: (-(p.info.priority or 0), p.info.created or 0)):
+        for p in sorted(lower, key=lambda p: (-(p.info.pod_priority or 0), p.info.created or 0)):
             removed.discard(p.info.key)
             if self.fits(pod, node, self.requested_on(name, removed)):
                 removed.add(p.info.key)

@@ -308,8 +308,8 @@ class SimScheduler:
                 chosen[node] = pods
         if not chosen:
             return self.note_pending(key, "preemption: no candidate node for preemption")
-        node = min(chosen, key=lambda n: (max(p.info.priority or 0 for p in chosen[n]),
-                                          sum(p.info.priority or 0 for p in chosen[n]), len(chosen[n]), n))
+        node = min(chosen, key=lambda n: (max(p.info.pod_priority or 0 for p in chosen[n]),
+                                          sum(p.info.pod_priority or 0 for p in chosen[n]), len(chosen[n]), n))
         for victim in chosen[node]:
             self.on_evicted(victim.info.key, f"preempted by {key} on node {node} (kube-scheduler)")
         self.cluster.update_pod(pod, nominated=node)     # it backs off, then is tried on that node
@@ -335,8 +335,9 @@ class SimScheduler:
                 queue.changed(self.now, self.news)
 
     def _order(self, key: str) -> tuple:
+        """PrioritySort: the pod's own priority (not a WorkloadPriorityClass's), then creation, then name."""
         pod = self.cluster.pods.get(key)
-        return ClusterState.order_key(pod.info) if pod else (0, 0.0, key)
+        return (-(pod.info.pod_priority or 0), pod.info.created or 0.0, key) if pod else (0, 0.0, key)
 
     async def reconcile(self) -> int:
         """The background reconcile: at every step, or every reconcile-interval of simulated time."""

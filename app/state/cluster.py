@@ -23,10 +23,11 @@ from ..core.flavors import Charge, quota_usage, running_flavors
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, all_ready, queue_order, requeue_key, unit_of
+from ..core.priority import resolve
 from ..core.quota import QuotaNode, available
 from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
-from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
+from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
 from ..objects.podgroup import PodGroup
@@ -114,6 +115,7 @@ class ClusterState:
         self.uid_by_key: dict[str, str] = {}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
+        self.workload_priority_classes: dict[str, int] = {}   # Kueue's WorkloadPriorityClass name -> value
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.cohorts: dict[str, Cohort] = {}
@@ -199,15 +201,9 @@ class ClusterState:
                 live, twin = live.parent, twin.parent
         self._unmirrored.clear()
 
-    def resolve_priority(self, pod: PodInfo) -> None:
-        """Fill priority and preemptionPolicy from the PriorityClass, as the Priority admission plugin does."""
-        pc = self.priority_classes.get(pod.priority_class) if pod.priority_class else None
-        if pc is None and not pod.priority_class:
-            pc = next((c for c in self.priority_classes.values() if c.global_default), None)
-        if pod.priority is None:
-            pod.priority = pc.value if pc else 0
-        if not pod.preemption_policy:
-            pod.preemption_policy = pc.preemption_policy if pc else "PreemptLowerPriority"
+    def resolve_priority(self, pod: PodInfo, before: PodInfo | None = None) -> None:
+        """The pod's own priority and the workload's (core.priority.resolve); `before`: the state's record."""
+        resolve(pod, self.priority_classes, self.workload_priority_classes, before)
 
     def node_in_flavor(self, node: str, flavor: str) -> bool:
         members = self.flavor_nodes.get(flavor)
@@ -302,6 +298,21 @@ class ClusterState:
 
     def remove_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
+        self.generation += 1
+
+    def upsert_workload_priority_class(self, wpc: WorkloadPriorityClass) -> None:
+        """A WorkloadPriorityClass made or changed: the pods whose label names it take its value (Kueue's
+        WorkloadPriorityClass controller updates their Workloads) and their place in the queue with it."""
+        self.workload_priority_classes[wpc.name] = wpc.value
+        for pod in [p for p in self.pods.values() if p.workload_priority_class == wpc.name]:
+            self._unindex_pending(pod.uid)
+            self.resolve_priority(pod)
+            self._index_pending(pod)
+        self.generation += 1
+
+    def remove_workload_priority_class(self, name: str) -> None:
+        """Deleted: the pods it gave a priority keep it, as Kueue's Workloads keep their spec.priority."""
+        self.workload_priority_classes.pop(name, None)
         self.generation += 1
 
     def upsert_budget(self, pdb: PodDisruptionBudget) -> None:
@@ -478,7 +489,7 @@ class ClusterState:
                 return
         if pod.node_name and not force:
             self._confirmed(pod.uid)       # the API shows a binding (ours, or another's that won)
-        self.resolve_priority(pod)
+        self.resolve_priority(pod, old)
         if not force:
             self.learned.pop(pod.uid, None)     # a source now speaks for it (Quotient's own bind does not)
         if old is not None:
@@ -639,13 +650,10 @@ class ClusterState:
         return ""
 
     # ---- pending index ------------------------------------------------------
-    @staticmethod
-    def order_key(pod: PodInfo) -> tuple:
-        """Queue order by the pod alone: priority high first, then creation time, then name."""
-        return queue_order(pod, None, None)
-
     def _index_pending(self, pod: PodInfo) -> None:
-        if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name:
+        """Queue a pending pod of a known ClusterQueue; one whose WorkloadPriorityClass is missing is not
+        a workload yet (Kueue creates none), so it holds no place that could block the queue."""
+        if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name or pod.missing_priority_class:
             return
         _, cq = self.queue_of(pod)
         if cq is None:

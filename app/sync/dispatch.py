@@ -17,6 +17,7 @@ from ..state.cluster import ClusterState, PriorityClassInfo
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
 EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup")
+PRIORITY_KINDS = ("PriorityClass", "WorkloadPriorityClass")
 
 
 def object_kind(obj: dict) -> str:
@@ -24,7 +25,7 @@ def object_kind(obj: dict) -> str:
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InvalidObject("?", "?", "object has no kind")
-    if kind in KUEUE_KINDS:
+    if kind in KUEUE_KINDS or kind == "WorkloadPriorityClass":
         kueue.api_version(obj, kind)
     return kind
 
@@ -63,6 +64,8 @@ def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> No
         state.remove_namespace(key)
     elif kind == "PriorityClass":
         state.remove_priority_class(key)
+    elif kind == "WorkloadPriorityClass":
+        state.remove_workload_priority_class(key)
     elif kind in KUEUE_KINDS:
         state.remove_kueue(kind, key)
     elif kind == "PodDisruptionBudget":
@@ -91,6 +94,9 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
     elif kind == "PriorityClass":
         pc = decode_priority_class(obj)
         state.remove_priority_class(pc.name) if deleted else state.upsert_priority_class(pc)
+    elif kind == "WorkloadPriorityClass":
+        wpc = kueue.decode_workload_priority_class(obj)
+        state.remove_workload_priority_class(wpc.name) if deleted else state.upsert_workload_priority_class(wpc)
     elif kind in KUEUE_KINDS:
         decoded = {"ResourceFlavor": kueue.decode_resource_flavor, "ClusterQueue": kueue.decode_cluster_queue,
                    "Cohort": kueue.decode_cohort, "LocalQueue": kueue.decode_local_queue}[kind](obj)

@@ -16,15 +16,16 @@ import yaml
 
 from ..config import KUEUE_CONFIG_GROUP
 from ..objects.errors import InvalidObject
-from ..objects.pod import QUEUE_LABEL
+from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL
 from ..state.cluster import ClusterState
-from .dispatch import EXTRA_KINDS, KUEUE_KINDS, apply_object, object_kind
+from .dispatch import EXTRA_KINDS, KUEUE_KINDS, PRIORITY_KINDS, apply_object, object_kind
 
 QUOTIENT_GROUP = "quotient.dev"
 # The cluster kinds apply_object reads; anything else in a file is a mistake, found before applying.
-READ_KINDS = frozenset({"Namespace", "Node", "PriorityClass", "Pod", *KUEUE_KINDS, *EXTRA_KINDS})
-UNKNOWN_KIND = ("kind is not one Quotient reads (Namespace, Node, PriorityClass, ResourceFlavor, ClusterQueue, "
-                "Cohort, LocalQueue, PodDisruptionBudget, PodGroup, Pod, Configuration, Expectation)")
+READ_KINDS = frozenset({"Namespace", "Node", "Pod", *PRIORITY_KINDS, *KUEUE_KINDS, *EXTRA_KINDS})
+UNKNOWN_KIND = ("kind is not one Quotient reads (Namespace, Node, PriorityClass, WorkloadPriorityClass, "
+                "ResourceFlavor, ClusterQueue, Cohort, LocalQueue, PodDisruptionBudget, PodGroup, Pod, Configuration, "
+                "Expectation)")
 DEFAULT_SNAPSHOT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "demo-snapshot.yaml")
 
 
@@ -129,6 +130,10 @@ def check_references(path: str, docs: list[Document]) -> None:
         pc = spec.get("priorityClassName")
         if pc and pc not in classes and spec.get("priority") is None:
             raise _fail(path, doc, f"spec.priorityClassName {pc} is not defined by any PriorityClass document")
+        wpc = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL)
+        if wpc and wpc not in by_kind.get("WorkloadPriorityClass", {}):
+            raise _fail(path, doc, f"label {PRIORITY_CLASS_LABEL}={wpc} is not defined by any WorkloadPriorityClass "
+                        "document")
 
 
 def split_documents(docs: list[Document]) -> tuple[list[Document], dict[str, list[Document]]]:

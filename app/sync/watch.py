@@ -1,7 +1,7 @@
 """The live source: list, then watch, every kind Quotient reads from the API server, feeding ClusterState.
 
-For each resource (Namespaces, Nodes, PriorityClasses, the Kueue kinds, PodDisruptionBudgets,
-PodGroups, Pods) WatchSource lists (paged with limit/continue) and watches from the list's
+For each resource (Namespaces, Nodes, PriorityClasses, the Kueue kinds with WorkloadPriorityClasses,
+PodDisruptionBudgets, PodGroups, Pods) WatchSource lists (paged with limit/continue) and watches from the list's
 resourceVersion with bookmarks. Every object goes through sync.dispatch.apply_object, the
 same door the snapshot uses.
 
@@ -81,6 +81,7 @@ RESOURCES = (
     Resource("Namespace", "", "v1", "namespaces", False),
     Resource("Node", "", "v1", "nodes", False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    Resource("WorkloadPriorityClass", KUEUE, "v1beta1", "workloadpriorityclasses", False, optional=True),
     Resource("ResourceFlavor", KUEUE, "v1beta1", "resourceflavors", False, optional=True),
     Resource("Cohort", KUEUE, "v1beta1", "cohorts", False, optional=True),
     Resource("ClusterQueue", KUEUE, "v1beta1", "clusterqueues", False, optional=True),
