@@ -18,7 +18,7 @@ from app.sync.watch import make_api_client
 from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor,
                       WorkloadPriorityClass, as_v1beta2, cpu_queue, extender_args, snapshot_yaml)
 from fakeapi import FakeApiServer
-from helpers import answer_reasons, apply, decide_pod, delete, make_state, pod_info, preemptor_of
+from helpers import Verbs, answer_reasons, apply, decide_pod, delete, make_state, pod_info, preemptor_of
 from live import Running, until
 
 DEV, PROD = WorkloadPriorityClass("dev", 100), WorkloadPriorityClass("prod", 1000)
@@ -29,7 +29,6 @@ DEV, PROD = WorkloadPriorityClass("dev", 100), WorkloadPriorityClass("prod", 100
 @pytest.mark.parametrize("obj, value", [
     (WorkloadPriorityClass("a", 7).obj(), 7),
     (as_v1beta2(WorkloadPriorityClass("a", -5).obj()), -5),
-    (WorkloadPriorityClass("a", None).obj(), 0),                 # v1beta1: value,omitempty reads 0
     (WorkloadPriorityClass("a", 2**31 - 1).obj(), 2**31 - 1),
 ])
 def test_workload_priority_class_decodes_its_value(obj, value):
@@ -37,6 +36,7 @@ def test_workload_priority_class_decodes_its_value(obj, value):
 
 
 @pytest.mark.parametrize("obj, message", [
+    (WorkloadPriorityClass("a", None).obj(), "value must be a 32-bit integer (kueue.x-k8s.io/v1beta1), got None"),
     (as_v1beta2(WorkloadPriorityClass("a", None).obj()), "value must be a 32-bit integer (kueue.x-k8s.io/v1beta2), "
                                                           "got None"),
     (WorkloadPriorityClass("a", "high").obj(), "got 'high'"),
@@ -72,6 +72,14 @@ def test_the_workload_priority_class_wins_over_the_pods_priority_class(pod, prio
     p = pod_info(s, "team-a", "p")
     assert (p.priority, p.priority_from) == (priority, source)
     assert p.pod_priority == (5000 if "priorityClassName" in pod.obj()["spec"] else 0)
+
+
+def test_the_label_means_nothing_on_a_pod_in_no_queue():
+    """Only a queued pod is a workload (Kueue makes none for another): its priority stays its own."""
+    s = queue_state(PROD.obj(), Pod("u").cpu("1").workload_priority("prod").node("n1").obj(),
+                    Pod("ghost").cpu("1").workload_priority("ghost").obj())
+    u, ghost = pod_info(s, "team-a", "u"), pod_info(s, "team-a", "ghost")
+    assert (u.priority, u.priority_from) == (0, "spec.priority") and ghost.missing_priority_class == ""
 
 
 def test_a_global_default_priority_class_gives_the_pod_priority_unless_a_workload_class_is_named():
@@ -134,6 +142,22 @@ async def test_quotient_evicts_for_a_high_workload_priority_that_kube_scheduler_
     assert writer.evictions == 1 and "uid-team-a-r-dev" not in s.pods
 
 
+async def test_a_pod_in_no_queue_is_preempted_only_for_a_higher_pod_priority():
+    """Pods in no queue are no workload: Quotient takes them for room (LowerPriorityOnNode) as kube-scheduler
+    would, by pod priority; a WorkloadPriorityClass of 1000 on a pod of priority 0 does not outrank 500."""
+    s = queue_state(PriorityClass("mid", 500).obj(), DEV.obj(), PROD.obj(),
+                    Pod("r-dev").queue("q").cpu("4").workload_priority("dev").node("n1").obj(),
+                    Pod("sys").cpu("12").priority_class("mid").node("n1").obj(),
+                    preemption={"withinClusterQueue": "LowerPriority"})
+    writer = SnapshotWriter(s)
+    ext = Extender(s, writer)
+    p = Pod("p").queue("q").cpu("8").workload_priority("prod").created(5).obj()
+    answer = orjson.loads(ext.filter(orjson.dumps(extender_args(p, ["n1"]))))
+    assert "LowerPriorityOnNode" not in answer_reasons(answer, ["n1"])["n1"]
+    await ext.actions.settle()
+    assert "uid-team-a-sys" in s.pods and writer.evictions == 0
+
+
 def test_a_higher_pod_priority_does_not_preempt_a_higher_workload_priority():
     s = queue_state(PriorityClass("high", 5000).obj(), DEV.obj(), PROD.obj(),
                     Pod("r-prod").queue("q").cpu("8").workload_priority("prod").node("n1").obj(),
@@ -185,6 +209,32 @@ def test_a_missing_class_keeps_a_new_pod_out_of_the_queue_with_a_reason_until_it
     assert cleared() == "WorkloadPriorityClassCreated"      # /debug and quotient_refusals_cleared_total say so
     assert [p.name for p in s.pending_pods("cq")] == ["typo", "next"]
     assert decide_pod(s, Pod("typo").queue("q").cpu("4").workload_priority("urgnet").created(1).obj()).admit
+
+
+def test_a_label_naming_a_missing_class_leaves_a_queued_pod_its_place():
+    """The pod's Workload exists already: Kueue's reconcile of the label fails (NotFound) and the Workload keeps
+    its priority and its place; the same when the label moves from one class to a missing one."""
+    s = queue_state(DEV.obj(), Pod("a").queue("q").cpu("1").obj(), Pod("b").queue("q").cpu("1").workload_priority("dev").obj())
+    apply(s, Pod("a").queue("q").cpu("1").workload_priority("ghost").obj(),
+          Pod("b").queue("q").cpu("1").workload_priority("ghost").obj())
+    assert [(p.name, p.priority, p.priority_from, p.missing_priority_class) for p in s.pending_pods("cq")] == [
+        ("b", 100, "WorkloadPriorityClass dev", ""), ("a", 0, "spec.priority", "")]
+
+
+def test_a_pod_group_is_queued_only_once_every_members_class_exists():
+    """A group is one workload: a member naming a missing class keeps the whole group out, whatever its age."""
+    def member(name, created, wpc):
+        return Pod(name).queue("q").cpu("1").created(created).workload_priority(wpc) \
+            .label("kueue.x-k8s.io/pod-group-name", "g").annotation("kueue.x-k8s.io/pod-group-total-count", "2")
+    s = queue_state(DEV.obj(), member("g-0", 0, "dev").obj(), member("g-1", 1, "ghost").obj())
+    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    for name, created, wpc in (("g-0", 0, "dev"), ("g-1", 1, "ghost")):
+        answer = verbs.filter(member(name, created, wpc).obj(), ["n1"])
+        assert answer["NodeNames"] == [] and "WorkloadPriorityClass ghost does not exist" in \
+            answer_reasons(answer, ["n1"])["n1"]
+    assert s.holds == {}
+    apply(s, WorkloadPriorityClass("ghost", 5).obj())
+    assert verbs.filter(member("g-1", 1, "ghost").obj(), ["n1"])["NodeNames"] == ["n1"]
 
 
 def test_a_deleted_class_leaves_the_priority_it_gave():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..objects.pod import PodInfo
+from ..objects.pod import PRIORITY_CLASS_LABEL, PodInfo
 from .admission import decide, may_reclaim
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge, quota_usage
@@ -46,12 +46,18 @@ class GroupAdmission:
 
 
 def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
-    """A group may be admitted only once its members share one LocalQueue, its size is known and all of
-    its members exist (a group that lost a member before it ran holds nothing: GROUP_INCOMPLETE)."""
+    """A group may be admitted only once its members share one LocalQueue and their WorkloadPriorityClasses
+    exist, its size is known and all of its members exist (a group that lost a member before it ran holds
+    nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
     if len(queues) > 1:
         return Refuse("GroupQueueMismatch", f"pod group {key}: members name different queues "
                       f"({', '.join(queues)}); the members of a group must share one LocalQueue")
+    missing = sorted({m.missing_priority_class for m in members} - {""})
+    if missing:
+        return Refuse("WorkloadPriorityClassNotFound", f"pod group {key}: WorkloadPriorityClass "
+                      f"{', '.join(missing)} does not exist (label {PRIORITY_CLASS_LABEL} of a member); the group is "
+                      "queued once it does: create it, or fix the label")
     size = expected_size(state, pod)
     if size is None:
         return Refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "

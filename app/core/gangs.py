@@ -47,10 +47,12 @@ def pending_members(state: ClusterView, members: list[PodInfo]) -> list[PodInfo]
 
 def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]:
     """The members of pod's group to admit now, or [] when the group cannot be admitted: its size is
-    unknown, not all its members exist, nothing is left to place, or its members name several queues."""
+    unknown, not all its members exist, nothing is left to place, its members name several queues, or one
+    names a WorkloadPriorityClass that does not exist (the group is no workload yet)."""
     members = state.members(key)
     size = expected_size(state, pod)
-    if size is None or len(members) < size or len({m.queue_name for m in members}) != 1:
+    if size is None or len(members) < size or len({m.queue_name for m in members}) != 1 \
+            or any(m.missing_priority_class for m in members):
         return []
     return pending_members(state, members)
 
@@ -76,6 +78,7 @@ def as_workload(key: str, members: list[PodInfo]) -> PodInfo:
             requests[r] = requests.get(r, 0) + v
     return replace(first, uid=f"group:{key}", name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP),
                    requests=requests, priority=max(m.priority or 0 for m in members),
+                   pod_priority=max(m.pod_priority or 0 for m in members),
                    created=min((m.created for m in members if m.created is not None), default=None))
 
 

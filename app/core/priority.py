@@ -8,15 +8,18 @@ class's value as they change (Kueue's WorkloadPriorityClass controller updates t
 """
 from __future__ import annotations
 
-from ..objects.pod import FROM_WORKLOAD_CLASS, PodInfo
+from ..objects.pod import PodInfo
+
+FROM_WORKLOAD_CLASS = "WorkloadPriorityClass "     # priority_from of a priority such a class gave
 
 
 def resolve(pod: PodInfo, classes: dict, workload_classes: dict[str, int], before: PodInfo | None = None) -> None:
     """Fill pod_priority and preemptionPolicy as the Priority admission plugin does (the PriorityClass, else
-    the globalDefault one, else 0), then priority and priority_from. While the named WorkloadPriorityClass
-    does not exist, a pod that had a class's priority (`before`, its previous record) keeps it, as Kueue's
-    Workload keeps its spec.priority; a new one gets none (PodInfo.missing_priority_class) and waits, as Kueue
-    creates no Workload for it."""
+    the globalDefault one, else 0), then priority, priority_from and missing_priority_class. Only a pod in a
+    queue is a workload: the label means nothing on another. While the named WorkloadPriorityClass does not
+    exist, a pod already known (`before`, its previous record, itself not waiting for a class) keeps its
+    priority, as Kueue's Workload keeps its spec.priority when the label's reconcile fails; a new one gets
+    none (missing_priority_class) and waits, as Kueue creates no Workload for it."""
     pc = classes.get(pod.priority_class) if pod.priority_class else None
     default = None
     if pc is None and not pod.priority_class:
@@ -25,14 +28,16 @@ def resolve(pod: PodInfo, classes: dict, workload_classes: dict[str, int], befor
         pod.pod_priority = pod.priority if pod.priority is not None else pc.value if pc else 0
     if not pod.preemption_policy:
         pod.preemption_policy = pc.preemption_policy if pc else "PreemptLowerPriority"
-    pod.priority, pod.priority_from = pod.pod_priority, \
-        f"PriorityClass {pod.priority_class}" if pod.priority_class else \
+    pod.priority, pod.missing_priority_class = pod.pod_priority, ""
+    pod.priority_from = f"PriorityClass {pod.priority_class}" if pod.priority_class else \
         f"globalDefault PriorityClass {default.name}" if default is not None else "spec.priority"
     name = pod.workload_priority_class
-    if not name:
+    if not name or not pod.queue_name:
         return
     value = workload_classes.get(name)
     if value is not None:
         pod.priority, pod.priority_from = value, FROM_WORKLOAD_CLASS + name
-    elif before is not None and before.priority_from.startswith(FROM_WORKLOAD_CLASS):
+    elif before is not None and not before.missing_priority_class:
         pod.priority, pod.priority_from = before.priority, before.priority_from
+    else:
+        pod.missing_priority_class = name

@@ -372,12 +372,12 @@ class WorkloadPriorityClass:
 
 
 def decode_workload_priority_class(obj: dict) -> WorkloadPriorityClass:
-    """A top-level int32 `value`, the same in both versions; v1beta2 requires it, v1beta1 reads a missing one
-    as 0 (`value,omitempty`, apis/kueue/v1beta*/workloadpriorityclass_types.go)."""
+    """A top-level int32 `value`, required in both versions (`json:"value"`,
+    apis/kueue/v1beta*/workloadpriorityclass_types.go)."""
     kind = "WorkloadPriorityClass"
     meta, name = metadata(obj, kind)
     version = api_version(obj, kind, name)
-    value = obj.get("value", 0 if version == V1BETA1 else None)
+    value = obj.get("value")
     if not isinstance(value, int) or isinstance(value, bool) or not INT32[0] <= value <= INT32[1]:
         raise InvalidObject(kind, name, f"value must be a 32-bit integer ({GROUP}/{version}), got {value!r}")
     return WorkloadPriorityClass(name, value)

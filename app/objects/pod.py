@@ -18,7 +18,6 @@ from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"    # names a WorkloadPriorityClass (Kueue's KEP-973)
-FROM_WORKLOAD_CLASS = "WorkloadPriorityClass "             # priority_from of a priority such a class gave
 SCHEDULED, STARTED, CREATED = "PodScheduled", "startTime", "creationTimestamp"   # admission time sources
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -41,7 +40,8 @@ class PodInfo:
     priority: int | None = None         # the workload's priority, that every Kueue rule reads (priority_from)
     priority_class: str = ""
     pod_priority: int | None = None     # spec.priority: what kube-scheduler orders and preempts by
-    priority_from: str = ""             # where priority came from, for /debug (ClusterState.resolve_priority)
+    priority_from: str = ""             # where priority came from, for /debug (core.priority.resolve)
+    missing_priority_class: str = ""    # the WorkloadPriorityClass named but not found when it was first seen
     preemption_policy: str = ""
     node_name: str = ""
     phase: str = "Pending"
@@ -70,13 +70,6 @@ class PodInfo:
     @property
     def workload_priority_class(self) -> str:
         return self.labels.get(PRIORITY_CLASS_LABEL, "")
-
-    @property
-    def missing_priority_class(self) -> str:
-        """The WorkloadPriorityClass the label names, while none gave the pod its priority: Kueue creates no
-        workload for it until the class exists, so it is not queued (ClusterState.resolve_priority)."""
-        name = self.workload_priority_class
-        return name if name and not self.priority_from.startswith(FROM_WORKLOAD_CLASS) else ""
 
     @property
     def terminal(self) -> bool:

@@ -124,16 +124,18 @@ def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: st
 
 
 def unqueued_on(state: ClusterView, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
-    """Pods in no queue, of lower priority, on the node: they hold no quota, only room."""
+    """Pods in no queue, on the node, whose own priority is below the preemptor's own: they hold no quota, only
+    room, and are no workload, so pod priorities decide, as in kube-scheduler (a WorkloadPriorityClass does not
+    reach them)."""
     out, going = [], state.victims() if state.holds else ()
     for uid in state.node_pods.get(node, ()):
         other = state.pods.get(uid)
         if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
             continue
-        if (other.priority or 0) < (pre.pod.priority or 0) and not same_group(pre.pod, other):
+        if (other.pod_priority or 0) < (pre.pod.pod_priority or 0) and not same_group(pre.pod, other):
             out.append(Candidate(other, "", {}, other.observed_admission()[0],
                                  opted_out(state, other) or uid in spent))
-    newest_first(out, lambda c: c.pod.priority or 0)
+    newest_first(out, lambda c: c.pod.pod_priority or 0)
     return out
 
 
