@@ -87,10 +87,17 @@ async def test_a_review_that_cannot_be_converted_is_a_failure_naming_why(body, m
     assert message in failure(await post(body))
 
 
+async def test_failure_messages_quote_at_most_a_little_of_what_the_caller_sent():
+    huge = "x" * 100_000
+    for body in (review_body(desired=huge), review_body([{"apiVersion": huge, "kind": huge}]),
+                 {**review_body(), "kind": huge}):
+        assert len(failure(await post(body))) < 400
+
+
 @pytest.mark.parametrize("body, message", [
-    (b"{not json", "body is not JSON"),
-    (b"", "body is not JSON"),
-    (b"[1, 2]", "no request.uid"),
+    (b"{not json", "body is not valid JSON"),
+    (b"", "body is not valid JSON"),
+    (b"[1, 2]", "body must be a JSON object, got list"),
     (orjson.dumps(review_body(uid=None)), "no request.uid"),
     (orjson.dumps(review_body(uid=7)), "no request.uid"),
     (orjson.dumps({**review_body(), "request": None}), "no request.uid"),

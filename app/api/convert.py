@@ -17,6 +17,7 @@ import orjson
 from ..objects.conversion import ConversionError, convert
 from ..objects.kueue import GROUP, VERSIONS
 from .limits import BodyTooLarge, answer, read_body, refuse, too_many_items
+from .wire import WireError, json_object
 
 log = logging.getLogger("quotient.api")
 PATH = "/convert"
@@ -26,25 +27,18 @@ CONVERT_BODY = 32 * 2**20
 KUEUE_VERSIONS = tuple(f"{GROUP}/{v}" for v in VERSIONS)
 
 
-class NotAReview(ValueError):
-    """The body is not a ConversionReview with a request uid: there is nothing to answer it with."""
-
-
 def review(body: bytes) -> bytes:
-    """The ConversionReview answering `body`; NotAReview when it has no uid to answer."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        raise NotAReview(f"body is not JSON: {e}") from None
-    request = doc.get("request") if isinstance(doc, dict) else None
+    """The ConversionReview answering `body`; WireError when it is not a review with a uid to answer."""
+    doc = json_object(body)
+    request = doc.get("request")
     uid = request.get("uid") if isinstance(request, dict) else None
     if not isinstance(uid, str) or not uid:
-        raise NotAReview(f"not a ConversionReview: no request.uid (kube-apiserver sends {REVIEW_API} "
+        raise WireError(f"not a ConversionReview: no request.uid (kube-apiserver sends {REVIEW_API} "
                          "ConversionReview {request: {uid, desiredAPIVersion, objects}})")
     try:
         converted = _converted(doc, request)
     except ConversionError as e:
-        log.info("conversion review %s refused: %s", uid, e)
+        log.info("conversion review %.80r refused: %s", uid, e)
         response = {"uid": uid, "result": {"status": "Failure", "message": str(e)}}
     else:
         response = {"uid": uid, "result": {"status": "Success"}, "convertedObjects": converted}
@@ -53,11 +47,11 @@ def review(body: bytes) -> bytes:
 
 def _converted(doc: dict, request: dict) -> list[dict]:
     if (doc.get("apiVersion"), doc.get("kind")) != (REVIEW_API, "ConversionReview"):
-        raise ConversionError(f"expected a {REVIEW_API} ConversionReview, got {doc.get('apiVersion')!r} "
-                              f"{doc.get('kind')!r}: set conversionReviewVersions: [v1] in the CRD")
+        raise ConversionError(f"expected a {REVIEW_API} ConversionReview, got {doc.get('apiVersion')!r:.80} "
+                              f"{doc.get('kind')!r:.80}: set conversionReviewVersions: [v1] in the CRD")
     desired = request.get("desiredAPIVersion")
     if desired not in KUEUE_VERSIONS:
-        raise ConversionError(f"desiredAPIVersion {desired!r}: this webhook converts only between "
+        raise ConversionError(f"desiredAPIVersion {desired!r:.80}: this webhook converts only between "
                               f"{' and '.join(KUEUE_VERSIONS)}; name it only in the Kueue CRDs (deploy/crds.yaml)")
     objects = request.get("objects")
     if not isinstance(objects, list):
@@ -67,7 +61,7 @@ def _converted(doc: dict, request: dict) -> list[dict]:
     for i, obj in enumerate(objects):
         api = obj.get("apiVersion") if isinstance(obj, dict) else None
         if api not in KUEUE_VERSIONS:
-            raise ConversionError(f"{_named(i, obj)}: apiVersion {api!r} is not {' or '.join(KUEUE_VERSIONS)}")
+            raise ConversionError(f"{_named(i, obj)}: apiVersion {api!r:.80} is not {' or '.join(KUEUE_VERSIONS)}")
         try:
             out.append(convert(obj, version))
         except ConversionError as e:
@@ -79,7 +73,7 @@ def _named(i: int, obj: object) -> str:
     """objects[i] (Kind 'name'), for a message."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     kind = obj.get("kind") if isinstance(obj, dict) else type(obj).__name__
-    return f"objects[{i}] ({kind} {meta.get('name') if isinstance(meta, dict) else None!r})"
+    return f"objects[{i}] ({kind!s:.80} {meta.get('name') if isinstance(meta, dict) else None!r:.80})"
 
 
 # A review this large is converted off the event loop, so the verbs sharing the process keep answering.
@@ -107,7 +101,7 @@ class ConvertApp:
             return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
         try:
             out = review(body) if len(body) <= INLINE_BODY else await asyncio.to_thread(review, body)
-        except NotAReview as e:
+        except WireError as e:
             return await answer(send, 400, orjson.dumps({"error": f"convert: {e}"}))
         await answer(send, 200, out)
 
