@@ -91,7 +91,7 @@ class VerbApp:
             except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
                 log.exception("internal error on %s", path)
                 return await answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
-                                                                        f"{type(e).__name__}: {e}"}))
+                                                                       f"{type(e).__name__}: {e}"}))
             await answer(send, 200, out)
         finally:
             timer = self.timers.get(verb)
