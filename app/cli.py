@@ -47,11 +47,11 @@ def make_writer(api_client, state):
     return KubeWriter(api_client, state)
 
 
-async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
-    """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state."""
-    import uvicorn
-
+async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversion=None) -> int:
+    """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state;
+    conversion: the --conversion-port server, served beside the main one."""
     from .api.app import create_app
+    from .api.listeners import serve_all, server
     from .extender import Extender
     from .observe import attach
     from .state.cluster import ClusterState
@@ -73,16 +73,14 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None) -> int:
         app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
                          clients_verified=bool(args.tls_client_ca))
-        server = uvicorn.Server(uvicorn.Config(app, host=args.host,
-                                               port=args.port, log_level=args.log_level, access_log=False,
-                                               proxy_headers=False, log_config=None, **(tls or {})))
+        main = server(app, args.host, args.port, args.log_level, tls or {})
         logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
         source.start()
         electing = asyncio.create_task(elector.run()) if elector else None
         try:
-            await server.serve()
+            await serve_all(main, conversion)
         finally:
             if elector:
                 elector.stop()
@@ -117,16 +115,28 @@ def _loop_factory():
     return uvloop.new_event_loop
 
 
-def serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def _run(coro):
+    """coro on uvloop, as uvicorn.run would pick: the event loop, its transports and TLS in C cost each pod
+    less CPU than asyncio's own (issue 19, tests/bench/bench_throughput.py)."""
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(coro)
 
+
+def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
-    from .api.exposure import ExposureError, check_exposure
+    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure
+    from .api.listeners import conversion_server, serve_all, server
     from .api.tls import TLSError, uvicorn_tls_options
 
     try:
         tls = uvicorn_tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
         check_exposure(args.host, args.tls_client_ca, args.insecure_no_client_auth)
+        conversion = None
+        if args.conversion_port is not None:
+            check_conversion_exposure(args.host, args.port, args.conversion_port, args.tls_cert)
+            # The serving certificate, no client certificates: kube-apiserver presents none to webhooks.
+            conversion = conversion_server(args.host, args.conversion_port, args.log_level,
+                                           uvicorn_tls_options(args.tls_cert, args.tls_key, None))
     except (TLSError, ExposureError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
@@ -136,10 +146,7 @@ def serve(args: argparse.Namespace) -> int:
             print("quotient: --kubeconfig and --snapshot exclude each other", file=sys.stderr)
             return 2
         try:
-            # uvloop, as uvicorn picks for the snapshot mode: the event loop, its transports and TLS in C
-            # cost each pod less CPU than asyncio's own (issue 19, tests/bench/bench_throughput.py).
-            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-                return runner.run(serve_live(args, tls))
+            return _run(serve_live(args, tls, conversion))
         except (LiveModeError, ConfigError) as e:
             print(f"quotient: {e}", file=sys.stderr)
             return 2
@@ -155,13 +162,9 @@ def serve(args: argparse.Namespace) -> int:
     logging.getLogger("quotient").info(
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
-    # log_config=None: uvicorn's own lines go through the root handler too, in the chosen --log-format.
-    # proxy_headers=False: kube-scheduler calls directly; no X-Forwarded-For to read on every verb (the
-    # debug routes keep uvicorn's proxy-header middleware, create_app adds it to them).
-    uvicorn.run(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
-                           clients_verified=bool(args.tls_client_ca)), host=args.host,
-                port=args.port, log_level=args.log_level, access_log=False, proxy_headers=False, log_config=None,
-                **tls)
+    main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
+                             clients_verified=bool(args.tls_client_ca)), args.host, args.port, args.log_level, tls)
+    _run(serve_all(main, conversion))
     return 0
 
 
@@ -250,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     s.add_argument("--tls-client-ca", metavar="FILE",
                    help="require client certificates signed by this PEM CA (only kube-scheduler may call)")
+    s.add_argument("--conversion-port", type=int, metavar="PORT",
+                   help="also serve the Kueue CRDs' conversion webhook (POST /convert, nothing else) on this port, "
+                        "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")
     s.add_argument("--insecure-no-client-auth", action="store_true",
                    help="allow a non-loopback --host without --tls-client-ca: anyone who reaches the port can "
                         "then bind pods and reserve quota (a NetworkPolicy must fence it); a warning is logged")

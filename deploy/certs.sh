@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Certificates for the default, secure layout (deploy/README.md, "TLS"): a private CA, Quotient's
 # serving certificate, kube-scheduler's client certificate and one for people (curl, Prometheus),
-# then the two Secrets deploy/quotient.yaml and deploy/scheduler.yaml mount.
+# then the two Secrets deploy/quotient.yaml and deploy/scheduler.yaml mount, and the CA as the
+# caBundle of the conversion webhook in Quotient's own CRDs (deploy/crds.yaml; never Kueue's).
 #
 #   deploy/certs.sh [--dir DIR] [--days N] [--no-apply]
 #
@@ -54,4 +55,21 @@ if [ "$apply" = 1 ]; then
   }
   secret quotient-tls server
   secret quotient-scheduler-tls scheduler
+fi
+
+# kube-apiserver verifies the conversion webhook's certificate against the CRDs' caBundle. Only
+# CRDs labelled as Quotient's (deploy/crds.yaml) with strategy Webhook: Kueue's own CRDs name
+# Kueue's webhook and keep Kueue's CA.
+bundle=$(base64 < ca.crt | tr -d '\n')
+patch="{\"spec\":{\"conversion\":{\"webhook\":{\"clientConfig\":{\"caBundle\":\"$bundle\"}}}}}"
+webhook_crds='{range .items[?(@.spec.conversion.strategy=="Webhook")]}{.metadata.name}{"\n"}{end}'
+crds=""
+[ "$apply" = 0 ] || crds=$(kubectl get crd -l app.kubernetes.io/name=quotient -o jsonpath="$webhook_crds")
+for crd in $crds; do
+  kubectl patch crd "$crd" --type merge -p "$patch"
+done
+if [ -z "$crds" ]; then
+  echo "no CRDs of deploy/crds.yaml patched; once they are applied, set their caBundle:"
+  echo "  for crd in \$(kubectl get crd -l app.kubernetes.io/name=quotient -o jsonpath='$webhook_crds'); do"
+  echo "    kubectl patch crd \$crd --type merge -p '$patch'; done"
 fi

@@ -16,6 +16,7 @@ import copy
 
 import yaml
 
+from app.objects.conversion import convert
 from app.objects.meta import format_time
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -356,12 +357,10 @@ class Pod(_Builder):
 
 
 def as_v1beta2(obj: dict) -> dict:
-    """A kueue.x-k8s.io/v1beta1 object as Kueue's conversion serves it in v1beta2 (tests/fakeapi.convert_kueue,
-    the fake API server's own): spec.cohort is spec.cohortName, Borrow and Preempt are MayStopSearch,
-    admissionChecks move under admissionChecksStrategy. Any other object is returned as it is."""
-    from fakeapi import convert_kueue
-
-    return convert_kueue(obj, "v1beta2")
+    """A kueue.x-k8s.io/v1beta1 object as Kueue's conversion serves it in v1beta2 (app/objects/conversion.py):
+    spec.cohort is spec.cohortName, Borrow and Preempt are MayStopSearch, admissionChecks move under
+    admissionChecksStrategy. Any other object is returned as it is (a copy)."""
+    return convert(obj, "v1beta2")
 
 
 # ---- the verbs' bodies (../shared/wire/) ---------------------------------------------------------

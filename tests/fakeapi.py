@@ -18,11 +18,11 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
 
 - core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
   poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses
-  (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves (default v1beta1 only;
-  the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to the version asked as
-  Kueue's conversion webhook does (convert_kueue); scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events;
-  coordination.k8s.io/v1 leases. Namespaced kinds answer at both /namespaces/{ns}/{plural} and the
-  all-namespaces collection /{plural}.
+  (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves
+  (default v1beta1 only; the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to the version asked by
+  Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds.yaml has the API server
+  do; scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events; coordination.k8s.io/v1 leases.
+  Namespaced kinds answer at both /namespaces/{ns}/{plural} and the all-namespaces collection /{plural}.
 - list: {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"}, "items"}. As the real API,
   items of built-in kinds carry no kind/apiVersion (custom resources' items do). `limit` and `continue`
   page through one snapshot taken at the first page; a continue token whose snapshot is older than the
@@ -97,6 +97,8 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
+from app.objects.conversion import convert
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -145,30 +147,6 @@ for _k in KINDS:
 
 
 KUEUE = "kueue.x-k8s.io"
-
-
-def convert_kueue(obj: dict, version: str) -> dict:
-    """A Kueue object served in another version, as Kueue's conversion webhook serves it (apis/kueue/v1beta1/
-    *_conversion.go): ClusterQueue spec.cohort <-> spec.cohortName; to v1beta2, Borrow and Preempt become
-    MayStopSearch and admissionChecks move under admissionChecksStrategy."""
-    group, _, have = (obj.get("apiVersion") or "").partition("/")
-    if group != KUEUE or have == version:
-        return obj
-    out = _copy(obj)
-    out["apiVersion"] = f"{KUEUE}/{version}"
-    spec = out.get("spec") or {}
-    if out.get("kind") == "ClusterQueue":
-        old, new = ("cohort", "cohortName") if version == "v1beta2" else ("cohortName", "cohort")
-        if old in spec:
-            spec[new] = spec.pop(old)
-        fungibility = spec.get("flavorFungibility") or {}
-        for policy in ("whenCanBorrow", "whenCanPreempt"):
-            if version == "v1beta2" and fungibility.get(policy) in ("Borrow", "Preempt"):
-                fungibility[policy] = "MayStopSearch"
-        if version == "v1beta2" and "admissionChecks" in spec:
-            checks = [{"name": c} for c in spec.pop("admissionChecks")]
-            spec.setdefault("admissionChecksStrategy", {})["admissionChecks"] = checks
-    return out
 
 
 def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
@@ -658,7 +636,7 @@ class FakeApiServer:
 
     @staticmethod
     def _served(k: Kind, obj: dict) -> dict:
-        return convert_kueue(obj, k.version) if k.group == KUEUE and "apiVersion" in obj else obj
+        return convert(obj, k.version) if k.group == KUEUE and "apiVersion" in obj else obj
 
     async def _discovery(self, request: web.Request) -> web.Response:
         """GET /apis/{group}: the APIGroup, for kueue.x-k8s.io its served versions, the last preferred."""

@@ -266,40 +266,91 @@ def structural_problems(schema: dict, at: str = "") -> list[str]:
 
 # --- CRDs ---------------------------------------------------------------------------------
 
+KUEUE_KINDS = ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort"]      # the four Quotient converts
+VERSIONS = ["v1beta1", "v1beta2"]
+KIND_VERSIONS = [(k, v) for k in KUEUE_KINDS + ["WorkloadPriorityClass"] for v in VERSIONS]
+
+
 def crds() -> dict[str, dict]:
     return {d["spec"]["names"]["kind"]: d for d in documents(ROOT / "deploy" / "crds.yaml")}
 
 
-def crd_schema(kind: str) -> dict:
-    (version,) = crds()[kind]["spec"]["versions"]
-    return version["schema"]["openAPIV3Schema"]
+def crd_version(kind: str, version: str) -> dict:
+    (out,) = [v for v in crds()[kind]["spec"]["versions"] if v["name"] == version]
+    return out
 
 
-def test_crds_define_the_four_kueue_kinds_with_kueues_names_and_scopes():
+def crd_schema(kind: str, version: str) -> dict:
+    return crd_version(kind, version)["schema"]["openAPIV3Schema"]
+
+
+def test_crds_define_the_kueue_kinds_with_kueues_names_and_scopes_in_both_versions_v1beta2_stored():
     defined = crds()
     assert {k: (d["metadata"]["name"], d["spec"]["scope"]) for k, d in defined.items()} == {
         "ResourceFlavor": ("resourceflavors.kueue.x-k8s.io", "Cluster"),
         "ClusterQueue": ("clusterqueues.kueue.x-k8s.io", "Cluster"),
         "LocalQueue": ("localqueues.kueue.x-k8s.io", "Namespaced"),
         "Cohort": ("cohorts.kueue.x-k8s.io", "Cluster"),
+        "WorkloadPriorityClass": ("workloadpriorityclasses.kueue.x-k8s.io", "Cluster"),
     }
     for kind, d in defined.items():
         names = d["spec"]["names"]
         assert d["spec"]["group"] == "kueue.x-k8s.io"
         assert d["metadata"]["name"] == f"{names['plural']}.{d['spec']['group']}"
         assert names["listKind"] == kind + "List" and names["singular"] == kind.lower()
-        (version,) = d["spec"]["versions"]
-        assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
-    assert crds()["ClusterQueue"]["spec"]["names"]["shortNames"] == ["cq"]
+        assert d["metadata"]["labels"]["app.kubernetes.io/name"] == "quotient"      # certs.sh selects them so
+        versions = d["spec"]["versions"]
+        assert [(v["name"], v["served"]) for v in versions] == [("v1beta1", True), ("v1beta2", True)], kind
+        assert [v["name"] for v in versions if v["storage"]] == ["v1beta2"], kind
+    assert defined["ClusterQueue"]["spec"]["names"]["shortNames"] == ["cq"]
+    assert "shortNames" not in defined["WorkloadPriorityClass"]["spec"]["names"]       # Kueue's has none
 
 
-@pytest.mark.parametrize("kind", ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort"])
-def test_crd_schemas_are_structural(kind):
-    schema = crd_schema(kind)
+@pytest.mark.parametrize("kind, version", KIND_VERSIONS)
+def test_crd_schemas_are_structural(kind, version):
+    schema = crd_schema(kind, version)
     assert structural_problems(schema) == []
     assert schema["properties"]["metadata"] == {"type": "object"}
-    # Kueue's fields Quotient does not read are kept as written.
-    assert schema["properties"]["spec"].get("x-kubernetes-preserve-unknown-fields") is True
+    if kind in KUEUE_KINDS:     # Kueue's fields Quotient does not read are kept as written.
+        assert schema["properties"]["spec"].get("x-kubernetes-preserve-unknown-fields") is True
+
+
+def _without(schema: dict, *paths: str) -> dict:
+    """schema with the properties at the dotted paths removed."""
+    out = json.loads(json.dumps(schema))
+    for path in paths:
+        *parents, last = path.split(".")
+        node = out
+        for p in parents:
+            node = node["properties"][p]
+        del node["properties"][last]
+    return out
+
+
+def test_the_versions_differ_only_where_kueues_do():
+    """v1beta2 renamed cohort, dropped admissionChecks and the old fungibility names, and renamed LocalQueue's
+    flavorUsage; everything else is one schema (a fix to one version is made to both)."""
+    for kind in ("ResourceFlavor", "Cohort", "WorkloadPriorityClass"):
+        assert crd_schema(kind, "v1beta1") == crd_schema(kind, "v1beta2"), kind
+    old, new = crd_schema("ClusterQueue", "v1beta1"), crd_schema("ClusterQueue", "v1beta2")
+    spec_old, spec_new = old["properties"]["spec"]["properties"], new["properties"]["spec"]["properties"]
+    assert spec_old["cohort"] == spec_new["cohortName"]
+    assert spec_old["admissionChecks"] == {"description": spec_old["admissionChecks"]["description"],
+                                           "type": "array", "items": {"type": "string"}}
+    fungibility = {p: spec_new["flavorFungibility"]["properties"][p]["enum"] for p in ("whenCanBorrow", "whenCanPreempt")}
+    assert fungibility == {"whenCanBorrow": ["MayStopSearch", "TryNextFlavor"],
+                           "whenCanPreempt": ["MayStopSearch", "TryNextFlavor"]}
+    assert set(spec_old["flavorFungibility"]["properties"]["whenCanBorrow"]["enum"]) == \
+        {"Borrow", "MayStopSearch", "TryNextFlavor"}
+    assert set(spec_old["flavorFungibility"]["properties"]["whenCanPreempt"]["enum"]) == \
+        {"Preempt", "MayStopSearch", "TryNextFlavor"}
+    same = ("spec.flavorFungibility.properties.whenCanBorrow", "spec.flavorFungibility.properties.whenCanPreempt")
+    assert _without(old, "spec.cohort", "spec.admissionChecks", *(p.replace(".properties", "") for p in same)) == \
+        _without(new, "spec.cohortName", *(p.replace(".properties", "") for p in same))
+    lq_old, lq_new = crd_schema("LocalQueue", "v1beta1"), crd_schema("LocalQueue", "v1beta2")
+    assert lq_old["properties"]["status"]["properties"]["flavorUsage"] == \
+        lq_new["properties"]["status"]["properties"]["flavorsUsage"]
+    assert _without(lq_old, "status.flavorUsage") == _without(lq_new, "status.flavorsUsage")
 
 
 def test_structural_check_catches_what_the_api_server_refuses():
@@ -321,25 +372,42 @@ def _path_in_schema(schema: dict, json_path: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("kind", ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort"])
-def test_printer_columns_name_fields_of_the_schema(kind):
-    (version,) = crds()[kind]["spec"]["versions"]
-    for col in version.get("additionalPrinterColumns", []):
-        assert _path_in_schema(crd_schema(kind), col["jsonPath"]), col
+@pytest.mark.parametrize("kind, version", KIND_VERSIONS)
+def test_printer_columns_name_fields_of_their_versions_schema(kind, version):
+    columns = crd_version(kind, version).get("additionalPrinterColumns", [])
+    assert columns or kind == "ResourceFlavor"
+    for col in columns:
+        assert _path_in_schema(crd_schema(kind, version), col["jsonPath"]), col
 
 
-def test_clusterqueue_has_kueues_printer_columns_and_a_status_subresource_with_what_quotient_writes():
-    (version,) = crds()["ClusterQueue"]["spec"]["versions"]
-    assert [(c["name"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
-        ("Cohort", ".spec.cohort"), ("Strategy", ".spec.queueingStrategy"),
+@pytest.mark.parametrize("version, cohort", [("v1beta1", ".spec.cohort"), ("v1beta2", ".spec.cohortName")])
+def test_clusterqueue_has_kueues_printer_columns_and_a_status_subresource_with_what_quotient_writes(version, cohort):
+    v = crd_version("ClusterQueue", version)
+    assert [(c["name"], c["jsonPath"]) for c in v["additionalPrinterColumns"]] == [
+        ("Cohort", cohort), ("Strategy", ".spec.queueingStrategy"),
         ("Pending Workloads", ".status.pendingWorkloads"), ("Admitted Workloads", ".status.admittedWorkloads")]
-    assert version["subresources"] == {"status": {}}
-    status = crd_schema("ClusterQueue")["properties"]["status"]["properties"]
+    assert v["subresources"] == {"status": {}}
+    status = crd_schema("ClusterQueue", version)["properties"]["status"]["properties"]
     assert {"flavorsUsage", "pendingWorkloads", "admittedWorkloads", "fairSharing"} <= set(status)
     assert status["fairSharing"]["properties"]["weightedShare"]["type"] == "integer"
     sample = {"flavorsUsage": [{"name": "on-demand", "resources": [{"name": "cpu", "total": "9", "borrowed": 0}]}],
               "pendingWorkloads": 3, "admittedWorkloads": 2, "fairSharing": {"weightedShare": 250}}
-    assert validate(sample, crd_schema("ClusterQueue")["properties"]["status"], ".status") == []
+    assert validate(sample, crd_schema("ClusterQueue", version)["properties"]["status"], ".status") == []
+
+
+def test_workload_priority_class_is_kueues():
+    v = crd_version("WorkloadPriorityClass", "v1beta2")
+    assert [(c["name"], c["type"], c["jsonPath"]) for c in v["additionalPrinterColumns"]] == \
+        [("Value", "integer", ".value")]
+    assert crds()["WorkloadPriorityClass"]["spec"]["conversion"] == {"strategy": "None"}
+    schema = crd_schema("WorkloadPriorityClass", "v1beta2")
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "high"},
+           "value": 10000, "description": "production jobs"}
+    assert validate(wpc, schema) == []
+    assert validate({**wpc, "value": "high"}, schema) and validate({**wpc, "value": 2**31}, schema)
+    assert validate({k: v for k, v in wpc.items() if k != "value"}, schema) == [".value: required"]
+    assert validate({**wpc, "description": "x" * 2049}, schema)
+    assert validate({**wpc, "spec": {}}, schema) == [".spec: unknown field"]
 
 
 def _kueue_objects() -> list[tuple[str, dict]]:
@@ -357,14 +425,24 @@ def test_there_are_example_kueue_objects_to_check():
     found = {d["kind"] for _, d in _kueue_objects()}
     assert {"ResourceFlavor", "ClusterQueue", "LocalQueue"} <= found
     assert any(where.startswith("examples/") for where, _ in _kueue_objects()) or not SHARED_EXAMPLES.exists()
+    assert {d["apiVersion"] for _, d in _kueue_objects()} == {"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"}
 
 
 @pytest.mark.parametrize("where, obj", _kueue_objects(), ids=lambda x: x if isinstance(x, str) else "")
-def test_example_kueue_objects_validate_against_our_crds(where, obj):
-    assert obj["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+def test_example_kueue_objects_validate_against_our_crds_in_their_version_and_converted(where, obj):
+    """Each object against the schema of its own apiVersion; converted by the webhook to the other version, it
+    validates against that one (what the API server checks before storing it)."""
+    from app.objects.conversion import convert
+
+    group, _, version = obj["apiVersion"].partition("/")
     assert obj["kind"] in crds(), obj["kind"]
-    assert validate(obj, crd_schema(obj["kind"])) == []
+    assert validate(obj, crd_schema(obj["kind"], version)) == []
     assert isinstance(obj["metadata"].get("name"), str)
+    other = "v1beta1" if version == "v1beta2" else "v1beta2"
+    converted = convert(obj, other)
+    assert converted["apiVersion"] == f"{group}/{other}"
+    assert validate(converted, crd_schema(obj["kind"], other)) == []
+    assert convert(converted, version) == obj or version == "v1beta1"   # v1beta1's Borrow comes back MayStopSearch
 
 
 def test_the_crd_schemas_refuse_what_kueue_refuses_and_keep_what_kueue_adds():
@@ -379,13 +457,13 @@ def test_the_crd_schemas_refuse_what_kueue_refuses_and_keep_what_kueue_adds():
                    "fairSharing": {"weight": "1.5"},
                    # Kueue fields Quotient does not read:
                    "admissionChecks": ["prov"], "admissionScope": {"admissionMode": "NoAdmissionFairSharing"}}}
-    schema = crd_schema("ClusterQueue")
+    schema = crd_schema("ClusterQueue", "v1beta1")
     assert validate(cq, schema) == []
 
-    def broken(change) -> list[str]:
+    def broken(change, version="v1beta1") -> list[str]:
         bad = json.loads(json.dumps(cq))
         change(bad["spec"])
-        return validate(bad, schema)
+        return validate(bad, crd_schema("ClusterQueue", version))
 
     assert broken(lambda s: s.update(queueingStrategy="LIFO"))
     assert broken(lambda s: s["resourceGroups"][0]["flavors"][0]["resources"][0].update(nominalQuota="lots"))
@@ -402,17 +480,26 @@ def test_the_crd_schemas_refuse_what_kueue_refuses_and_keep_what_kueue_adds():
     assert broken(lambda s: s.update(flavorFungibility={"whenCanBorrow": "Always"}))
     assert broken(lambda s: s.update(flavorFungibility={"preference": "Cheapest"}))
     assert broken(lambda s: s.update(cohort=7))
+    assert broken(lambda s: s.update(admissionChecks="prov"))
     assert broken(lambda s: s["resourceGroups"][0]["flavors"].append(s["resourceGroups"][0]["flavors"][0]))
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-          "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"clusterQueue": "cq"}}
-    assert validate(lq, crd_schema("LocalQueue")) == []
-    assert validate({**lq, "spec": {"clusterQueue": "Not A Name"}}, crd_schema("LocalQueue"))
+    # v1beta2: cohortName typed as cohort was; v1beta1's fungibility names refused.
+    assert not broken(lambda s: (s.update(cohortName=s.pop("cohort")), s.pop("admissionChecks")), "v1beta2")
+    assert broken(lambda s: s.update(cohortName="Not A Name"), "v1beta2")
+    assert broken(lambda s: s.update(flavorFungibility={"whenCanBorrow": "Borrow"}), "v1beta2")
+    assert broken(lambda s: s.update(flavorFungibility={"whenCanPreempt": "Preempt"}), "v1beta2")
+    for version, usage in (("v1beta1", "flavorUsage"), ("v1beta2", "flavorsUsage")):
+        lq = {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "LocalQueue",
+              "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"clusterQueue": "cq"},
+              "status": {usage: [{"name": "f", "resources": [{"name": "cpu", "total": "2"}]}]}}
+        assert validate(lq, crd_schema("LocalQueue", version)) == []
+        assert validate({**lq, "spec": {"clusterQueue": "Not A Name"}}, crd_schema("LocalQueue", version))
+        assert validate({**lq, "status": {usage: [{"resources": []}]}}, crd_schema("LocalQueue", version))
     rf = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "spot"},
           "spec": {"nodeLabels": {"instance-type": "spot"},
                    "nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}]}}
-    assert validate(rf, crd_schema("ResourceFlavor")) == []
+    assert validate(rf, crd_schema("ResourceFlavor", "v1beta1")) == []
     assert validate({**rf, "spec": {"nodeTaints": [{"key": "spot", "effect": "Sometimes"}]}},
-                    crd_schema("ResourceFlavor"))
+                    crd_schema("ResourceFlavor", "v1beta1"))
 
 
 def test_the_crd_schemas_accept_what_quotient_decodes():
@@ -425,13 +512,79 @@ def test_the_crd_schemas_accept_what_quotient_decodes():
                   "LocalQueue": kueue.decode_local_queue, "Cohort": kueue.decode_cohort,
                   "WorkloadPriorityClass": kueue.decode_workload_priority_class}[obj["kind"]]
         decode(obj)
-    spec = crd_schema("ClusterQueue")["properties"]["spec"]["properties"]
-    assert {"cohort", "namespaceSelector", "resourceGroups", "queueingStrategy", "stopPolicy",
-            "flavorFungibility", "preemption", "fairSharing"} <= set(spec)
-    assert {"parentName", "resourceGroups", "fairSharing"} <= set(
-        crd_schema("Cohort")["properties"]["spec"]["properties"])
-    assert {"nodeLabels", "nodeTaints", "tolerations"} <= set(
-        crd_schema("ResourceFlavor")["properties"]["spec"]["properties"])
+    for version, cohort in (("v1beta1", "cohort"), ("v1beta2", "cohortName")):
+        spec = crd_schema("ClusterQueue", version)["properties"]["spec"]["properties"]
+        assert {cohort, "namespaceSelector", "resourceGroups", "queueingStrategy", "stopPolicy",
+                "flavorFungibility", "preemption", "fairSharing"} <= set(spec)
+        assert {"parentName", "resourceGroups", "fairSharing"} <= set(
+            crd_schema("Cohort", version)["properties"]["spec"]["properties"])
+        assert {"nodeLabels", "nodeTaints", "tolerations"} <= set(
+            crd_schema("ResourceFlavor", version)["properties"]["spec"]["properties"])
+
+
+def test_the_conversion_webhook_is_quotients_conversion_port():
+    """Each Kueue kind's conversion webhook is the Service's `conversion` port, which reaches the Deployment's
+    containerPort `conversion`, where `serve --conversion-port` listens; the path is the route's."""
+    from app.api.convert import PATH
+
+    kinds = by_kind(ROOT / "deploy" / "quotient.yaml")
+    (service,) = kinds["Service"]
+    (c,) = quotient_deployment()["spec"]["template"]["spec"]["containers"]
+    container_ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    listening = int(c["args"][c["args"].index("--conversion-port") + 1])
+    assert container_ports["conversion"] == listening
+    (port,) = [p for p in service["spec"]["ports"] if p["name"] == "conversion"]
+    assert container_ports[port["targetPort"]] == listening
+    for kind in KUEUE_KINDS:
+        conversion = crds()[kind]["spec"]["conversion"]
+        assert conversion["strategy"] == "Webhook"
+        webhook = conversion["webhook"]
+        assert webhook["conversionReviewVersions"] == ["v1"]
+        assert "caBundle" not in webhook["clientConfig"]       # certs.sh sets it; applying the file again keeps it
+        assert webhook["clientConfig"]["service"] == {"namespace": service["metadata"]["namespace"],
+                                                      "name": service["metadata"]["name"], "path": PATH,
+                                                      "port": port["port"]}
+    assert "--tls-cert" in c["args"]       # kube-apiserver calls webhooks over HTTPS only
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_certs_script_sets_the_ca_bundle_of_quotients_conversion_webhooks_only(tmp_path):
+    """deploy/certs.sh, with a kubectl that records its calls: the Secrets, then a merge patch setting the CA as
+    caBundle on each CRD of deploy/crds.yaml with a conversion webhook, found by Quotient's label."""
+    import base64
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    webhook_crds = " ".join(crds()[k]["metadata"]["name"] for k in KUEUE_KINDS)
+    (bin_dir / "kubectl").write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" >> {calls}
+case "$*" in
+  "get crd -l app.kubernetes.io/name=quotient "*) printf '%s\\n' {webhook_crds} ;;
+  *" -o yaml") echo "kind: Secret" ;;
+  "apply -f -") cat > /dev/null ;;
+esac
+""")
+    (bin_dir / "kubectl").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "certs.sh"), "--dir", str(tmp_path / "certs"), "--days", "2"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = calls.read_text().splitlines()
+    listing = next(c for c in lines if c.startswith("get crd"))
+    assert "?(@.spec.conversion.strategy==\"Webhook\")" in listing      # never WorkloadPriorityClass's (None)
+    patches = [c.split() for c in lines if c.startswith("patch crd")]
+    assert [p[2] for p in patches] == webhook_crds.split()
+    ca = (tmp_path / "certs" / "ca.crt").read_bytes()
+    for p in patches:
+        assert p[3:6] == ["--type", "merge", "-p"]
+        patch = json.loads(p[6])
+        assert base64.b64decode(patch["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]) == ca
+    # --no-apply, or no CRDs of ours: the command to run instead, with the same bundle
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "certs.sh"), "--dir", str(tmp_path / "c2"), "--no-apply",
+                           "--days", "2"], capture_output=True, text=True, timeout=120)
+    bundle = base64.b64encode((tmp_path / "c2" / "ca.crt").read_bytes()).decode()
+    assert done.returncode == 0 and "kubectl patch crd" in done.stdout and bundle in done.stdout
 
 
 # --- KubeSchedulerConfiguration -----------------------------------------------------------
@@ -635,7 +788,7 @@ def test_second_scheduler_profile_and_url_point_at_the_deployed_service():
     service = by_kind(ROOT / "deploy" / "quotient.yaml")["Service"][0]
     assert service["metadata"]["name"] == "quotient"
     assert service["metadata"]["namespace"] == NAMESPACE
-    assert [p["port"] for p in service["spec"]["ports"]] == [8888]
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"https": 8888, "conversion": 9443}
     assert [p["schedulerName"] for p in scheduler_config("main-scheduler.yaml")["profiles"]] == ["default-scheduler"]
 
 
@@ -679,7 +832,7 @@ def test_deployment_runs_the_image_with_the_mounted_config_and_probes():
     assert c["image"] == "quotient:0.1.0"
     assert c["args"] == ["serve", "--host", "0.0.0.0", "--tls-cert", "/etc/quotient/tls/tls.crt",
                          "--tls-key", "/etc/quotient/tls/tls.key", "--tls-client-ca", "/etc/quotient/tls/ca.crt",
-                         "--config", "/etc/quotient/config/config.yaml"]
+                         "--conversion-port", "9443", "--config", "/etc/quotient/config/config.yaml"]
     # kubelet's httpGet probes cannot present a client certificate: exec probes that do
     assert c["readinessProbe"]["exec"]["command"][-1] == "/readyz"
     assert c["livenessProbe"]["exec"]["command"][-1] == "/livez"
@@ -756,6 +909,7 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
                  ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
                  ("scheduling.x-k8s.io", "podgroups", "watch"),
                  ("", "pods", "watch"), ("", "nodes", "list"), ("kueue.x-k8s.io", "cohorts", "list"),
+                 ("kueue.x-k8s.io", "workloadpriorityclasses", "watch"),
                  ("policy", "poddisruptionbudgets", "watch"), ("scheduling.k8s.io", "priorityclasses", "watch")]:
         assert need in cluster, need
     writes = {g for g in cluster if g[2] not in ("get", "list", "watch")}
@@ -887,16 +1041,20 @@ def test_the_readme_deploy_steps_apply_every_manifest_in_order():
 
 # --- The secure layout ---------------------------------------------------------------------
 
-def test_the_network_policy_lets_only_the_second_scheduler_reach_quotient():
+def test_the_network_policy_lets_only_the_second_scheduler_reach_quotients_main_port():
+    """The main port from the second scheduler's pods only; the conversion port from anywhere (kube-apiserver's
+    addresses cannot be selected, and /convert changes no state); no other port."""
     (policy,) = documents(ROOT / "deploy" / "networkpolicy.yaml")
     pod = quotient_deployment()["spec"]["template"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    (rule,) = policy["spec"]["ingress"]
-    (source,) = rule["from"]
+    main, conversion = policy["spec"]["ingress"]
+    (source,) = main["from"]
     scheduler_pod = scheduler_deployment()["spec"]["template"]
     assert source["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
-    assert [p["port"] for p in rule["ports"]] == [pod["spec"]["containers"][0]["ports"][0]["containerPort"]]
+    ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+    assert [p["port"] for p in main["ports"]] == [ports["https"]]
+    assert "from" not in conversion and [p["port"] for p in conversion["ports"]] == [ports["conversion"]]
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

@@ -4,7 +4,8 @@ kube-scheduler calls filter for every pod with up to thousands of node names, so
 the verbs skip FastAPI's and Starlette's per-request machinery (middleware, Request,
 routing, Response objects): QuotientApp hands them to VerbApp, which reads the raw
 body, hands it to the Extender, and answers its bytes; all it adds for metrics is one
-histogram observation per request.
+histogram observation per request. POST /convert, the CRD conversion webhook, takes the same lean path
+(app/api/convert.py; `quotient serve --conversion-port` also serves it alone on a port of its own).
 Everything else is an ordinary FastAPI route.
 """
 from __future__ import annotations
@@ -23,7 +24,9 @@ from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from .debug import debug_router
-from .limits import BodyLimit, BodyTooLarge, read_body, refuse, too_many_items
+from .convert import PATH as CONVERT_PATH
+from .convert import ConvertApp
+from .limits import BodyLimit, BodyTooLarge, answer, read_body, refuse, too_many_items
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
@@ -41,10 +44,14 @@ class QuotientApp(FastAPI):
 
     verbs = None          # ASGI app answering the verb paths
     verb_paths: frozenset[str] = frozenset()
+    convert = ConvertApp()  # the conversion webhook, for callers this port admits (it changes no state)
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and scope["path"] in self.verb_paths:
-            return await self.verbs(scope, receive, send)
+        if scope["type"] == "http":
+            if scope["path"] in self.verb_paths:
+                return await self.verbs(scope, receive, send)
+            if scope["path"] == CONVERT_PATH:
+                return await self.convert(scope, receive, send)
         return await super().__call__(scope, receive, send)
 
 
@@ -65,37 +72,31 @@ class VerbApp:
         verb = path.rsplit("/", 1)[-1]
         if self.leading is not None and not self.leading():
             # A standby (or a leader whose lease lapsed) must not answer: its decisions could collide.
-            return await _answer(send, 503, orjson.dumps({"error": f"{verb}: this replica is not the leader"}))
+            return await answer(send, 503, orjson.dumps({"error": f"{verb}: this replica is not the leader"}))
         started = perf_counter()
         try:
             if scope["method"] != "POST":
-                return await _answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
+                return await answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
             try:
                 body = await read_body(scope, receive)
             except BodyTooLarge as e:
                 return await refuse(send, verb, e.limit)
             crowded = too_many_items(body)
             if crowded:
-                return await _answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
+                return await answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
             try:
                 out = await self.extender.bind(body) if handler is None else handler(body)
             except WireError as e:
-                return await _answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
+                return await answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
             except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
                 log.exception("internal error on %s", path)
-                return await _answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
-                                                                        f"{type(e).__name__}: {e}"}))
-            await _answer(send, 200, out)
+                return await answer(send, 500, orjson.dumps({"error": f"{verb}: internal error: "
+                                                                       f"{type(e).__name__}: {e}"}))
+            await answer(send, 200, out)
         finally:
             timer = self.timers.get(verb)
             if timer is not None:
                 timer.observe(perf_counter() - started)
-
-
-async def _answer(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
-    await send({"type": "http.response.body", "body": body})
 
 
 CLEARED_INTERVAL = 1.0     # seconds between two looks for refusals that cleared

@@ -46,6 +46,19 @@ def check_exposure(host: str, client_ca: str | None, insecure: bool) -> None:
         f"--tls-client-ca (deploy/README.md, TLS), or pass {INSECURE_FLAG} to allow it anyway")
 
 
+def check_conversion_exposure(host: str, port: int, conversion_port: int, cert: str | None) -> None:
+    """Raise ExposureError for a --conversion-port that cannot serve kube-apiserver safely. It needs no client
+    certificates (POST /convert reads and changes no state), but HTTPS beyond loopback: kube-apiserver calls
+    webhooks over HTTPS only, and the objects it sends would otherwise cross the network in clear."""
+    if conversion_port == port:
+        raise ExposureError(f"--conversion-port {conversion_port} is --port: the conversion webhook needs a port "
+                            "of its own, one that asks for no client certificate")
+    if cert is None and not is_loopback(host):
+        raise ExposureError(f"--conversion-port on --host {host} needs --tls-cert and --tls-key: kube-apiserver "
+                            "calls conversion webhooks over HTTPS only (deploy/README.md, TLS); without them, "
+                            "serve on 127.0.0.1")
+
+
 def trusted_caller(scope, clients_verified: bool) -> bool:
     """A request that may change state: the server verifies client certificates, or it came over loopback."""
     if clients_verified:

@@ -20,7 +20,8 @@ class WireError(ValueError):
     """A request body that cannot be used; the message says what is wrong."""
 
 
-def _body(raw: bytes) -> dict:
+def json_object(raw: bytes) -> dict:
+    """A request body's JSON object; WireError when it is not one."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
@@ -46,7 +47,7 @@ class ExtenderArgs:
 
 
 def decode_extender_args(raw: bytes) -> ExtenderArgs:
-    body = _body(raw)
+    body = json_object(raw)
     pod = _pod(body)
     names = body.get("NodeNames")
     if names is not None:
@@ -99,7 +100,7 @@ class PreemptionArgs:
 
 
 def decode_preemption_args(raw: bytes) -> PreemptionArgs:
-    body = _body(raw)
+    body = json_object(raw)
     pod = _pod(body)
     meta = body.get("NodeNameToMetaVictims")
     full = body.get("NodeNameToVictims")
@@ -149,7 +150,7 @@ class BindingArgs:
 
 
 def decode_binding_args(raw: bytes) -> BindingArgs:
-    body = _body(raw)
+    body = json_object(raw)
     values = []
     for key in ("PodName", "PodNamespace", "PodUID", "Node"):
         v = body.get(key)

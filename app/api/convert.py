@@ -1,0 +1,107 @@
+"""POST /convert: the CRD conversion webhook deploy/crds.yaml names, for the Kueue kinds it serves in both
+kueue.x-k8s.io/v1beta1 and v1beta2 (app/objects/conversion.py does the converting).
+
+kube-apiserver sends an apiextensions.k8s.io/v1 ConversionReview and presents no client certificate, so
+`quotient serve --conversion-port` serves this alone on a port of its own (ConvertApp answers 404 for every
+other path): it reads and changes no state, so any caller may use it. A review that cannot be answered gets
+`result: {status: Failure, message}` (the API server shows the message to its client); a body that is not
+a ConversionReview with a uid gets a 400.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from ..objects.conversion import ConversionError, convert
+from ..objects.kueue import GROUP, VERSIONS
+from .limits import BodyTooLarge, answer, read_body, refuse, too_many_items
+from .wire import WireError, json_object
+
+log = logging.getLogger("quotient.api")
+PATH = "/convert"
+REVIEW_API = "apiextensions.k8s.io/v1"
+# One review carries every object of a list the API server converts; a ClusterQueue is a few KiB.
+CONVERT_BODY = 32 * 2**20
+KUEUE_VERSIONS = tuple(f"{GROUP}/{v}" for v in VERSIONS)
+
+
+def review(body: bytes) -> bytes:
+    """The ConversionReview answering `body`; WireError when it is not a review with a uid to answer."""
+    doc = json_object(body)
+    request = doc.get("request")
+    uid = request.get("uid") if isinstance(request, dict) else None
+    if not isinstance(uid, str) or not uid:
+        raise WireError(f"not a ConversionReview: no request.uid (kube-apiserver sends {REVIEW_API} "
+                         "ConversionReview {request: {uid, desiredAPIVersion, objects}})")
+    try:
+        converted = _converted(doc, request)
+    except ConversionError as e:
+        log.info("conversion review %.80r refused: %s", uid, e)
+        response = {"uid": uid, "result": {"status": "Failure", "message": str(e)}}
+    else:
+        response = {"uid": uid, "result": {"status": "Success"}, "convertedObjects": converted}
+    return orjson.dumps({"apiVersion": REVIEW_API, "kind": "ConversionReview", "response": response})
+
+
+def _converted(doc: dict, request: dict) -> list[dict]:
+    if (doc.get("apiVersion"), doc.get("kind")) != (REVIEW_API, "ConversionReview"):
+        raise ConversionError(f"expected a {REVIEW_API} ConversionReview, got {doc.get('apiVersion')!r:.80} "
+                              f"{doc.get('kind')!r:.80}: set conversionReviewVersions: [v1] in the CRD")
+    desired = request.get("desiredAPIVersion")
+    if desired not in KUEUE_VERSIONS:
+        raise ConversionError(f"desiredAPIVersion {desired!r:.80}: this webhook converts only between "
+                              f"{' and '.join(KUEUE_VERSIONS)}; name it only in the Kueue CRDs (deploy/crds.yaml)")
+    objects = request.get("objects")
+    if not isinstance(objects, list):
+        raise ConversionError(f"request.objects must be a list, got {type(objects).__name__}")
+    version = desired.rpartition("/")[2]
+    out = []
+    for i, obj in enumerate(objects):
+        api = obj.get("apiVersion") if isinstance(obj, dict) else None
+        if api not in KUEUE_VERSIONS:
+            raise ConversionError(f"{_named(i, obj)}: apiVersion {api!r:.80} is not {' or '.join(KUEUE_VERSIONS)}")
+        try:
+            out.append(convert(obj, version))
+        except ConversionError as e:
+            raise ConversionError(f"{_named(i, obj)}: {e}") from None
+    return out
+
+
+def _named(i: int, obj: object) -> str:
+    """objects[i] (Kind 'name'), for a message."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    kind = obj.get("kind") if isinstance(obj, dict) else type(obj).__name__
+    return f"objects[{i}] ({kind!s:.80} {meta.get('name') if isinstance(meta, dict) else None!r:.80})"
+
+
+# A review this large is converted off the event loop, so the verbs sharing the process keep answering.
+INLINE_BODY = 256 * 2**10
+
+
+class ConvertApp:
+    """ASGI: POST /convert answers a ConversionReview; any other path is 404 (the conversion port serves
+    nothing else)."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] != PATH:
+            return await answer(send, 404, orjson.dumps({"error": f"{scope['path']}: not found (this port serves "
+                                                               f"only POST {PATH})"}))
+        if scope["method"] != "POST":
+            return await answer(send, 405, orjson.dumps({"error": "convert: use POST"}))
+        try:
+            body = await read_body(scope, receive, CONVERT_BODY)
+        except BodyTooLarge as e:
+            return await refuse(send, "convert", e.limit)
+        crowded = too_many_items(body)
+        if crowded:
+            return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
+        try:
+            out = review(body) if len(body) <= INLINE_BODY else await asyncio.to_thread(review, body)
+        except WireError as e:
+            return await answer(send, 400, orjson.dumps({"error": f"convert: {e}"}))
+        await answer(send, 200, out)
+

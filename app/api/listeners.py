@@ -1,0 +1,53 @@
+"""The uvicorn servers of `quotient serve`: the main one (verbs, /debug, health), and with --conversion-port
+the conversion webhook's own, both in one process on one event loop.
+
+The conversion port exists because kube-apiserver presents no client certificate to a conversion webhook
+while the main port requires one (--tls-client-ca): it serves only POST /convert (app/api/convert.py),
+which reads and changes no state, with the same serving certificate and no client certificates.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import uvicorn
+
+from .convert import ConvertApp
+
+# Connections and requests the conversion port takes at once before answering 503: anyone may reach it,
+# and kube-apiserver sends a handful.
+CONVERSION_CONCURRENCY = 32
+
+
+def server(app, host: str, port: int, log_level: str, tls: dict, cls=uvicorn.Server, **options) -> uvicorn.Server:
+    """A uvicorn server as Quotient runs them: uvicorn's lines through the root handler (log_config=None),
+    no access log, no proxy headers (create_app adds their middleware where a route needs them)."""
+    return cls(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                              proxy_headers=False, log_config=None, **tls, **options))
+
+
+class _Beside(uvicorn.Server):
+    """A server beside the main one: the main one takes SIGINT and SIGTERM (two would replace each other's
+    handlers), and serve_all stops this one when the main one stops."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+def conversion_server(host: str, port: int, log_level: str, tls: dict) -> uvicorn.Server:
+    """The conversion port: /convert only, `tls` without client certificates."""
+    return server(ConvertApp(), host, port, log_level, tls, cls=_Beside, lifespan="off",
+                  limit_concurrency=CONVERSION_CONCURRENCY)
+
+
+async def serve_all(main: uvicorn.Server, beside: uvicorn.Server | None = None) -> None:
+    """Serve until the main server stops (a signal), or either one fails to start; then stop both."""
+    if beside is None:
+        return await main.serve()
+    tasks = [asyncio.create_task(main.serve()), asyncio.create_task(beside.serve())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        main.should_exit = beside.should_exit = True
+        await asyncio.gather(*tasks)
