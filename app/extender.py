@@ -26,6 +26,7 @@ from .core.cleared import cleared_cause
 from .core.decisions import Evict, Refuse
 from .core.flavors import Charge
 from .core.gangs import group_of
+from .core.jobs import describe
 from .core.placement import pack_scores
 from .core.preemption import kube_preempt
 from .journal import BindRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
@@ -223,6 +224,9 @@ class Extender:
             if pod.node_name in offered.names:
                 return self._filter_answer(nodes, [pod.node_name], orjson.dumps([pod.node_name]))
             return refuse(Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}"))
+        rec = state.job_admissions.get(pod.owner.uid) if pod.job else None
+        if rec is not None and pod.uid not in state.holds:
+            return self._filter_job_pod(pod, key, rec, offered, nodes)
         members = state.members(key)
         refusal = gang_admission.check_group(state, pod, key, members)
         if refusal is not None:
@@ -244,12 +248,39 @@ class Extender:
             return refuse(decision)
         return passes(decision.node_of(pod.uid))
 
+    def _filter_job_pod(self, pod: PodInfo, key: str, rec, offered: OfferedNodes, nodes: dict | None) -> bytes:
+        """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
+        quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
+        state, charge = self.state, rec.charge
+        flavor_names = frozenset(charge.flavors.values())
+        if pod.uid not in state.reservations and rec.spare < 1:
+            reason = (f"{describe(key)} is admitted with {rec.size} pod(s), all holding their quota; this pod "
+                      "runs in the place of one that finishes or fails")
+            self._journal(FilterRecord(pod=pod.key, outcome="JobAtSize", reason=reason,
+                                       queue=charge.cluster_queue, group=key))
+            return self._refuse(pod, "JobAtSize", reason, nodes, offered, charge.cluster_queue)
+        passing, encoded = offered.on_offer(state, flavor_names)
+        kept = filtering.nodes_for(state, pod, flavor_names, passing, len(offered.names))
+        if isinstance(kept, Refuse):
+            return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
+        if kept is not passing:
+            passing, encoded = kept, orjson.dumps(kept)
+        if pod.uid not in state.reservations:
+            state.reserve(pod.uid, Charge(charge.cluster_queue, dict(charge.flavors), dict(charge.usage)))
+        self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
+                                   group=key, flavors=dict(charge.flavors), offered=len(offered.names),
+                                   nodes=len(passing)))
+        self.refusals.passed(pod.uid, state.clock())
+        self.offered.remember(encoded, passing)
+        return self._filter_answer(nodes, passing, encoded)
+
     def _admit_group(self, pod: PodInfo, key: str, pending: list[PodInfo],
                      on_offer: set[str]) -> Refuse | gang_admission.GroupAdmission:
         """Decide for a whole pod group (core.gang_admission.admit_group) and commit it: a hold per member,
         the victims' evictions issued. Returns the refusal for pod, or the admission it passes by."""
         state = self.state
-        decision = gang_admission.admit_group(state, key, pending, on_offer)
+        job = state.jobs.get(pod.owner.uid) if pod.job else None
+        decision = gang_admission.admit_partially(state, key, pending, on_offer, job and job.min_parallelism)
         if isinstance(decision, Refuse):
             return decision
         victims = decision.victims
@@ -262,6 +293,9 @@ class Extender:
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
         for h in decision.holds:
             held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        if job is not None:
+            running = sum(1 for m in state.members(key) if m.uid in state.admitted)
+            state.admit_job(job.uid, running + len(decision.holds), decision.holds[0].charge)
         if victims:
             self._issue(self._evictions(pod.uid, held))
         self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
@@ -413,8 +447,12 @@ class Extender:
             chosen = self._planned
         finally:
             self._planned = None
-        return chosen + self._victims_to_evict() + self._timed_out_still_running() + self._pods_ready_timeouts() \
-            + self._drains()
+        evictions = chosen + self._victims_to_evict() + self._timed_out_still_running() \
+            + self._pods_ready_timeouts() + self._drains()
+        for e in evictions:      # an evicted Job's workload ends; the pods it makes again are a new one
+            if e.pod.job:
+                state.evict_job(e.pod.owner.uid)
+        return evictions
 
     def _issue(self, evictions: list[Evict]) -> None:
         """Evictions a preemption decided: written at once by act/ (a request's decision), or with the rest

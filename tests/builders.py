@@ -187,6 +187,48 @@ class PriorityClass(_Builder):
                      "value": value, **({"globalDefault": True} if global_default else {})}
 
 
+class Job(_Builder):
+    """A batch/v1 Job (uid uid-job-{namespace}-{name}); its pods are Pod(...).of_job(job)."""
+
+    def __init__(self, name: str, namespace: str = "team-a"):
+        self._obj = {"apiVersion": "batch/v1", "kind": "Job",
+                     "metadata": {"name": name, "namespace": namespace, "uid": f"uid-job-{namespace}-{name}",
+                                  "labels": {}},
+                     "spec": {"parallelism": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                         {"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}}
+
+    @property
+    def uid(self) -> str:
+        return self._obj["metadata"]["uid"]
+
+    @property
+    def name(self) -> str:
+        return self._obj["metadata"]["name"]
+
+    def queue(self, name: str) -> Job:
+        self._obj["metadata"]["labels"][QUEUE_LABEL] = name
+        return self
+
+    def label(self, key: str, value: str) -> Job:
+        self._obj["metadata"]["labels"][key] = value
+        return self
+
+    def parallelism(self, n: int) -> Job:
+        self._obj["spec"]["parallelism"] = n
+        return self
+
+    def completions(self, n: int) -> Job:
+        self._obj["spec"]["completions"] = n
+        return self
+
+    def succeeded(self, n: int) -> Job:
+        self._obj.setdefault("status", {})["succeeded"] = n
+        return self
+
+    def min_parallelism(self, value) -> Job:
+        return self.annotation("kueue.x-k8s.io/job-min-parallelism", str(value))
+
+
 class PodGroup(_Builder):
     """A scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)."""
 
@@ -339,6 +381,10 @@ class Pod(_Builder):
     def label(self, key: str, value: str) -> Pod:
         self._obj["metadata"]["labels"][key] = value
         return self
+
+    def of_job(self, job: Job) -> Pod:
+        """Owned by the Job, as its controller makes them (the job-name label, no queue label of its own)."""
+        return self.owner("Job", job.name, job.uid).label("batch.kubernetes.io/job-name", job.name)
 
     def owner(self, kind: str, name: str, uid: str, api_version: str = "batch/v1") -> Pod:
         """The controller ownerReference (a Job's, a ReplicaSet's pods)."""

@@ -19,9 +19,10 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
 - core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
   poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses
   (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves
-  (default v1beta1 only; the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to the version asked by
-  Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds.yaml has the API server
-  do; scheduling.x-k8s.io/v1alpha1 podgroups; events.k8s.io/v1 events; coordination.k8s.io/v1 leases.
+  (default v1beta1 only; the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to
+  the version asked by Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds.yaml
+  has the API server do; scheduling.x-k8s.io/v1alpha1 podgroups; batch/v1 jobs; events.k8s.io/v1 events;
+  coordination.k8s.io/v1 leases.
   Namespaced kinds answer at both /namespaces/{ns}/{plural} and the all-namespaces collection /{plural}.
 - list: {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"}, "items"}. As the real API,
   items of built-in kinds carry no kind/apiVersion (custom resources' items do). `limit` and `continue`
@@ -135,6 +136,7 @@ KINDS = [
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", True),
     Kind("WorkloadPriorityClass", "kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
     Kind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
+    Kind("Job", "batch", "v1", "jobs", True),
     Kind("Event", "events.k8s.io", "v1", "events", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
 ]

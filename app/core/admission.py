@@ -73,8 +73,12 @@ def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -
 
 
 def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
-    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the ClusterQueue exists and
-    is active, its stopPolicy is None, and its namespaceSelector selects the pod's namespace."""
+    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the pod's Job is known and
+    valid, the ClusterQueue exists and is active, its stopPolicy is None, and its namespaceSelector selects
+    the pod's namespace."""
+    refusal = job_refusal(state, pod)
+    if refusal is not None:
+        return None, refusal
     if not pod.queue_name:
         if state.config.manage_jobs_without_queue_name:
             return None, _refuse("NoQueueName", f"pod has no {QUEUE_LABEL} label and "
@@ -107,6 +111,22 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
     return cq, None
+
+
+def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
+    """A pod of a Job Quotient has not seen yet, while Jobs are a source (the watch delivers the pod first):
+    whether the Job puts it in a queue is unknown, so it waits rather than pass unmanaged. A Job Kueue's
+    webhook would refuse (objects.job.decode_job's problem) admits none of its pods."""
+    owner = pod.owner
+    if owner is None or owner.kind != "Job" or not owner.uid:
+        return None
+    job = state.jobs.get(owner.uid)
+    if job is None:
+        return _refuse("JobNotSeen", f"Job {pod.namespace}/{owner.name}, the pod's owner, is not known to Quotient "
+                       "yet (its watch event is late); the pod is tried again") if state.jobs_listed else None
+    if job.problem and pod.job:
+        return _refuse("InvalidJob", f"Job {job.key}: {job.problem}; fix the Job")
+    return None
 
 
 def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..objects.job import MIN_PARALLELISM
 from ..objects.pod import PRIORITY_CLASS_LABEL, PodInfo
 from .admission import decide, may_reclaim
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge, quota_usage
+from .jobs import describe
 from .gangs import KUEUE_TOTAL, as_workload, expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
@@ -19,6 +21,7 @@ from .reclaim import flavor_nodes, still_running, victims_left
 from .view import ClusterView
 
 GROUP_INCOMPLETE = "GroupIncomplete"
+PARTIAL = "PartiallyAdmitted"
 
 
 @dataclass
@@ -35,12 +38,17 @@ class GroupAdmission:
 
     def answer(self, pod: PodInfo, on_offer) -> Refuse | None:
         """What filter answers the member that asked: None passes it onto its node."""
-        mine, n = self.node_of(pod.uid), len(self.holds)
+        n = len(self.holds)
+        if all(h.preemptor != pod.uid for h in self.holds):
+            return Refuse(PARTIAL, f"{describe(self.key)} admitted with {n} pod(s) by partial admission "
+                          f"({MIN_PARALLELISM}); this pod runs in the place of one that finishes or fails",
+                          self.cluster_queue)
+        mine = self.node_of(pod.uid)
         if self.victims:
-            return Refuse("GroupPreempting", f"pod group {self.key}: preempting {len(self.victims)} pod(s) so "
+            return Refuse("GroupPreempting", f"{describe(self.key)}: preempting {len(self.victims)} pod(s) so "
                           f"that all {n} members fit at once; node {mine} is held for this member", self.cluster_queue)
         if mine not in on_offer:
-            return Refuse("GroupReserved", f"pod group {self.key} admitted; node {mine} is reserved for this member "
+            return Refuse("GroupReserved", f"{describe(self.key)} admitted; node {mine} is reserved for this member "
                           "and was not offered; waiting for it", self.cluster_queue)
         return None
 
@@ -51,19 +59,19 @@ def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInf
     nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
     if len(queues) > 1:
-        return Refuse("GroupQueueMismatch", f"pod group {key}: members name different queues "
+        return Refuse("GroupQueueMismatch", f"{describe(key)}: members name different queues "
                       f"({', '.join(queues)}); the members of a group must share one LocalQueue")
     missing = sorted({m.missing_priority_class for m in members} - {""})
     if missing:
-        return Refuse("WorkloadPriorityClassNotFound", f"pod group {key}: WorkloadPriorityClass "
+        return Refuse("WorkloadPriorityClassNotFound", f"{describe(key)}: WorkloadPriorityClass "
                       f"{', '.join(missing)} does not exist (label {PRIORITY_CLASS_LABEL} of a member); the group is "
                       "queued once it does: create it, or fix the label")
     size = expected_size(state, pod)
     if size is None:
-        return Refuse("GroupSizeUnknown", f"pod group {key}: no size; set the annotation "
+        return Refuse("GroupSizeUnknown", f"{describe(key)}: no size; set the annotation "
                       f"{KUEUE_TOTAL} (or the PodGroup's minMember)")
     if len(members) < size:
-        return Refuse(GROUP_INCOMPLETE, f"pod group {key}: {len(members)} of {size} members exist; "
+        return Refuse(GROUP_INCOMPLETE, f"{describe(key)}: {len(members)} of {size} members exist; "
                       "the group waits for the rest and holds nothing")
     return None
 
@@ -78,7 +86,7 @@ def held_member(state: ClusterView, key: str, members: list[PodInfo], held, on_o
     if over:        # bound one by one, the group must still fit whole in what really runs
         return Refuse("VictimsStillRunning", still_running(over, key))
     if held.node not in on_offer:
-        return Refuse("GroupReserved", f"pod group {key}: node {held.node} is reserved for this member "
+        return Refuse("GroupReserved", f"{describe(key)}: node {held.node} is reserved for this member "
                       "and was not offered; waiting for it")
     return None
 
@@ -101,7 +109,7 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
     (offered nodes first), preempting for it if needed (core.preemption.gang)."""
     unit = as_workload(key, pending)
     verdict = decide(state, unit)
-    whole = f"pod group {key} ({len(pending)} pending members, admitted whole or not at all)"
+    whole = f"{describe(key)} ({len(pending)} pending members, admitted whole or not at all)"
     if not verdict.admit and not may_reclaim(verdict):
         return Refuse(verdict.rule, f"{whole}: {verdict.reason}", verdict.cluster_queue)
     a = verdict.assignment
@@ -130,3 +138,25 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
                   Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors)), victims)
              for m in pending]
     return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
+
+
+def admit_partially(state: ClusterView, key: str, pending: list[PodInfo], on_offer,
+                    minimum: int | None) -> GroupAdmission | Refuse:
+    """Kueue's partial admission (kueue.x-k8s.io/job-min-parallelism): the whole Job if it can be admitted,
+    else the most of its oldest pending pods, down to `minimum`, that can (quota, a node each, preemption),
+    found by bisection as Kueue's PodSetReducer does; the others stay pending."""
+    whole = admit_group(state, key, pending, on_offer)
+    if not isinstance(whole, Refuse) or minimum is None or minimum >= len(pending):
+        return whole
+    best, lo, hi = None, minimum, len(pending) - 1
+    while lo <= hi:
+        k = (lo + hi) // 2
+        decision = admit_group(state, key, pending[:k], on_offer)
+        if isinstance(decision, Refuse):
+            hi = k - 1
+        else:
+            best, lo = decision, k + 1
+    if best is None:
+        return Refuse(whole.rule, f"{whole.reason}; nor with fewer pods, down to {MIN_PARALLELISM}={minimum}",
+                      whole.cluster_queue)
+    return best

@@ -35,7 +35,10 @@ def node_masks(members: list[PodInfo], nodes: list, misfit):
 
 
 def group_of(pod: PodInfo) -> str:
-    """The group key "namespace/name" of a pod in a group, "" for a pod on its own."""
+    """The group key "namespace/name" of a pod in a group (a Kueue-managed Job's pods: core.jobs.job_key),
+    "" for a pod on its own."""
+    if pod.job:
+        return pod.job
     name = pod.labels.get(KUEUE_GROUP) or pod.labels.get(COSCHEDULING_GROUP)
     return f"{pod.namespace}/{name}" if name else ""
 
@@ -58,8 +61,11 @@ def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]
 
 
 def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
-    """How many members the group needs: Kueue's pod-group-total-count annotation, or the coscheduling
-    PodGroup's minMember (both decoded once, objects/)."""
+    """How many members the group needs: a Job's workload count (objects.job.JobInfo.count), Kueue's
+    pod-group-total-count annotation, or the coscheduling PodGroup's minMember (decoded once, objects/)."""
+    if pod.job:
+        job = state.jobs.get(pod.owner.uid)
+        return job.count if job is not None else None
     if KUEUE_TOTAL in pod.annotations:
         return pod.group_total
     if pod.labels.get(COSCHEDULING_GROUP):
@@ -76,7 +82,8 @@ def as_workload(key: str, members: list[PodInfo]) -> PodInfo:
     for m in members:
         for r, v in m.requests.items():
             requests[r] = requests.get(r, 0) + v
-    return replace(first, uid=f"group:{key}", name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP),
+    return replace(first, uid=f"group:{key}",
+                   name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP) or first.owner.name,
                    requests=requests, priority=max(m.priority or 0 for m in members),
                    pod_priority=max(m.pod_priority or 0 for m in members),
                    created=min((m.created for m in members if m.created is not None), default=None))

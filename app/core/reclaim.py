@@ -12,6 +12,7 @@ from typing import Callable, Iterator
 from ..objects.pod import PodInfo
 from .admission import Verdict
 from .decisions import Hold, Refuse
+from .jobs import describe
 from .flavors import Assignment, Charge
 from .placement import shortfall
 from .preemption import Plan, may_preempt, plans, victim_message
@@ -72,12 +73,12 @@ def victims_left(state: ClusterView, held, group: str = "") -> str:
     left = held.left(state.pods) if held is not None else None
     if not left:
         return ""
-    who = f"pod group {group}" if group else "this pod"
+    who = describe(group) if group else "this pod"
     return (f"preempting for {who}: waiting for {len(left)} preempted pod(s) to leave (their quota is "
             f"free only once they are gone); node {held.node} and the quota are held for it")
 
 
 def still_running(over: str, group: str = "") -> str:
     """VictimsStillRunning: the plan counts others' victims as gone, the quota (over) still holds them."""
-    who = f"pod group {group}: " if group else ""
+    who = f"{describe(group)}: " if group else ""
     return f"{who}{over}; pods preempted for others still run there, and their quota is free only once they are gone"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol, runtime_checkabl
 
 if TYPE_CHECKING:
     from ..config import Configuration
+    from ..objects.job import JobInfo
     from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
     from ..objects.node import NodeInfo
     from ..objects.pod import PodInfo
@@ -35,6 +36,8 @@ class ClusterView(Protocol):
     local_queues: dict[str, LocalQueue]
     priority_classes: dict
     pod_groups: dict[str, PodGroup]
+    jobs: dict[str, JobInfo]                # batch/v1 Jobs by uid
+    jobs_listed: bool                       # Jobs are a source (an owner not among them is not seen yet)
     budgets: Budgets                        # PodDisruptionBudgets with their running figures
     # running totals and indexes
     admitted: dict[str, Charge]             # pods holding quota (by_queue: uids per ClusterQueue)

@@ -58,6 +58,8 @@ class PodInfo:
     scheduled_at: float | None = None   # the PodScheduled=True condition's lastTransitionTime: when it was bound
     started: float | None = None        # status.startTime: when the kubelet started it
     group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
+    job: str = ""                       # the workload key of the Kueue-managed Job that owns it (state/jobs)
+    inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
 
     @property
     def key(self) -> str:

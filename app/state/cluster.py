@@ -24,9 +24,11 @@ from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, all_ready, queue_order, requeue_key, unit_of
 from ..core.priority import resolve
+from ..core.jobs import inherit
 from ..core.quota import QuotaNode, available
 from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
+from ..objects.job import JobInfo
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
@@ -55,6 +57,17 @@ class Reservation:
     """Quota held between a pod passing filter and its bind."""
     charge: Charge
     expires: float
+
+
+@dataclass(slots=True)
+class JobAdmission:
+    """A Job admitted as one workload (core.jobs): how many pods, and one pod's charge. While it runs, the
+    slots its pods do not fill (a pod failed, a completion done with more to go) keep that charge as planned
+    usage (`spare`), so the pods the Job controller creates in their place run in the workload's quota, as a
+    Kueue Workload keeps its quota; a Job with fewer completions to go frees its share."""
+    size: int
+    charge: Charge
+    spare: int = 0
 
 
 @dataclass(slots=True)
@@ -116,6 +129,9 @@ class ClusterState:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.workload_priority_classes: dict[str, int] = {}   # Kueue's WorkloadPriorityClass name -> value
+        self.jobs: dict[str, JobInfo] = {}                     # batch/v1 Jobs by uid
+        self.jobs_listed = False                               # Jobs are a source: an unknown owner is not seen yet
+        self.job_admissions: dict[str, JobAdmission] = {}      # Job uid -> its admitted workload
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.cohorts: dict[str, Cohort] = {}
@@ -155,6 +171,7 @@ class ClusterState:
         self._bulk -= 1
         if self._bulk == 0:
             self._rebuild()
+            self._infer_job_admissions()
 
     def skip(self, reason: str) -> None:
         """Count and log (once per reason) an object Quotient could not use."""
@@ -300,6 +317,86 @@ class ClusterState:
         self.priority_classes.pop(name, None)
         self.generation += 1
 
+    def upsert_job(self, job: JobInfo) -> None:
+        """A Job made or changed: its pods take its queue and WorkloadPriorityClass labels anew (jobs.inherit)."""
+        old = self.jobs.get(job.uid)
+        self.jobs[job.uid] = job
+        self.jobs_listed = True
+        if old is None or old.inherited != job.inherited:
+            self._relabel(job.uid)
+        self._sync_job(job.uid)
+        self.generation += 1
+
+    def remove_job(self, key: str) -> None:
+        uid = next((u for u, j in self.jobs.items() if j.key == key), None)
+        if uid is not None:
+            del self.jobs[uid]
+            self._relabel(uid)
+            self._sync_job(uid)
+        self.generation += 1
+
+    # ---- Jobs admitted as one workload ------------------------------------------
+    def admit_job(self, job_uid: str, size: int, charge: Charge) -> None:
+        """The Job's workload admitted with size pods (fewer than its count under partial admission)."""
+        self.evict_job(job_uid)
+        self.job_admissions[job_uid] = JobAdmission(size, Charge(charge.cluster_queue, dict(charge.flavors),
+                                                                 dict(charge.usage)))
+        self._sync_job(job_uid)
+
+    def evict_job(self, job_uid: str) -> None:
+        """The workload is evicted (preempted, timed out, drained): its spare slots' quota is freed, and the
+        pods its controller creates again are admitted as a new workload."""
+        rec = self.job_admissions.pop(job_uid, None)
+        if rec is not None:
+            self._spare(rec, -rec.spare)
+            self.generation += 1
+
+    def job_pods_holding(self, job_uid: str) -> int:
+        """The Job's pods that hold quota: bound, or reserved (passed filter, or held for a group)."""
+        return sum(1 for u in self.owned.get(job_uid, ()) if u in self.admitted or u in self.reservations)
+
+    def _sync_job(self, job_uid: str) -> None:
+        """Spare slots = the admitted size (less the completions done) minus the pods holding quota."""
+        rec = self.job_admissions.get(job_uid)
+        if rec is None:
+            return
+        job, holding = self.jobs.get(job_uid), self.job_pods_holding(job_uid)
+        if job is None or job.finished:
+            want = 0
+            if not holding:
+                self.evict_job(job_uid)
+                return
+        else:
+            want = max(0, min(rec.size, job.count) - holding)
+        self._spare(rec, want - rec.spare)
+
+    def _spare(self, rec: JobAdmission, n: int) -> None:
+        """Charge (n > 0) or free (n < 0) n slots of the Job's planning usage."""
+        for _ in range(abs(n)):
+            self._apply(rec.charge, running=False, sign=1 if n > 0 else -1)
+        rec.spare += n
+
+    def _pod_job_changed(self, uid: str) -> None:
+        pod = self.pods.get(uid)
+        if pod is not None and pod.job and pod.owner.uid in self.job_admissions:
+            self._sync_job(pod.owner.uid)
+
+    def _infer_job_admissions(self) -> None:
+        """After a bulk load (a start, a relist): a Job whose pods run is an admitted workload of its count (a
+        partial admission's smaller size is not recorded anywhere Quotient reads; binds still check what
+        really runs, so the guess cannot over-admit)."""
+        for job_uid, job in self.jobs.items():
+            if job_uid in self.job_admissions or job.finished or not job.queue_name:
+                continue
+            running = [u for u in self.owned.get(job_uid, ()) if u in self.admitted]
+            if running:
+                self.admit_job(job_uid, job.count, self.admitted[running[0]])
+
+    def _relabel(self, job_uid: str) -> None:
+        """Re-apply the Job's pods (a copy each: the old record must unlink under its old group)."""
+        for uid in list(self.owned.get(job_uid, ())):
+            self.upsert_pod(replace(self.pods[uid]), force=True)
+
     def upsert_workload_priority_class(self, wpc: WorkloadPriorityClass) -> None:
         """A WorkloadPriorityClass made or changed: the pods whose label names it take its value (Kueue's
         WorkloadPriorityClass controller updates their Workloads) and their place in the queue with it."""
@@ -379,6 +476,9 @@ class ClusterState:
             self._index_pending(pod)
         for pod in one_per_unit.values():
             self.track_readiness(pod)
+        for rec in self.job_admissions.values():      # the tree is new: the spare slots are charged again
+            spare, rec.spare = rec.spare, 0
+            self._spare(rec, spare)
 
     # ---- pods ---------------------------------------------------------------
     def track_readiness(self, pod: PodInfo) -> None:
@@ -489,6 +589,7 @@ class ClusterState:
                 return
         if pod.node_name and not force:
             self._confirmed(pod.uid)       # the API shows a binding (ours, or another's that won)
+        inherit(pod, self.jobs)
         self.resolve_priority(pod, old)
         if not force:
             self.learned.pop(pod.uid, None)     # a source now speaks for it (Quotient's own bind does not)
@@ -526,6 +627,9 @@ class ClusterState:
             self.going.discard(pod.uid)
         self._index_pending(pod)
         self.track_readiness(pod)
+        if old is not None and old.job and old.job != pod.job:
+            self._sync_job(old.owner.uid)
+        self._pod_job_changed(pod.uid)
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
@@ -544,6 +648,8 @@ class ClusterState:
             if self.uid_by_key.get(pod.key) == uid:
                 del self.uid_by_key[pod.key]
             self.track_readiness(pod)
+            if pod.job:
+                self._sync_job(pod.owner.uid)
         self.generation += 1
 
     def _unlink(self, pod: PodInfo) -> None:
@@ -688,6 +794,9 @@ class ClusterState:
         timeout = self.config.preemption_hold_timeout
         held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, set() if evicted is None else evicted)
         for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
+            taken = self.pods.get(victim)
+            if taken is not None and taken.job:
+                self.evict_job(taken.owner.uid)
             running = self.admitted.get(victim)
             if running is not None and victim not in self.going:
                 self.going.add(victim)
@@ -745,6 +854,7 @@ class ClusterState:
         self.drop_reservation(uid)
         r = Reservation(charge, self.clock() + (self.config.reservation_timeout if timeout is None else timeout))
         self._hold(uid, r)
+        self._pod_job_changed(uid)
         self.generation += 1
         return r
 
@@ -757,6 +867,7 @@ class ClusterState:
         r = self.reservations.pop(uid, None)
         if r is not None:
             self._release(r.charge, running=False)
+            self._pod_job_changed(uid)
             self.generation += 1
         return r
 

@@ -9,6 +9,7 @@ from ..objects import kueue
 from ..objects.annotations import allows_preemption
 from ..objects.budgets import decode_pdb
 from ..objects.errors import InvalidObject
+from ..objects.job import decode_job
 from ..objects.meta import mapping, metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
@@ -16,7 +17,7 @@ from ..objects.podgroup import decode_pod_group
 from ..state.cluster import ClusterState, PriorityClassInfo
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
-EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup")
+EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup", "Job")
 PRIORITY_KINDS = ("PriorityClass", "WorkloadPriorityClass")
 
 
@@ -72,6 +73,8 @@ def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> No
         state.remove_budget(key if "/" in key else f"default/{key}")
     elif kind == "PodGroup":
         state.remove_pod_group(key if "/" in key else f"default/{key}")
+    elif kind == "Job":
+        state.remove_job(key if "/" in key else f"default/{key}")
 
 
 def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
@@ -115,6 +118,11 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
             state.remove_pod_group(_namespaced_key(obj, kind))
         else:
             state.upsert_pod_group(decode_pod_group(obj))
+    elif kind == "Job":
+        if deleted:
+            state.remove_job(_namespaced_key(obj, kind))
+        else:
+            state.upsert_job(decode_job(obj))
     else:
         return False
     return True

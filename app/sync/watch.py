@@ -1,7 +1,7 @@
 """The live source: list, then watch, every kind Quotient reads from the API server, feeding ClusterState.
 
 For each resource (Namespaces, Nodes, PriorityClasses, the Kueue kinds with WorkloadPriorityClasses,
-PodDisruptionBudgets, PodGroups, Pods) WatchSource lists (paged with limit/continue) and watches from the list's
+PodDisruptionBudgets, PodGroups, Jobs, Pods) WatchSource lists (paged with limit/continue) and watches from the list's
 resourceVersion with bookmarks. Every object goes through sync.dispatch.apply_object, the
 same door the snapshot uses.
 
@@ -88,6 +88,7 @@ RESOURCES = (
     Resource("LocalQueue", KUEUE, "v1beta1", "localqueues", True, optional=True),
     Resource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True, optional=True),
+    Resource("Job", "batch", "v1", "jobs", True),
     Resource("Pod", "", "v1", "pods", True),
 )
 

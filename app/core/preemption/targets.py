@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..hierarchy import RECLAIM_WHILE_BORROWING
+from ..jobs import describe
 from ..quota import FR, QuotaNode, available
 from .ordering import plan_key
 
@@ -28,7 +29,8 @@ CAUSES = {IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
 
 def victim_message(reason: str, preemptor: PodInfo) -> str:
     """The message a victim's eviction carries, worded as Kueue's Preempted condition."""
-    who = (f"pod group {preemptor.key} (its pods' UIDs: see its members)" if preemptor.uid.startswith("group:")
+    who = (f"{describe(preemptor.uid[len('group:'):])} (its pods' UIDs: see its members)"
+           if preemptor.uid.startswith("group:")
            else f"pod {preemptor.key} (UID: {preemptor.uid})")
     return f"Preempted to accommodate {who} due to {CAUSES[reason]}"
 

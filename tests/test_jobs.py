@@ -1,0 +1,210 @@
+"""A batch/v1 Job labelled with a queue is one workload (issue 10, part 3), as Kueue's Job integration makes it
+(pkg/controller/jobs/job/job_controller.go; site docs tasks/run/jobs.md, concepts/workload.md "partial
+admission"): its pods inherit the Job's labels, are admitted all together or not at all, keep the workload's
+quota for the pods that replace finished or failed ones, and are preempted as one candidate."""
+from __future__ import annotations
+
+import pytest
+
+from app.act.writer import SnapshotWriter
+from app.core.admission import decide
+from app.extender import Extender
+from app.objects.errors import InvalidObject
+from app.objects.job import decode_job
+from builders import (Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, WorkloadPriorityClass,
+                      cpu_queue)
+from helpers import Verbs, answer_reasons, apply, make_state, pod_info
+
+CPU = 1000
+
+
+def cluster(*objects, quota=8, nodes=2, preemption=None):
+    """ClusterQueue cq (quota CPUs) behind LocalQueue q in team-a, nodes of 4 CPUs."""
+    return make_state(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+                      cpu_queue("cq", quota, **({"preemption": preemption} if preemption else {})),
+                      LocalQueue("q", "team-a").cluster_queue("cq").obj(),
+                      *(Node(f"n{i}").cpu("4").obj() for i in range(1, nodes + 1)), *objects)
+
+
+def pods_of(job: Job, n: int, cpu="1", start=0) -> list[Pod]:
+    return [Pod(f"{job.name}-{i}").of_job(job).cpu(cpu).created(i) for i in range(start, start + n)]
+
+
+def planned(state) -> int:
+    return state.tree.queues["cq"].usage.get(("default-flavor", "cpu"), 0)
+
+
+# ---- the Job as Kueue reads it ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("parallelism, completions, succeeded, count", [
+    (4, None, 0, 4), (4, 4, 0, 4), (4, 2, 0, 2), (4, 10, 7, 3), (4, 10, 10, 0), (3, 10, 2, 3)])
+def test_the_workload_count_is_parallelism_bounded_by_the_completions_left(parallelism, completions, succeeded, count):
+    """podsCount = min(parallelism, completions), less the completions done (ReclaimablePods)."""
+    job = Job("j").queue("q").parallelism(parallelism).succeeded(succeeded)
+    if completions is not None:
+        job.completions(completions)
+    assert decode_job(job.obj()).count == count
+
+
+@pytest.mark.parametrize("value", ["0", "4", "5", "two", "-1"])
+def test_a_min_parallelism_kueue_refuses_refuses_the_jobs_pods(value):
+    """Kueue's Job webhook: job-min-parallelism must be an integer in [1, parallelism)."""
+    job = Job("j").queue("q").parallelism(4).min_parallelism(value)
+    s = cluster(job.obj(), *(p.obj() for p in pods_of(job, 4)))
+    verdict = decide(s, pod_info(s, "team-a", "j-0"))
+    assert (verdict.admit, verdict.rule) == (False, "InvalidJob")
+    assert "kueue.x-k8s.io/job-min-parallelism" in verdict.reason and "spec.parallelism 4" in verdict.reason
+
+
+def test_a_job_of_the_wrong_shape_is_an_error():
+    with pytest.raises(InvalidObject, match="spec.parallelism must be a non-negative integer"):
+        decode_job(Job("j").parallelism("four").obj())
+
+
+# ---- its pods join its queue --------------------------------------------------------------------------------
+
+def test_the_pods_of_a_labelled_job_join_its_queue_and_its_workload_priority_class():
+    job = Job("j").queue("q").label("kueue.x-k8s.io/priority-class", "prod").parallelism(2)
+    s = cluster(WorkloadPriorityClass("prod", 1000).obj(), job.obj(), *(p.obj() for p in pods_of(job, 2)))
+    p = pod_info(s, "team-a", "j-0")
+    assert (p.queue_name, p.priority, p.job) == ("q", 1000, f"job:team-a/j:{job.uid}")
+    assert [m.name for m in s.pending_pods("cq")] == ["j-0", "j-1"]
+
+
+def test_a_job_without_the_label_or_pods_of_a_pod_group_keep_todays_rules():
+    plain, grouped = Job("plain").parallelism(1), Job("grouped").queue("q")
+    s = cluster(plain.obj(), grouped.obj(), Pod("plain-0").of_job(plain).cpu("1").obj(),
+                Pod("grouped-0").of_job(grouped).cpu("1").label("kueue.x-k8s.io/pod-group-name", "g")
+                .annotation("kueue.x-k8s.io/pod-group-total-count", "1").obj())
+    assert (pod_info(s, "team-a", "plain-0").queue_name, pod_info(s, "team-a", "plain-0").job) == ("", "")
+    grouped_pod = pod_info(s, "team-a", "grouped-0")
+    assert (grouped_pod.queue_name, grouped_pod.job) == ("", "")
+
+
+def test_labelling_the_job_later_brings_its_pods_in_and_unlabelling_takes_them_out():
+    job = Job("j").parallelism(1)
+    s = cluster(job.obj(), Pod("j-0").of_job(job).cpu("1").obj())
+    assert pod_info(s, "team-a", "j-0").queue_name == ""
+    apply(s, job.clone().queue("q").obj())
+    assert pod_info(s, "team-a", "j-0").queue_name == "q" and list(s.pending_pods("cq"))
+    apply(s, job.obj())
+    assert pod_info(s, "team-a", "j-0").queue_name == "" and not list(s.pending_pods("cq"))
+
+
+def test_a_pod_whose_job_the_watch_has_not_delivered_waits_instead_of_passing_unmanaged():
+    """Jobs are a source (one is known): the Job of this pod may put it in a queue, so it must not pass
+    unchecked; kube-scheduler is told to try it again after its backoff."""
+    known, late = Job("known").queue("q"), Job("late").queue("q")
+    s = cluster(known.obj())
+    ext = Extender(s, SnapshotWriter(s))
+    answer = Verbs(ext).filter(Pod("late-0").of_job(late).cpu("1").obj(), ["n1"])
+    assert answer["NodeNames"] == [] and "Job team-a/late, the pod's owner, is not known" in answer["Error"]
+    apply(s, late.obj(), Pod("late-0").of_job(late).cpu("1").obj())
+    assert Verbs(ext).filter(Pod("late-0").of_job(late).cpu("1").obj(), ["n1"])["NodeNames"] == ["n1"]
+
+
+# ---- all or nothing, and partial admission --------------------------------------------------------------------
+
+def test_a_job_that_does_not_fit_admits_nothing_then_all_of_it_at_once():
+    """quota 8, 5 CPUs in use: a parallelism-4 Job of 1-CPU pods does not fit, and none of its pods holds
+    anything; once the running pod goes, the first filter admits all 4 (a node held for each)."""
+    job = Job("j").queue("q").parallelism(4)
+    run = Pod("run").queue("q").cpu("3").node("n1")
+    s = cluster(run.obj(), Pod("run2").queue("q").cpu("2").node("n2").obj(), job.obj(),
+                *(p.obj() for p in pods_of(job, 4)))
+    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    for p in pods_of(job, 4):
+        answer = verbs.filter(p.obj(), ["n1", "n2"])
+        assert answer["NodeNames"] == [] and "Job team-a/j (4 pending members, admitted whole or not at all)" in \
+            answer_reasons(answer, ["n1", "n2"])["n1"]
+    assert s.reservations == {} and s.holds == {}
+    apply(s, run.clone().phase("Succeeded").obj())
+    assert verbs.filter(pods_of(job, 1)[0].obj(), ["n1", "n2"])["NodeNames"]
+    assert sorted(s.holds) == sorted(f"uid-team-a-j-{i}" for i in range(4))
+    assert s.job_admissions[job.uid].size == 4
+
+
+def test_partial_admission_admits_the_most_pods_that_fit_down_to_the_minimum():
+    """kueue.x-k8s.io/job-min-parallelism: 3 of 4 fit, so 3 are admitted and the fourth stays pending."""
+    job = Job("j").queue("q").parallelism(4).min_parallelism(2)
+    s = cluster(Pod("run").queue("q").cpu("5").node("n1").obj(), job.obj(), *(p.obj() for p in pods_of(job, 4)),
+                nodes=3)
+    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    assert verbs.filter(pods_of(job, 1)[0].obj(), ["n1", "n2", "n3"])["NodeNames"]
+    assert sorted(s.holds) == [f"uid-team-a-j-{i}" for i in range(3)] and s.job_admissions[job.uid].size == 3
+    last = verbs.filter(pods_of(job, 4)[3].obj(), ["n1", "n2", "n3"])
+    assert last["NodeNames"] == [] and "admitted with 3 pod(s)" in answer_reasons(last, ["n1"])["n1"]
+
+
+def test_partial_admission_below_the_minimum_admits_nothing():
+    job = Job("j").queue("q").parallelism(4).min_parallelism(3)
+    s = cluster(Pod("run").queue("q").cpu("6").node("n1").obj(), job.obj(), *(p.obj() for p in pods_of(job, 4)),
+                nodes=3)
+    answer = Verbs(Extender(s, SnapshotWriter(s))).filter(pods_of(job, 1)[0].obj(), ["n1", "n2", "n3"])
+    assert answer["NodeNames"] == [] and "nor with fewer pods, down to kueue.x-k8s.io/job-min-parallelism=3" in \
+        answer_reasons(answer, ["n1"])["n1"]
+    assert s.holds == {} and s.job_admissions == {}
+
+
+# ---- the workload keeps its quota for replacements ---------------------------------------------------------
+
+async def admitted_job(parallelism=4, completions=None, quota=8, preemption=None):
+    job = Job("j").queue("q").parallelism(parallelism)
+    if completions is not None:
+        job.completions(completions)
+    s = cluster(job.obj(), *(p.obj() for p in pods_of(job, parallelism)), quota=quota, preemption=preemption)
+    ext = Extender(s, SnapshotWriter(s))
+    verbs = Verbs(ext)
+    for p in pods_of(job, parallelism):
+        [node] = verbs.filter(p.obj(), ["n1", "n2"])["NodeNames"]
+        assert (await verbs.bind(p.obj(), node)) == {"Error": ""}
+    return s, ext, verbs, job
+
+
+async def test_a_failed_pods_quota_stays_with_the_job_for_its_replacement():
+    s, ext, verbs, job = await admitted_job(quota=5)
+    assert planned(s) == 4 * CPU
+    apply(s, pods_of(job, 1)[0].node("n1").phase("Failed").obj())
+    assert planned(s) == 4 * CPU and s.job_admissions[job.uid].spare == 1
+    other = Pod("other").queue("q").cpu("2").created(50).obj()      # 1 CPU of quota is free, not 2
+    apply(s, other)
+    assert verbs.filter(other, ["n1", "n2"])["NodeNames"] == []
+    replacement = Pod("j-new").of_job(job).cpu("1").created(60)
+    apply(s, replacement.obj())
+    passed = verbs.filter(replacement.obj(), ["n1", "n2"])["NodeNames"]
+    assert passed and s.job_admissions[job.uid].spare == 0 and planned(s) == 4 * CPU
+    assert (await verbs.bind(replacement.obj(), passed[0])) == {"Error": ""}
+    assert planned(s) == 4 * CPU and s.job_admissions[job.uid].spare == 0
+
+
+async def test_completions_done_free_their_share_and_the_rest_keep_theirs():
+    """completions 6, parallelism 4: after 1 success the Job still runs 4 at once (the slot waits for its next
+    pod); after 3, only 3 completions are left, so one slot's quota is freed (Kueue's ReclaimablePods:
+    parallelism - remaining = 1): 1 pod runs and 2 slots wait for the last completions."""
+    s, ext, verbs, job = await admitted_job(completions=6)
+    apply(s, pods_of(job, 1)[0].node("n1").phase("Succeeded").obj(), job.clone().completions(6).succeeded(1).obj())
+    assert planned(s) == 4 * CPU and s.job_admissions[job.uid].spare == 1
+    apply(s, *(p.node("n1").phase("Succeeded").obj() for p in pods_of(job, 2, start=1)),
+          job.clone().completions(6).succeeded(3).obj())
+    assert s.job_admissions[job.uid].spare == 2 and planned(s) == 3 * CPU
+
+
+async def test_a_preempted_job_is_one_candidate_and_its_workload_ends():
+    """Preemption takes a running Job whole (as a pod group), and the Job's workload (its slots) ends."""
+    s, ext, verbs, job = await admitted_job(quota=4, preemption={"withinClusterQueue": "LowerPriority"})
+    urgent = Pod("urgent").queue("q").cpu("2").priority_class("high").created(100).obj()
+    apply(s, PriorityClass("high", 1000).obj(), urgent)
+    answer = verbs.filter(urgent, ["n1", "n2"])
+    assert answer["NodeNames"] == [] and "preempting" in " ".join(answer_reasons(answer, ["n1", "n2"]).values())
+    assert sorted(s.holds["uid-team-a-urgent"].victims) == sorted(f"uid-team-a-j-{i}" for i in range(4))
+    assert job.uid not in s.job_admissions
+
+
+def test_a_restarted_quotient_takes_a_running_job_as_an_admitted_workload():
+    """A Job whose pods run was admitted whole: after a restart its failed pod's slot is kept for the
+    replacement (the bind still checks what really runs, so a guess can never over-admit)."""
+    job = Job("j").queue("q").parallelism(3)
+    s = cluster(job.obj(), *(p.node("n1").obj() for p in pods_of(job, 2)),
+                Pod("j-2").of_job(job).cpu("1").node("n2").phase("Failed").obj())
+    rec = s.job_admissions[job.uid]
+    assert (rec.size, rec.spare, planned(s)) == (3, 1, 3 * CPU)
