@@ -252,6 +252,10 @@ class Extender:
         """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
         quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
         state, charge = self.state, rec.charge
+        _, cq = state.queue_of(pod)
+        if cq is None or cq.name != charge.cluster_queue:       # its queue changed: not this workload's slot
+            state.evict_job(pod.owner.uid)
+            return self._filter_member(pod, offered, nodes)
         flavor_names = frozenset(charge.flavors.values())
         if pod.uid not in state.reservations and rec.spare < 1:
             reason = (f"{describe(key)} is admitted with {rec.size} pod(s), all holding their quota; this pod "
@@ -295,7 +299,8 @@ class Extender:
             held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
         if job is not None:
             running = sum(1 for m in state.members(key) if m.uid in state.admitted)
-            state.admit_job(job.uid, running + len(decision.holds), decision.holds[0].charge)
+            state.admit_job(job.uid, running + len(decision.holds), decision.holds[0].charge,
+                            partial=running + len(decision.holds) < job.count)
         if victims:
             self._issue(self._evictions(pod.uid, held))
         self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
@@ -350,6 +355,10 @@ class Extender:
         if decision.reserve is not None:
             r = decision.reserve
             state.reserve(r.uid, r.charge, r.timeout)
+        for uid in {u for uids in decision.victims.values() for u in uids}:
+            victim = state.pods.get(uid)
+            if victim is not None and victim.job:      # kube-scheduler evicts a Job's pods: its workload ends
+                state.evict_job(victim.owner.uid)
         found = decision.plans
         self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
                                     reason=decision.why, queue=decision.cluster_queue,
@@ -372,6 +381,10 @@ class Extender:
         if kept is not None:
             return kept, ""
         state.drop_reservation(pod.uid)
+        key = group_of(pod)
+        if key and pod.queue_name:      # a member alone would break all or nothing: its group decides again
+            return None, (f"{describe(key)}: this member holds no reservation on node {node} (its group's hold "
+                          "lapsed, or its workload was evicted); it passes filter again with its group")
         gate = self._ready_gate(pod) if pod.queue_name else ""
         if gate:             # e.g. its workload timed out after filter passed it, and backs off now
             return None, gate

@@ -12,7 +12,7 @@ import pytest
 from app.act.intents import BACKOFF_BASE
 from app.api.app import create_app
 from app.config import decode_configuration
-from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import answer_reasons, uid
 from live import Live, started, until
 
@@ -158,6 +158,10 @@ async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evic
     member between awaited evictions, so j-1 could bind in the gap (and was then evicted too)."""
     kit = live_ready
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-j", "controller": True}
+    job = Job("j").obj()
+    job["metadata"]["uid"] = "job-j"        # its pods carry the queue label themselves
+    kit.api.apply(job)
+    await until(lambda: "job-j" in kit.state.jobs, what="the Job")
     j0, j1 = Pod("j-0").queue("lq").cpu("1").node("n1").obj(), Pod("j-1").queue("lq").cpu("1").obj()
     for p in (j0, j1):
         p["metadata"]["ownerReferences"] = [owner]

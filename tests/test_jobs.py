@@ -4,6 +4,9 @@ admission"): its pods inherit the Job's labels, are admitted all together or not
 quota for the pods that replace finished or failed ones, and are preempted as one candidate."""
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from app.act.writer import SnapshotWriter
@@ -11,6 +14,8 @@ from app.core.admission import decide
 from app.extender import Extender
 from app.objects.errors import InvalidObject
 from app.objects.job import decode_job
+from app.sim.run import differences, simulate
+from app.sim.scenario import load_scenario
 from builders import (Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, WorkloadPriorityClass,
                       cpu_queue)
 from helpers import Verbs, answer_reasons, apply, make_state, pod_info
@@ -53,7 +58,7 @@ def test_a_min_parallelism_kueue_refuses_refuses_the_jobs_pods(value):
     s = cluster(job.obj(), *(p.obj() for p in pods_of(job, 4)))
     verdict = decide(s, pod_info(s, "team-a", "j-0"))
     assert (verdict.admit, verdict.rule) == (False, "InvalidJob")
-    assert "kueue.x-k8s.io/job-min-parallelism" in verdict.reason and "spec.parallelism 4" in verdict.reason
+    assert "kueue.x-k8s.io/job-min-parallelism" in verdict.reason and "pod count 4" in verdict.reason
 
 
 def test_a_job_of_the_wrong_shape_is_an_error():
@@ -208,3 +213,41 @@ def test_a_restarted_quotient_takes_a_running_job_as_an_admitted_workload():
                 Pod("j-2").of_job(job).cpu("1").node("n2").phase("Failed").obj())
     rec = s.job_admissions[job.uid]
     assert (rec.size, rec.spare, planned(s)) == (3, 1, 3 * CPU)
+
+
+# ---- the simulator's Job controller (tests/scenarios/job-*.yaml) -------------------------------------------
+
+OWN = Path(__file__).parent / "scenarios"
+
+
+def run(name: str, until: float | None = None):
+    """The scenario, its expectation met; or, with until, run on to then (the expectation not checked)."""
+    scenario = load_scenario(str(OWN / name))
+    if until is not None:
+        scenario.expectation.until = until
+    out = asyncio.run(simulate(scenario))
+    if until is None:
+        assert differences(scenario, out) == []
+    return out
+
+
+def bound_at(out, pod: str) -> float:
+    return next(float(line.split("s", 1)[0]) for line in out.timeline
+                if line.split()[1] == "bound" and line.split()[2] == pod)
+
+
+def test_a_job_is_bound_whole_at_one_instant_only_once_it_fits():
+    out = run("job-all-or-nothing.yaml")
+    times = {bound_at(out, f"team-a/train-{i}") for i in range(4)}
+    finished = next(float(line.split("s", 1)[0]) for line in out.timeline if "finished   team-a/blocker" in line)
+    assert len(times) == 1 and times.pop() >= finished
+
+
+def test_the_job_controller_makes_the_next_pods_and_they_keep_the_jobs_quota():
+    assert run("job-completions-keep-quota.yaml")      # at 15 s: batch-2 and -3 run, greedy waits
+    out = run("job-completions-keep-quota.yaml", until=60.0)
+    created = [line.split()[2] for line in out.timeline if line.split()[1] == "created"]
+    assert created == ["team-a/batch-2", "team-a/batch-3"]
+    last = max(float(line.split("s", 1)[0]) for line in out.timeline if "finished   team-a/batch-3" in line)
+    assert bound_at(out, "team-a/greedy") >= last      # not in the quota batch-0 and -1 left behind
+

@@ -64,8 +64,10 @@ def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
     """How many members the group needs: a Job's workload count (objects.job.JobInfo.count), Kueue's
     pod-group-total-count annotation, or the coscheduling PodGroup's minMember (decoded once, objects/)."""
     if pod.job:
-        job = state.jobs.get(pod.owner.uid)
-        return job.count if job is not None else None
+        job, rec = state.jobs.get(pod.owner.uid), state.job_admissions.get(pod.owner.uid)
+        if job is None:
+            return None
+        return min(rec.size, job.count) if rec is not None else job.count     # a partial admission: its size
     if KUEUE_TOTAL in pod.annotations:
         return pod.group_total
     if pod.labels.get(COSCHEDULING_GROUP):

@@ -40,10 +40,16 @@ class JobInfo:
         return {k: self.labels[k] for k in (QUEUE_LABEL, PRIORITY_CLASS_LABEL) if k in self.labels}
 
     @property
+    def pods_count(self) -> int:
+        """Kueue's podsCount: min(parallelism, completions), completions unset counting as parallelism."""
+        return self.parallelism if self.completions is None else min(self.parallelism, self.completions)
+
+    @property
     def count(self) -> int:
-        """The workload's pods: min(parallelism, completions - succeeded), Kueue's podsCount with the
-        completions already done reclaimed (ReclaimablePods); completions unset counts as parallelism."""
-        remaining = self.parallelism if self.completions is None else self.completions - self.succeeded
+        """The workload's pods still needed: Kueue's ReclaimablePods takes from parallelism those beyond the
+        completions left, Deref(completions, parallelism) - succeeded (a work queue whose first pod
+        succeeded makes no more)."""
+        remaining = (self.parallelism if self.completions is None else self.completions) - self.succeeded
         return max(0, min(self.parallelism, remaining))
 
 
@@ -79,8 +85,9 @@ def decode_job(obj: dict) -> JobInfo:
             job.min_parallelism = int(raw)
         except ValueError:
             job.min_parallelism = None
-        if job.min_parallelism is None or not 0 < job.min_parallelism < parallelism:
+        if job.min_parallelism is None or not 0 < job.min_parallelism < job.pods_count:
             job.min_parallelism = None
-            job.problem = (f"annotation {MIN_PARALLELISM}={raw!r} must be an integer at least 1 and below "
-                           f"spec.parallelism {parallelism}, as Kueue's Job webhook requires")
+            job.problem = (f"annotation {MIN_PARALLELISM}={raw!r} must be an integer at least 1 and below the "
+                           f"Job's pod count {job.pods_count} (min of parallelism and completions), as Kueue's "
+                           "Job webhook requires")
     return job

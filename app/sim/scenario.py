@@ -12,6 +12,7 @@ from ..config import ConfigError, Configuration, decode_configuration, log_unuse
 from ..objects.meta import format_time, parse_duration, parse_time, stable_uid
 from ..state.cluster import ClusterState
 from ..sync.snapshot import Document, SnapshotError, apply_documents, read_snapshot
+from .jobs import first_pods, pod_names
 
 SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
@@ -67,6 +68,7 @@ class Scenario:
     start: float
     watch_lag: float = 0.0       # kube-scheduler sees a change this long before Quotient's watch delivers it
     reconcile_every: float = 0.0  # the background reconcile's period in simulated time (0: at every step)
+    jobs: list[dict] = field(default_factory=list)   # batch/v1 Jobs, whose pods the Job controller makes
 
 
 def _duration(doc: Document, annotations: dict, key: str, allow_never: bool = False) -> float | None:
@@ -151,7 +153,7 @@ def load_scenario(path: str) -> Scenario:
     explicit = [parse_time((d.obj.get("metadata") or {}).get("creationTimestamp"))
                 for d in cluster_docs if d.kind == "Pod"]
     start = float(math.floor(max([t for t in explicit if t is not None], default=DEFAULT_START)))
-    for doc in cluster_docs:
+    for doc in _with_job_pods(cluster_docs, start):
         if doc.kind != "Pod":
             cluster.append(doc)
             continue
@@ -179,8 +181,28 @@ def load_scenario(path: str) -> Scenario:
         if len(own["Expectation"]) > 1:
             raise ScenarioError(f"{path}: more than one Expectation")
         doc = own["Expectation"][0]
-        expectation = _expectation(path, doc, {p.key for p in pods})
+        jobs_pods = {k for d in cluster_docs if d.kind == "Job" for k in pod_names(d.obj)}
+        expectation = _expectation(path, doc, {p.key for p in pods} | jobs_pods)
         annotations = (doc.obj.get("metadata") or {}).get("annotations") or {}
         lag = _duration(doc, annotations, WATCH_LAG) or 0.0
         every = _duration(doc, annotations, RECONCILE_EVERY) or 0.0
-    return Scenario(path, cluster, pods, config, expectation, start, lag, every)
+    jobs = [d.obj for d in cluster_docs if d.kind == "Job"]
+    return Scenario(path, cluster, pods, config, expectation, start, lag, every, jobs)
+
+
+def _with_job_pods(docs: list[Document], start: float) -> list[Document]:
+    """The documents with, after each Job, the pods its controller makes at once (sim.jobs), as if the file
+    listed them: the Job's template with its scenario annotations (submit-at, ready-after, ...)."""
+    out = []
+    for doc in docs:
+        out.append(doc)
+        if doc.kind == "Job":
+            meta = doc.obj.setdefault("metadata", {})
+            meta.setdefault("namespace", "default")
+            meta.setdefault("uid", stable_uid("Job", meta["namespace"], meta["name"]))
+            created = parse_time(meta.get("creationTimestamp"))
+            if created is None:
+                template = ((doc.obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+                created = start + (_duration(doc, template.get("annotations") or {}, SUBMIT_AT) or 0.0)
+            out.extend(Document(doc.index, pod) for pod in first_pods(doc.obj, created))
+    return out

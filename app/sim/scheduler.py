@@ -23,6 +23,7 @@ from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod, set_condition
 from .invariant import violations
+from .jobs import JobController
 from .queue import ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_ADD, SchedulingQueue, deletion, rejector
 from .scenario import READY_WITH_PEERS, Scenario
 from .scoring import EXTENDER_SCALE, SHIPPED_PLUGIN_WEIGHT, SHIPPED_WEIGHTS, best
@@ -80,6 +81,7 @@ class SimScheduler:
         self.later: dict[str, SimPod] = {}     # pods submitted later, by uid
         self.deliveries: dict[str, object] = {}   # changes Quotient's lagging watch has yet to deliver
         self.violations: list[str] = []        # instants the quota invariant did not hold
+        self.jobs = JobController(scenario.jobs)
 
     # ---- output -------------------------------------------------------------
     def log(self, what: str, text: str) -> None:
@@ -183,7 +185,28 @@ class SimScheduler:
             self.cluster.update_pod(pod, phase="Succeeded")
             self.cluster.delete_pod(key)
             self.log("finished", key)
+            self._job_controller(pod)
         self.news.append(event)
+
+    def _job_controller(self, done: SimPod) -> None:
+        """A Job's pod succeeded: the Job counts it and makes the next pods while completions remain (sim.jobs)."""
+        owner = done.info.owner
+        if owner is None or owner.kind != "Job":
+            return
+        active = sum(1 for p in self.cluster.pods.values()
+                     if p.info.owner is not None and p.info.owner.uid == owner.uid and not p.info.terminal)
+        made = self.jobs.succeeded(owner.uid, active, self.now)
+        if made is None:
+            return
+        job, pods = made
+        self.cluster.add_object(job)        # its status, as Quotient's Job watch delivers it
+        for obj in pods:
+            fresh = SimPod(obj, decode_pod(obj), done.ready_after, done.finish_after, done.unready_after,
+                           terminate_after=done.terminate_after)
+            self.cluster.add_pod(fresh)
+            self.queue.add(fresh.info.key)
+            self.log("created", f"{fresh.info.key} by its Job")
+            self.news.append(UNSCHEDULED_POD_ADD)
 
     # ---- setup -------------------------------------------------------------------
     def load(self) -> None:

@@ -68,6 +68,8 @@ class JobAdmission:
     size: int
     charge: Charge
     spare: int = 0
+    partial: bool = False       # admitted with fewer pods than its count (job-min-parallelism)
+    started: bool = False       # one of its pods has bound (before that, its pods only hold nodes)
 
 
 @dataclass(slots=True)
@@ -322,6 +324,8 @@ class ClusterState:
         old = self.jobs.get(job.uid)
         self.jobs[job.uid] = job
         self.jobs_listed = True
+        if old is not None and old.queue_name != job.queue_name:
+            self.evict_job(job.uid)          # a workload does not move queues; the pods are admitted anew
         if old is None or old.inherited != job.inherited:
             self._relabel(job.uid)
         self._sync_job(job.uid)
@@ -336,39 +340,48 @@ class ClusterState:
         self.generation += 1
 
     # ---- Jobs admitted as one workload ------------------------------------------
-    def admit_job(self, job_uid: str, size: int, charge: Charge) -> None:
+    def admit_job(self, job_uid: str, size: int, charge: Charge, partial: bool = False) -> None:
         """The Job's workload admitted with size pods (fewer than its count under partial admission)."""
-        self.evict_job(job_uid)
+        self._end_job(job_uid)
         self.job_admissions[job_uid] = JobAdmission(size, Charge(charge.cluster_queue, dict(charge.flavors),
-                                                                 dict(charge.usage)))
+                                                                 dict(charge.usage)), partial=partial)
         self._sync_job(job_uid)
 
     def evict_job(self, job_uid: str) -> None:
-        """The workload is evicted (preempted, timed out, drained): its spare slots' quota is freed, and the
-        pods its controller creates again are admitted as a new workload."""
-        rec = self.job_admissions.pop(job_uid, None)
-        if rec is not None:
-            self._spare(rec, -rec.spare)
-            self.generation += 1
+        """The workload is evicted (preempted, timed out, drained, moved to another queue): its spare slots'
+        quota is freed, its pods not yet bound lose what they hold, and the pods its controller creates
+        again are admitted as a new workload."""
+        if self._end_job(job_uid):
+            for uid in list(self.owned.get(job_uid, ())):
+                if uid not in self.admitted:
+                    self.release_hold(uid)
+                    self.drop_reservation(uid)
 
-    def job_pods_holding(self, job_uid: str) -> int:
-        """The Job's pods that hold quota: bound, or reserved (passed filter, or held for a group)."""
-        return sum(1 for u in self.owned.get(job_uid, ()) if u in self.admitted or u in self.reservations)
+    def _end_job(self, job_uid: str) -> bool:
+        rec = self.job_admissions.pop(job_uid, None)
+        if rec is None:
+            return False
+        self._spare(rec, -rec.spare)
+        self.generation += 1
+        return True
 
     def _sync_job(self, job_uid: str) -> None:
-        """Spare slots = the admitted size (less the completions done) minus the pods holding quota."""
+        """Spare slots = the admitted size (less the completions done) minus the pods holding quota (bound, or
+        reserved). The workload ends when the Job leaves its queue, finishes or goes, when it grew past a whole
+        admission (Kueue makes a new Workload for a Job that no longer matches its own), or when its pods'
+        holds lapsed before any of them bound."""
         rec = self.job_admissions.get(job_uid)
         if rec is None:
             return
-        job, holding = self.jobs.get(job_uid), self.job_pods_holding(job_uid)
-        if job is None or job.finished:
-            want = 0
-            if not holding:
-                self.evict_job(job_uid)
-                return
-        else:
-            want = max(0, min(rec.size, job.count) - holding)
-        self._spare(rec, want - rec.spare)
+        uids = self.owned.get(job_uid, ())
+        rec.started = rec.started or any(u in self.admitted for u in uids)
+        holding = sum(1 for u in uids if u in self.admitted or u in self.reservations)
+        job = self.jobs.get(job_uid)
+        if (not holding and not rec.started) or job is None or job.finished or not job.queue_name \
+                or (job.count > rec.size and not rec.partial):
+            self.evict_job(job_uid)
+            return
+        self._spare(rec, max(0, min(rec.size, job.count) - holding) - rec.spare)
 
     def _spare(self, rec: JobAdmission, n: int) -> None:
         """Charge (n > 0) or free (n < 0) n slots of the Job's planning usage."""
@@ -378,19 +391,20 @@ class ClusterState:
 
     def _pod_job_changed(self, uid: str) -> None:
         pod = self.pods.get(uid)
-        if pod is not None and pod.job and pod.owner.uid in self.job_admissions:
+        if pod is not None and pod.owner is not None and pod.owner.uid in self.job_admissions:
             self._sync_job(pod.owner.uid)
 
     def _infer_job_admissions(self) -> None:
         """After a bulk load (a start, a relist): a Job whose pods run is an admitted workload of its count (a
         partial admission's smaller size is not recorded anywhere Quotient reads; binds still check what
-        really runs, so the guess cannot over-admit)."""
+        really runs, so the guess cannot over-admit); not one being preempted or evicted."""
         for job_uid, job in self.jobs.items():
             if job_uid in self.job_admissions or job.finished or not job.queue_name:
                 continue
-            running = [u for u in self.owned.get(job_uid, ()) if u in self.admitted]
-            if running:
-                self.admit_job(job_uid, job.count, self.admitted[running[0]])
+            pods = [self.pods[u] for u in self.owned.get(job_uid, ()) if u in self.pods]
+            running = [p for p in pods if p.uid in self.admitted]
+            if running and not any(p.uid in self.going or p.deleting for p in pods):
+                self.admit_job(job_uid, job.count, self.admitted[running[0].uid])
 
     def _relabel(self, job_uid: str) -> None:
         """Re-apply the Job's pods (a copy each: the old record must unlink under its old group)."""
@@ -479,6 +493,8 @@ class ClusterState:
         for rec in self.job_admissions.values():      # the tree is new: the spare slots are charged again
             spare, rec.spare = rec.spare, 0
             self._spare(rec, spare)
+        for job_uid in list(self.job_admissions):     # and brought up to what the list showed
+            self._sync_job(job_uid)
 
     # ---- pods ---------------------------------------------------------------
     def track_readiness(self, pod: PodInfo) -> None:
@@ -627,8 +643,6 @@ class ClusterState:
             self.going.discard(pod.uid)
         self._index_pending(pod)
         self.track_readiness(pod)
-        if old is not None and old.job and old.job != pod.job:
-            self._sync_job(old.owner.uid)
         self._pod_job_changed(pod.uid)
 
     def remove_pod(self, uid: str) -> None:
@@ -648,7 +662,7 @@ class ClusterState:
             if self.uid_by_key.get(pod.key) == uid:
                 del self.uid_by_key[pod.key]
             self.track_readiness(pod)
-            if pod.job:
+            if pod.owner is not None and pod.owner.uid in self.job_admissions:
                 self._sync_job(pod.owner.uid)
         self.generation += 1
 
@@ -882,12 +896,12 @@ class ClusterState:
                 self.quota_refusals[charge.cluster_queue] += 1
                 log.warning("binding refused by the quota invariant: %s", over)
                 return over
-        self.drop_reservation(uid)
-        self.release_hold(uid)
         if charge is not None:       # the bind moment, to the second as the API's PodScheduled records it
             charge.admitted_at, charge.admitted_from = float(math.floor(self.clock())), BOUND_HERE
             self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
             self._apply(charge)
+        self.drop_reservation(uid)   # after the charge: a Job's pod holds its quota throughout (_sync_job)
+        self.release_hold(uid)
         self.assumed[uid] = self.clock()
         self.upsert_pod(replace(self.pods[uid], node_name=node), force=True)
         return ""

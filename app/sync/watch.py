@@ -451,6 +451,8 @@ class WatchSource:
                 self._reconcile(res, items or [])
                 if items is not None:
                     self.rv[res.kind] = rv
+                    if res.kind == "Job":
+                        self.state.jobs_listed = True     # even none: a Job's pod may come before its Job
         finally:
             self.state.end_bulk()
 

@@ -1,9 +1,12 @@
 """Quotient pod-group benchmark: admitting a 256-member group on 5,000 nodes.
 
-    .venv/bin/python tests/bench/bench_gangs.py [--quick] [--runs N] [--members N] [--profile]
+    .venv/bin/python tests/bench/bench_gangs.py [--quick] [--runs N] [--members N] [--profile] [--job]
 
 Target (the pod-groups issue): admitting a 256-member group on 5,000 nodes takes <= 200 ms for the
-placement simulation. Not a pytest test (tests/bench/conftest.py keeps pytest out).
+placement simulation. With --job (issue 10) each group is a batch/v1 Job of parallelism --members whose
+pods carry no label of their own (the Job has the queue label; core.jobs): the target is then the
+pod-group figures measured, p99 of the whole first filter (b) <= 100 ms. Not a pytest test
+(tests/bench/conftest.py keeps pytest out).
 
 The cluster is gen_cluster.py's (5,000 nodes of 64 CPU / 256Gi / 110 pods, 80% on-demand, 100
 ClusterQueues, 50,000 running pods of 500m / 1Gi: ten per node), with ClusterQueue cq-000 made
@@ -64,18 +67,38 @@ SECOND = "bench-gang-2"       # a second group, decided while the first holds it
 FLAVOR = "on-demand"          # the first flavor of every generated ClusterQueue
 CPU, MEMORY = "4", "8Gi"
 TARGET_MS = 200.0
+JOB_TARGET_MS = 100.0         # --job: the first filter's p99 within the pod-group figures
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 
 
-def member_docs(members: int, created_after: float, group: str = GROUP, tag: int = 0) -> list[dict]:
-    """The group's pending pods, as the API server lists them."""
+def job_uid(group: str) -> str:
+    return f"00000000-0000-4000-9000-{sum(map(ord, group)):012d}"
+
+
+def job_doc(members: int, created_after: float, group: str) -> dict:
+    """A batch/v1 Job of parallelism `members`, labelled with the queue (its pods are not)."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": group, "namespace": NAMESPACE, "uid": job_uid(group),
+                         "creationTimestamp": gen_cluster._time(created_after),
+                         "labels": {gen_cluster.QUEUE_LABEL: gen_cluster.LOCAL_QUEUE}},
+            "spec": {"parallelism": members, "completions": members}}
+
+
+def member_docs(members: int, created_after: float, group: str = GROUP, tag: int = 0, job: bool = False) -> list[dict]:
+    """The group's pending pods, as the API server lists them: a Kueue plain-pod group, or a Job's pods."""
     out = []
     for i in range(members):
         pod = gen_cluster.make_pod(f"{group}-{i:03d}", NAMESPACE, f"00000000-0000-4000-{8000 + tag}-{i:012d}",
                                    gen_cluster._time(created_after + 1 + i), None, cpu=CPU, memory=MEMORY)
-        pod["metadata"]["labels"][KUEUE_GROUP] = group
-        pod["metadata"]["annotations"] = {KUEUE_TOTAL: str(members)}
+        if job:
+            del pod["metadata"]["labels"][gen_cluster.QUEUE_LABEL]
+            pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] = group
+            pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": group,
+                                                   "uid": job_uid(group), "controller": True}]
+        else:
+            pod["metadata"]["labels"][KUEUE_GROUP] = group
+            pod["metadata"]["annotations"] = {KUEUE_TOTAL: str(members)}
         out.append(pod)
     return out
 
@@ -91,6 +114,8 @@ def undo(state, uids: list[str]) -> None:
     for uid in uids:
         state.release_hold(uid)
         state.drop_reservation(uid)
+    for job in list(state.job_admissions):       # --job: the admitted Job's spare slots end too
+        state.evict_job(job)
 
 
 def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=None) -> dict:
@@ -155,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, help="timed runs per figure (default 50, quick 20)")
     ap.add_argument("--members", type=int, default=256)
     ap.add_argument("--profile", action="store_true", help="profile every path even when it passes")
+    ap.add_argument("--job", action="store_true", help="each group is a batch/v1 Job (issue 10): target b <= 100 ms")
     a = ap.parse_args(argv)
+    target_b = JOB_TARGET_MS if a.job else TARGET_MS
     pods = 10_000 if a.quick else 50_000
     runs = a.runs or (20 if a.quick else 50)
     warmup = 3
@@ -163,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     load_start = os.getloadavg()[0]
     print(f"Quotient pod-group benchmark ({'quick' if a.quick else 'full'}): {params.nodes} nodes, "
-          f"{params.queues} ClusterQueues, {pods} running pods; a group of {a.members} members "
+          f"{params.queues} ClusterQueues, {pods} running pods; a {'Job of parallelism' if a.job else 'group of'} "
+          f"{a.members}{'' if a.job else ' members'} "
           f"(cpu {CPU}, memory {MEMORY}) in {NAMESPACE}/user-queue ({QUEUE}, generous quota); "
           f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {be.source_version()}", flush=True)
 
@@ -175,16 +203,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="quotient-bench-gangs-") as workdir:
         t0 = time.perf_counter()
         docs = gen_cluster.generate(params)
-        group_docs = member_docs(a.members, pods * 0.5)
-        second_docs = member_docs(a.members, pods * 0.5 + a.members, SECOND, 1)
+        group_docs = member_docs(a.members, pods * 0.5, job=a.job)
+        second_docs = member_docs(a.members, pods * 0.5 + a.members, SECOND, 1, job=a.job)
         docs += group_docs + second_docs
+        if a.job:
+            docs += [job_doc(a.members, pods * 0.5, GROUP), job_doc(a.members, pods * 0.5 + a.members, SECOND)]
         snapshot = gen_cluster.write(docs, os.path.join(workdir, "cluster.json"), "json")
         del docs
         gc.collect()
         extender = build_from_snapshot(snapshot)
     create_app(extender, "")      # the journal listeners `quotient serve` attaches
     state = extender.state
-    key = f"{NAMESPACE}/{GROUP}"
+    key = f"job:{NAMESPACE}/{GROUP}:{job_uid(GROUP)}" if a.job else f"{NAMESPACE}/{GROUP}"
     members = state.members(key)
     uids = [m.uid for m in members]
     print(f"generated and loaded in {time.perf_counter() - t0:.1f} s: {len(state.nodes)} nodes, "
@@ -232,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     # state.rooms() adds up the holds in force per node once per placement.
     extender.filter(body)
     held_first = sum(u in state.holds for u in uids)
-    second = state.members(f"{NAMESPACE}/{SECOND}")
+    second = state.members(f"job:{NAMESPACE}/{SECOND}:{job_uid(SECOND)}" if a.job else f"{NAMESPACE}/{SECOND}")
     uids2 = [m.uid for m in second]
     with GcCount() as gc_c:
         rc = run_place(state, second, flavor_nodes, runs, warmup)
@@ -254,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     same = same and fingerprint(state, uids) == before
 
     fail_a = sa["p99"] > TARGET_MS or not place_ok
-    fail_b = sb["p99"] > TARGET_MS or bool(rb["bad"])
+    fail_b = sb["p99"] > target_b or bool(rb["bad"])
     fail_c = sc["p99"] > TARGET_MS or rc["placed"] is None or bool(over)
     fail_d = sd["p99"] > TARGET_MS or bool(rd["bad"])
     if a.profile or fail_a:
@@ -281,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         ("a. placement simulation p50 (ms)", f"{sa['p50']:.2f}", "", None),
         ("a. placement simulation p99 (ms)", f"{sa['p99']:.2f}", target, not fail_a),
         ("b. first-member filter p50 (ms)", f"{sb['p50']:.2f}", "", None),
-        ("b. first-member filter p99 (ms)", f"{sb['p99']:.2f}", target, not fail_b),
+        ("b. first-member filter p99 (ms)", f"{sb['p99']:.2f}", f"<= {target_b:.0f}", not fail_b),
         ("every member placed, state unchanged", "yes" if place_ok and same else "no", "yes", place_ok and same),
     ]
     beyond = [

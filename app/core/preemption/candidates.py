@@ -113,7 +113,9 @@ def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: st
     if not same_queue and policy.reclaim_within_cohort == "LowerPriority" and top >= prio:
         return None
     usage: dict[FR, int] = {}
-    for c in charges:
+    rec = state.job_admissions.get(running[0].owner.uid) if running[0].job else None
+    spare = [rec.charge] * rec.spare if rec is not None else []     # a Job's kept slots go with it too
+    for c in charges + spare:
         for fr, v in c.usage.items():
             usage[fr] = usage.get(fr, 0) + v
     head = max(running, key=lambda m: m.priority or 0)
