@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.act.writer import SnapshotWriter
+from app.config import Configuration, WaitForPodsReady
 from app.core.admission import decide
 from app.extender import Extender
 from app.objects.errors import InvalidObject
@@ -18,7 +19,7 @@ from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 from builders import (Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, WorkloadPriorityClass,
                       cpu_queue)
-from helpers import Verbs, answer_reasons, apply, make_state, pod_info
+from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, pod_info
 
 CPU = 1000
 
@@ -251,3 +252,26 @@ def test_the_job_controller_makes_the_next_pods_and_they_keep_the_jobs_quota():
     last = max(float(line.split("s", 1)[0]) for line in out.timeline if "finished   team-a/batch-3" in line)
     assert bound_at(out, "team-a/greedy") >= last      # not in the quota batch-0 and -1 left behind
 
+
+
+# ---- waitForPodsReady and the Job's workload agree ------------------------------------------------------------
+
+async def test_wait_for_pods_ready_times_out_a_job_whole_and_its_workload_ends():
+    """seed 003 / Kueue's waitForPodsReady: the Job is one workload; one pod never Ready evicts all of them,
+    and the workload's record ends, so the pods its controller makes again are admitted whole anew."""
+    clock = FakeClock()
+    job = Job("j").queue("q").parallelism(2)
+    s = make_state(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), cpu_queue("cq", 8),
+                   LocalQueue("q", "team-a").cluster_queue("cq").obj(), Node("n1").cpu("4").obj(), job.obj(),
+                   *(p.obj() for p in pods_of(job, 2)),
+                   config=Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=60.0)), clock=clock)
+    ext = Extender(s, SnapshotWriter(s))
+    verbs = Verbs(ext)
+    for p in pods_of(job, 2):
+        assert (await verbs.bind(p.obj(), verbs.filter(p.obj(), ["n1"])["NodeNames"][0])) == {"Error": ""}
+    apply(s, pods_of(job, 1)[0].node("n1").ready().obj())            # j-1 never becomes Ready
+    assert s.readiness[f"job:team-a/j:{job.uid}"] is not None
+    clock.advance(61)
+    evicted = ext.plan()
+    assert sorted(e.pod.name for e in evicted) == ["j-0", "j-1"]
+    assert {e.reason for e in evicted} == {"PodsReadyTimeout"} and job.uid not in s.job_admissions
