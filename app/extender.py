@@ -177,13 +177,10 @@ class Extender:
                                        tried=list(verdict.assignment.reasons) if verdict.assignment else []))
             return self._refuse(pod, verdict.rule, verdict.reason, nodes, offered, verdict.cluster_queue,
                                 verdict.resolvable, verdict.assignment)
-        flavor_names = frozenset(flavors.values())
-        passing, encoded = offered.on_offer(state, flavor_names)
-        kept = filtering.nodes_for(state, pod, flavor_names, passing, len(offered.names))
+        kept = self._flavor_nodes(pod, frozenset(flavors.values()), offered)
         if isinstance(kept, Refuse):
             return self._refused(pod, kept, nodes, offered, verdict.cluster_queue)
-        if kept is not passing:
-            passing, encoded = kept, orjson.dumps(kept)
+        passing, encoded = kept
         if charge is None:
             charge = filtering.reservation(state, verdict)
             if isinstance(charge, Refuse):
@@ -199,6 +196,14 @@ class Extender:
         self.refusals.passed(pod.uid, self.state.clock())
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
+
+    def _flavor_nodes(self, pod: PodInfo, flavors: frozenset, offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
+        """The offered nodes of the pod's flavors it may take (core.filtering.nodes_for), and their JSON."""
+        passing, encoded = offered.on_offer(self.state, flavors)
+        kept = filtering.nodes_for(self.state, pod, flavors, passing, len(offered.names))
+        if isinstance(kept, Refuse):
+            return kept
+        return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
 
     def _ready_gate(self, pod: PodInfo) -> str:
         """waitForPodsReady at admission (core.readiness.admission_gate), after forgetting the requeues of a
@@ -256,19 +261,16 @@ class Extender:
         if cq is None or cq.name != charge.cluster_queue:       # its queue changed: not this workload's slot
             state.evict_job(pod.owner.uid)
             return self._filter_member(pod, offered, nodes)
-        flavor_names = frozenset(charge.flavors.values())
         if pod.uid not in state.reservations and rec.spare < 1:
             reason = (f"{describe(key)} is admitted with {rec.size} pod(s), all holding their quota; this pod "
                       "runs in the place of one that finishes or fails")
             self._journal(FilterRecord(pod=pod.key, outcome="JobAtSize", reason=reason,
                                        queue=charge.cluster_queue, group=key))
             return self._refuse(pod, "JobAtSize", reason, nodes, offered, charge.cluster_queue)
-        passing, encoded = offered.on_offer(state, flavor_names)
-        kept = filtering.nodes_for(state, pod, flavor_names, passing, len(offered.names))
+        kept = self._flavor_nodes(pod, frozenset(charge.flavors.values()), offered)
         if isinstance(kept, Refuse):
             return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
-        if kept is not passing:
-            passing, encoded = kept, orjson.dumps(kept)
+        passing, encoded = kept
         if pod.uid not in state.reservations:
             state.reserve(pod.uid, Charge(charge.cluster_queue, dict(charge.flavors), dict(charge.usage)))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,

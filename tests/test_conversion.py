@@ -57,7 +57,8 @@ CASES = [
       "status": {"fairSharing": {"weightedShare": 1, "admissionFairSharingStatus": {"consumedResources": {}}}}},
      {"spec": {"parentName": "root", "fairSharing": {"weight": "2"}},
       "status": {"fairSharing": {"weightedShare": 1}}}, "up"),
-    ("cohort_conversion.go", "Cohort", {"spec": {"parentName": "root"}, "status": {"fairSharing": {"weightedShare": 1}}},
+    ("cohort_conversion.go", "Cohort",
+     {"spec": {"parentName": "root"}, "status": {"fairSharing": {"weightedShare": 1}}},
      {"spec": {"parentName": "root"}, "status": {"fairSharing": {"weightedShare": 1}}}, "both"),
     ("localqueue_conversion.go", "LocalQueue",
      {"spec": {"clusterQueue": "cq"}, "status": {"pendingWorkloads": 1, "flavorUsage": [

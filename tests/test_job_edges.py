@@ -236,7 +236,8 @@ OPS = ("job", "filter", "filter", "filter", "fail", "succeed", "delete", "expire
 @pytest.mark.parametrize("seed", range(150))
 async def test_random_job_lives_keep_the_accounts_and_the_quota(seed):
     rng, clock = random.Random(seed), FakeClock()
-    s = make_state(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), cpu_queue("cq", 6, preemption=LOWER),
+    s = make_state(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+                   cpu_queue("cq", 6, preemption=LOWER),
                    LocalQueue("q", "team-a").cluster_queue("cq").obj(), PriorityClass("high", 1000).obj(),
                    *(Node(f"n{i}").cpu("4").obj() for i in range(1, 4)), clock=clock)
     ext = Extender(s, Flaky(s, rng))

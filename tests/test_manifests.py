@@ -337,7 +337,8 @@ def test_the_versions_differ_only_where_kueues_do():
     assert spec_old["cohort"] == spec_new["cohortName"]
     assert spec_old["admissionChecks"] == {"description": spec_old["admissionChecks"]["description"],
                                            "type": "array", "items": {"type": "string"}}
-    fungibility = {p: spec_new["flavorFungibility"]["properties"][p]["enum"] for p in ("whenCanBorrow", "whenCanPreempt")}
+    fungibility = {p: spec_new["flavorFungibility"]["properties"][p]["enum"]
+                   for p in ("whenCanBorrow", "whenCanPreempt")}
     assert fungibility == {"whenCanBorrow": ["MayStopSearch", "TryNextFlavor"],
                            "whenCanPreempt": ["MayStopSearch", "TryNextFlavor"]}
     assert set(spec_old["flavorFungibility"]["properties"]["whenCanBorrow"]["enum"]) == \

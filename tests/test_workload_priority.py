@@ -214,7 +214,8 @@ def test_a_missing_class_keeps_a_new_pod_out_of_the_queue_with_a_reason_until_it
 def test_a_label_naming_a_missing_class_leaves_a_queued_pod_its_place():
     """The pod's Workload exists already: Kueue's reconcile of the label fails (NotFound) and the Workload keeps
     its priority and its place; the same when the label moves from one class to a missing one."""
-    s = queue_state(DEV.obj(), Pod("a").queue("q").cpu("1").obj(), Pod("b").queue("q").cpu("1").workload_priority("dev").obj())
+    s = queue_state(DEV.obj(), Pod("a").queue("q").cpu("1").obj(),
+                    Pod("b").queue("q").cpu("1").workload_priority("dev").obj())
     apply(s, Pod("a").queue("q").cpu("1").workload_priority("ghost").obj(),
           Pod("b").queue("q").cpu("1").workload_priority("ghost").obj())
     assert [(p.name, p.priority, p.priority_from, p.missing_priority_class) for p in s.pending_pods("cq")] == [
