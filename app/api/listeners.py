@@ -19,7 +19,19 @@ from .convert import ConvertApp
 CONVERSION_CONCURRENCY = 32
 
 
-def server(app, host: str, port: int, log_level: str, tls: dict, cls=uvicorn.Server, **options) -> uvicorn.Server:
+class _Main(uvicorn.Server):
+    """The main server: it takes SIGINT and SIGTERM and stops, but does not raise the signal again once stopped
+    (uvicorn does, and the default handler would then kill the process before serve_live's cleanup: the
+    leader's Lease released for a quick hand-over, the watches closed)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()      # uvicorn raises these again as its context closes
+
+
+def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main, **options) -> uvicorn.Server:
     """A uvicorn server as Quotient runs them: uvicorn's lines through the root handler (log_config=None),
     no access log, no proxy headers (create_app adds their middleware where a route needs them)."""
     return cls(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
