@@ -17,8 +17,9 @@ from app.objects.errors import InvalidObject
 from app.objects.job import decode_job
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
+from app.sync.snapshot import SnapshotError, read_snapshot
 from builders import (Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, WorkloadPriorityClass,
-                      cpu_queue)
+                      cpu_queue, snapshot_yaml)
 from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, pod_info
 
 CPU = 1000
@@ -63,8 +64,10 @@ def test_a_min_parallelism_kueue_refuses_refuses_the_jobs_pods(value):
 
 
 def test_a_job_of_the_wrong_shape_is_an_error():
-    with pytest.raises(InvalidObject, match="spec.parallelism must be a non-negative integer"):
+    with pytest.raises(InvalidObject, match="spec.parallelism must be a non-negative 32-bit integer"):
         decode_job(Job("j").parallelism("four").obj())
+    with pytest.raises(InvalidObject, match="spec.completions must be a non-negative 32-bit integer, got 2147483648"):
+        decode_job(Job("j").completions(2**31).obj())
 
 
 # ---- its pods join its queue --------------------------------------------------------------------------------
@@ -206,14 +209,33 @@ async def test_a_preempted_job_is_one_candidate_and_its_workload_ends():
     assert job.uid not in s.job_admissions
 
 
-def test_a_restarted_quotient_takes_a_running_job_as_an_admitted_workload():
-    """A Job whose pods run was admitted whole: after a restart its failed pod's slot is kept for the
-    replacement (the bind still checks what really runs, so a guess can never over-admit)."""
+def test_a_restarted_quotient_takes_a_running_job_as_an_admitted_workload_of_what_runs():
+    """After a restart a Job whose pods run is admitted with those pods (its size at admission is kept nowhere
+    Quotient reads; guessing its count could charge beyond the quota): one that then fails keeps its slot."""
     job = Job("j").queue("q").parallelism(3)
     s = cluster(job.obj(), *(p.node("n1").obj() for p in pods_of(job, 2)),
                 Pod("j-2").of_job(job).cpu("1").node("n2").phase("Failed").obj())
     rec = s.job_admissions[job.uid]
-    assert (rec.size, rec.spare, planned(s)) == (3, 1, 3 * CPU)
+    assert (rec.size, rec.spare, rec.partial, planned(s)) == (2, 0, True, 2 * CPU)
+    apply(s, pods_of(job, 1)[0].node("n1").phase("Failed").obj())
+    assert (rec.spare, planned(s)) == (1, 2 * CPU)
+
+
+def test_a_huge_job_costs_no_time_or_quota_beyond_what_runs():
+    """parallelism 2^31 - 1 (a valid int32): a relist neither charges nor loops per pod of it."""
+    job = Job("j").queue("q").parallelism(2**31 - 1)
+    s = cluster(job.obj(), Pod("j-0").of_job(job).cpu("1").node("n1").obj())
+    s.begin_bulk()
+    s.end_bulk()
+    assert (s.job_admissions[job.uid].size, planned(s)) == (1, 1 * CPU)
+
+
+def test_a_pod_of_another_kind_named_job_keeps_todays_rules():
+    """Volcano's batch.volcano.sh Job is not a batch/v1 Job: its pod is neither held as JobNotSeen nor inherits."""
+    s = cluster(Job("known").queue("q").obj())
+    pod = Pod("v-0").owner("Job", "v", "uid-volcano", api_version="batch.volcano.sh/v1alpha1").cpu("1").obj()
+    apply(s, pod)
+    assert Verbs(Extender(s, SnapshotWriter(s))).filter(pod, ["n1"])["NodeNames"] == ["n1"]
 
 
 # ---- the simulator's Job controller (tests/scenarios/job-*.yaml) -------------------------------------------
@@ -275,3 +297,10 @@ async def test_wait_for_pods_ready_times_out_a_job_whole_and_its_workload_ends()
     evicted = ext.plan()
     assert sorted(e.pod.name for e in evicted) == ["j-0", "j-1"]
     assert {e.reason for e in evicted} == {"PodsReadyTimeout"} and job.uid not in s.job_admissions
+
+
+def test_a_snapshot_job_naming_no_queue_is_an_error(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(snapshot_yaml(Namespace("team-a").obj(), Job("j").queue("ghost").obj()))
+    with pytest.raises(SnapshotError, match="label kueue.x-k8s.io/queue-name=ghost names no LocalQueue"):
+        read_snapshot(str(path))

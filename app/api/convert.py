@@ -84,6 +84,9 @@ class ConvertApp:
     """ASGI: POST /convert answers a ConversionReview; any other path is 404 (the conversion port serves
     nothing else)."""
 
+    def __init__(self):
+        self._large = asyncio.Semaphore(1)
+
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return
@@ -100,7 +103,11 @@ class ConvertApp:
         if crowded:
             return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
         try:
-            out = review(body) if len(body) <= INLINE_BODY else await asyncio.to_thread(review, body)
+            if len(body) <= INLINE_BODY:
+                out = review(body)
+            else:       # one large review converted at a time: anyone may reach this port, memory is bounded
+                async with self._large:
+                    out = await asyncio.to_thread(review, body)
         except WireError as e:
             return await answer(send, 400, orjson.dumps({"error": f"convert: {e}"}))
         await answer(send, 200, out)

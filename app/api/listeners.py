@@ -14,9 +14,10 @@ import uvicorn
 
 from .convert import ConvertApp
 
-# Connections and requests the conversion port takes at once before answering 503: anyone may reach it,
-# and kube-apiserver sends a handful.
-CONVERSION_CONCURRENCY = 32
+# Connections and requests the conversion port takes at once before answering 503: anyone may reach it, so
+# what it holds is bounded (4 bodies of at most 32 MiB read, one large review converted at a time), and
+# kube-apiserver sends a handful.
+CONVERSION_CONCURRENCY = 4
 
 
 class _Main(uvicorn.Server):

@@ -118,7 +118,7 @@ def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
     whether the Job puts it in a queue is unknown, so it waits rather than pass unmanaged. A Job Kueue's
     webhook would refuse (objects.job.decode_job's problem) admits none of its pods."""
     owner = pod.owner
-    if owner is None or owner.kind != "Job" or not owner.uid:
+    if owner is None or not owner.is_batch_job or not owner.uid:
         return None
     job = state.jobs.get(owner.uid)
     if job is None:

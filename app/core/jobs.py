@@ -25,7 +25,7 @@ def inherit(pod: PodInfo, jobs: dict[str, JobInfo]) -> None:
         pod.inherited = ()
     pod.job = ""
     owner = pod.owner
-    if owner is None or owner.kind != "Job" or KUEUE_GROUP in pod.labels or COSCHEDULING_GROUP in pod.labels:
+    if owner is None or not owner.is_batch_job or KUEUE_GROUP in pod.labels or COSCHEDULING_GROUP in pod.labels:
         return
     job = jobs.get(owner.uid)
     if job is None or not job.queue_name:

@@ -53,11 +53,14 @@ class JobInfo:
         return max(0, min(self.parallelism, remaining))
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _count(value: object, key: str, where: str, default: int | None) -> int | None:
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidObject("Job", key, f"{where} must be a non-negative integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= INT32_MAX:
+        raise InvalidObject("Job", key, f"{where} must be a non-negative 32-bit integer, got {value!r}")
     return value
 
 

@@ -27,6 +27,12 @@ class Owner:
     kind: str
     name: str
     uid: str
+    api_version: str = ""
+
+    @property
+    def is_batch_job(self) -> bool:
+        """A batch/v1 Job (not another kind named Job, e.g. Volcano's)."""
+        return self.kind == "Job" and self.api_version.split("/")[0] == "batch"
 
 
 @dataclass(slots=True)
@@ -160,7 +166,8 @@ def _owner(meta: dict) -> Owner | None:
                 chosen = ref
     if chosen is None:
         return None
-    return Owner(chosen.get("kind", ""), str(chosen.get("name", "")), str(chosen.get("uid", "")))
+    return Owner(chosen.get("kind", ""), str(chosen.get("name", "")), str(chosen.get("uid", "")),
+                 str(chosen.get("apiVersion", "")))
 
 
 def _condition(status: dict, key: str, kind: str) -> dict:

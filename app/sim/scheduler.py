@@ -191,7 +191,7 @@ class SimScheduler:
     def _job_controller(self, done: SimPod) -> None:
         """A Job's pod succeeded: the Job counts it and makes the next pods while completions remain (sim.jobs)."""
         owner = done.info.owner
-        if owner is None or owner.kind != "Job":
+        if owner is None or not owner.is_batch_job:
             return
         active = sum(1 for p in self.cluster.pods.values()
                      if p.info.owner is not None and p.info.owner.uid == owner.uid and not p.info.terminal)

@@ -71,6 +71,11 @@ class JobAdmission:
     partial: bool = False       # admitted with fewer pods than its count (job-min-parallelism)
     started: bool = False       # one of its pods has bound (before that, its pods only hold nodes)
 
+    def spare_charge(self, n: int) -> Charge:
+        """n slots of one pod's charge, as one charge."""
+        usage = {fr: v * n for fr, v in self.charge.usage.items()}
+        return Charge(self.charge.cluster_queue, self.charge.flavors, usage)
+
 
 @dataclass(slots=True)
 class Hold:
@@ -384,10 +389,10 @@ class ClusterState:
         self._spare(rec, max(0, min(rec.size, job.count) - holding) - rec.spare)
 
     def _spare(self, rec: JobAdmission, n: int) -> None:
-        """Charge (n > 0) or free (n < 0) n slots of the Job's planning usage."""
-        for _ in range(abs(n)):
-            self._apply(rec.charge, running=False, sign=1 if n > 0 else -1)
-        rec.spare += n
+        """Charge (n > 0) or free (n < 0) n slots of the Job's planning usage, at once."""
+        if n:
+            self._apply(rec.spare_charge(abs(n)), running=False, sign=1 if n > 0 else -1)
+            rec.spare += n
 
     def _pod_job_changed(self, uid: str) -> None:
         pod = self.pods.get(uid)
@@ -395,16 +400,17 @@ class ClusterState:
             self._sync_job(pod.owner.uid)
 
     def _infer_job_admissions(self) -> None:
-        """After a bulk load (a start, a relist): a Job whose pods run is an admitted workload of its count (a
-        partial admission's smaller size is not recorded anywhere Quotient reads; binds still check what
-        really runs, so the guess cannot over-admit); not one being preempted or evicted."""
+        """After a bulk load (a start, a relist): a Job whose pods run is an admitted workload of the pods that
+        hold quota now (its size at admission is kept nowhere Quotient reads: a guess by its count could
+        charge beyond the quota); not one being preempted or evicted."""
         for job_uid, job in self.jobs.items():
             if job_uid in self.job_admissions or job.finished or not job.queue_name:
                 continue
             pods = [self.pods[u] for u in self.owned.get(job_uid, ()) if u in self.pods]
             running = [p for p in pods if p.uid in self.admitted]
             if running and not any(p.uid in self.going or p.deleting for p in pods):
-                self.admit_job(job_uid, job.count, self.admitted[running[0].uid])
+                size = sum(1 for p in pods if p.uid in self.admitted or p.uid in self.reservations)
+                self.admit_job(job_uid, size, self.admitted[running[0].uid], partial=size < job.count)
 
     def _relabel(self, job_uid: str) -> None:
         """Re-apply the Job's pods (a copy each: the old record must unlink under its old group)."""

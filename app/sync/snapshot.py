@@ -118,22 +118,24 @@ def check_references(path: str, docs: list[Document]) -> None:
         cq = (doc.obj.get("spec") or {}).get("clusterQueue")
         if cq not in queues:
             raise _fail(path, doc, f"spec.clusterQueue {cq} is not defined by any ClusterQueue document")
-    for doc in by_kind.get("Pod", {}).values():
+    for doc in list(by_kind.get("Job", {}).values()) + list(by_kind.get("Pod", {}).values()):
         meta = doc.obj.get("metadata") or {}
         queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
         ns = meta.get("namespace") or "default"
         if queue and f"{ns}/{queue}" not in local_queues:
             raise _fail(path, doc, f"label {QUEUE_LABEL}={queue} names no LocalQueue in namespace {ns}")
+        wpc = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL)
+        if wpc and wpc not in by_kind.get("WorkloadPriorityClass", {}):
+            raise _fail(path, doc, f"label {PRIORITY_CLASS_LABEL}={wpc} is not defined by any WorkloadPriorityClass "
+                        "document")
+        if doc.kind != "Pod":
+            continue
         spec = doc.obj.get("spec") or {}
         if spec.get("nodeName") and spec["nodeName"] not in nodes:
             raise _fail(path, doc, f"spec.nodeName {spec['nodeName']} is not defined by any Node document")
         pc = spec.get("priorityClassName")
         if pc and pc not in classes and spec.get("priority") is None:
             raise _fail(path, doc, f"spec.priorityClassName {pc} is not defined by any PriorityClass document")
-        wpc = (meta.get("labels") or {}).get(PRIORITY_CLASS_LABEL)
-        if wpc and wpc not in by_kind.get("WorkloadPriorityClass", {}):
-            raise _fail(path, doc, f"label {PRIORITY_CLASS_LABEL}={wpc} is not defined by any WorkloadPriorityClass "
-                        "document")
 
 
 def split_documents(docs: list[Document]) -> tuple[list[Document], dict[str, list[Document]]]:

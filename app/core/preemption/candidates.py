@@ -114,7 +114,7 @@ def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: st
         return None
     usage: dict[FR, int] = {}
     rec = state.job_admissions.get(running[0].owner.uid) if running[0].job else None
-    spare = [rec.charge] * rec.spare if rec is not None else []     # a Job's kept slots go with it too
+    spare = [rec.spare_charge(rec.spare)] if rec is not None and rec.spare else []   # a Job's kept slots go too
     for c in charges + spare:
         for fr, v in c.usage.items():
             usage[fr] = usage.get(fr, 0) + v
