@@ -84,6 +84,33 @@ def _wait_ready(server: Server, within: float) -> None:
     raise AssertionError(f"quotient serve did not answer /livez within {within} s:\n{server.log()[-3000:]}")
 
 
+@contextlib.asynccontextmanager
+async def served_live(api, tmp_path: Path, *args: str, ready_within: float = 15.0):
+    """`quotient serve --kubeconfig` against a FakeApiServer on a free port, with args; yields (proc, port,
+    log path) once /readyz answers 200 (with --leader-elect: once leading), and stops it when the block ends."""
+    import asyncio
+
+    port, log_path = free_port(), tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            str(QUOTIENT_BIN), "serve", "--kubeconfig", api.kubeconfig_path(tmp_path), "--host", "127.0.0.1",
+            "--port", str(port), *args, stdout=log, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + ready_within
+        async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
+            while True:
+                try:
+                    if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert proc.returncode is None and time.monotonic() < deadline, log_path.read_text()
+                await asyncio.sleep(0.1)
+        yield proc, port, log_path
+    finally:
+        await stop(proc)
+
+
 async def stop(proc) -> None:
     """Stop an asyncio subprocess (a `quotient serve` a test started): terminate, then kill."""
     import asyncio

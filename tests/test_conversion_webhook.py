@@ -18,7 +18,7 @@ from app.api import convert as webhook
 from app.api.convert import ConvertApp
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, ResourceFlavor
 from fakeapi import FakeApiServer
-from serving import QUOTIENT_BIN, free_port, stop
+from serving import QUOTIENT_BIN, free_port, served_live
 from test_tls import FILTER_BODY, _client_context, _refused, pki, serve_tls  # noqa: F401  (pki: a fixture)
 
 V1, V2 = "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"
@@ -159,30 +159,14 @@ def test_the_conversion_port_needs_no_client_certificate_and_serves_nothing_else
 
 async def test_in_live_mode_the_conversion_port_serves_beside_the_main_one_and_stops_with_it(tmp_path):
     async with FakeApiServer() as api:
-        port, conversion = free_port(), free_port()
-        log_path = tmp_path / "serve.log"
-        with open(log_path, "wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                str(QUOTIENT_BIN), "serve", "--kubeconfig", api.kubeconfig_path(tmp_path), "--host", "127.0.0.1",
-                "--port", str(port), "--conversion-port", str(conversion), stdout=log,
-                stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
-        try:
+        conversion = free_port()
+        async with served_live(api, tmp_path, "--conversion-port", str(conversion)) as (proc, _, _):
             async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
-                for _ in range(150):
-                    try:
-                        if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    assert proc.returncode is None, log_path.read_text()
-                    await asyncio.sleep(0.1)
                 r = await http.post(f"http://127.0.0.1:{conversion}/convert", json=REVIEW)
                 assert r.json()["response"]["convertedObjects"][0]["spec"]["cohortName"] == "co", r.text
                 assert (await http.get(f"http://127.0.0.1:{conversion}/readyz")).status_code == 404
             proc.terminate()
             await asyncio.wait_for(proc.wait(), 10)     # SIGTERM stops both listeners
-        finally:
-            await stop(proc)
 
 
 @pytest.mark.parametrize("args, message", [
