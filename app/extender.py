@@ -272,7 +272,7 @@ class Extender:
             return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
         passing, encoded = kept
         if pod.uid not in state.reservations:
-            state.reserve(pod.uid, Charge(charge.cluster_queue, dict(charge.flavors), dict(charge.usage)))
+            state.reserve(pod.uid, rec.spare_charge(1))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
                                    group=key, flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))

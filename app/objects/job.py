@@ -40,17 +40,20 @@ class JobInfo:
         return {k: self.labels[k] for k in (QUEUE_LABEL, PRIORITY_CLASS_LABEL) if k in self.labels}
 
     @property
+    def completions_wanted(self) -> int:
+        """Deref(completions, parallelism): a work queue (completions unset) counts as parallelism."""
+        return self.parallelism if self.completions is None else self.completions
+
+    @property
     def pods_count(self) -> int:
-        """Kueue's podsCount: min(parallelism, completions), completions unset counting as parallelism."""
-        return self.parallelism if self.completions is None else min(self.parallelism, self.completions)
+        """Kueue's podsCount: min(parallelism, completions)."""
+        return min(self.parallelism, self.completions_wanted)
 
     @property
     def count(self) -> int:
         """The workload's pods still needed: Kueue's ReclaimablePods takes from parallelism those beyond the
-        completions left, Deref(completions, parallelism) - succeeded (a work queue whose first pod
-        succeeded makes no more)."""
-        remaining = (self.parallelism if self.completions is None else self.completions) - self.succeeded
-        return max(0, min(self.parallelism, remaining))
+        completions left (a work queue whose first pod succeeded makes no more)."""
+        return max(0, min(self.parallelism, self.completions_wanted - self.succeeded))
 
 
 INT32_MAX = 2**31 - 1

@@ -39,8 +39,7 @@ def pod_of(job: dict, index: int, created: float) -> dict:
 
 def pod_names(job: dict) -> set[str]:
     """namespace/name of every pod the controller may make for the Job (one per completion)."""
-    meta, j = job["metadata"], decode_job(job)
-    total = j.completions if j.completions is not None else j.parallelism
+    meta, total = job["metadata"], decode_job(job).completions_wanted
     return {f"{meta.get('namespace') or 'default'}/{meta['name']}-{i}" for i in range(total)}
 
 

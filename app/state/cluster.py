@@ -72,9 +72,9 @@ class JobAdmission:
     started: bool = False       # one of its pods has bound (before that, its pods only hold nodes)
 
     def spare_charge(self, n: int) -> Charge:
-        """n slots of one pod's charge, as one charge."""
+        """n slots of one pod's charge, as one new charge (n = 1: a pod's own, for a pod taking a slot)."""
         usage = {fr: v * n for fr, v in self.charge.usage.items()}
-        return Charge(self.charge.cluster_queue, self.charge.flavors, usage)
+        return Charge(self.charge.cluster_queue, dict(self.charge.flavors), usage)
 
 
 @dataclass(slots=True)
@@ -348,8 +348,8 @@ class ClusterState:
     def admit_job(self, job_uid: str, size: int, charge: Charge, partial: bool = False) -> None:
         """The Job's workload admitted with size pods (fewer than its count under partial admission)."""
         self._end_job(job_uid)
-        self.job_admissions[job_uid] = JobAdmission(size, Charge(charge.cluster_queue, dict(charge.flavors),
-                                                                 dict(charge.usage)), partial=partial)
+        one = Charge(charge.cluster_queue, dict(charge.flavors), dict(charge.usage))
+        self.job_admissions[job_uid] = JobAdmission(size, one, partial=partial)
         self._sync_job(job_uid)
 
     def evict_job(self, job_uid: str) -> None:
