@@ -300,9 +300,8 @@ class Extender:
         for h in decision.holds:
             held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
         if job is not None:
-            running = sum(1 for m in state.members(key) if m.uid in state.admitted)
-            state.admit_job(job.uid, running + len(decision.holds), decision.holds[0].charge,
-                            partial=running + len(decision.holds) < job.count)
+            size = len(decision.holds) + sum(1 for m in state.members(key) if m.uid in state.admitted)
+            state.admit_job(job.uid, size, decision.holds[0].charge, partial=size < job.count)
         if victims:
             self._issue(self._evictions(pod.uid, held))
         self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
@@ -357,10 +356,7 @@ class Extender:
         if decision.reserve is not None:
             r = decision.reserve
             state.reserve(r.uid, r.charge, r.timeout)
-        for uid in {u for uids in decision.victims.values() for u in uids}:
-            victim = state.pods.get(uid)
-            if victim is not None and victim.job:      # kube-scheduler evicts a Job's pods: its workload ends
-                state.evict_job(victim.owner.uid)
+        state.evict_jobs_of(u for uids in decision.victims.values() for u in uids)   # kube-scheduler evicts them
         found = decision.plans
         self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
                                     reason=decision.why, queue=decision.cluster_queue,
@@ -464,9 +460,7 @@ class Extender:
             self._planned = None
         evictions = chosen + self._victims_to_evict() + self._timed_out_still_running() \
             + self._pods_ready_timeouts() + self._drains()
-        for e in evictions:      # an evicted Job's workload ends; the pods it makes again are a new one
-            if e.pod.job:
-                state.evict_job(e.pod.owner.uid)
+        state.evict_jobs_of(e.pod.uid for e in evictions)     # the pods a Job makes again are a new workload
         return evictions
 
     def _issue(self, evictions: list[Evict]) -> None:

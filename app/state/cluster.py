@@ -362,6 +362,14 @@ class ClusterState:
                     self.release_hold(uid)
                     self.drop_reservation(uid)
 
+    def evict_jobs_of(self, uids) -> None:
+        """Pods chosen for eviction (by a hold, kube-scheduler's preempt, a reconcile): a Job's pod taken
+        evicts its whole workload, as Kueue evicts Workloads, not pods."""
+        for uid in uids:
+            pod = self.pods.get(uid)
+            if pod is not None and pod.job:
+                self.evict_job(pod.owner.uid)
+
     def _end_job(self, job_uid: str) -> bool:
         rec = self.job_admissions.pop(job_uid, None)
         if rec is None:
@@ -813,10 +821,8 @@ class ClusterState:
         """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
         timeout = self.config.preemption_hold_timeout
         held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, set() if evicted is None else evicted)
+        self.evict_jobs_of(victims)
         for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
-            taken = self.pods.get(victim)
-            if taken is not None and taken.job:
-                self.evict_job(taken.owner.uid)
             running = self.admitted.get(victim)
             if running is not None and victim not in self.going:
                 self.going.add(victim)
