@@ -80,7 +80,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         source.start()
         electing = asyncio.create_task(elector.run()) if elector else None
         try:
-            await serve_all(main, conversion)
+            await serve_all(main, conversion, _view(args, extender))
         finally:
             if elector:
                 elector.stop()
@@ -124,7 +124,7 @@ def _run(coro):
 
 def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
-    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure
+    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure, check_view_exposure
     from .api.listeners import conversion_server, serve_all, server
     from .api.tls import TLSError, uvicorn_tls_options
 
@@ -137,6 +137,9 @@ def serve(args: argparse.Namespace) -> int:
             # The serving certificate, no client certificates: kube-apiserver presents none to webhooks.
             conversion = conversion_server(args.host, args.conversion_port, args.log_level,
                                            uvicorn_tls_options(args.tls_cert, args.tls_key, None))
+        if args.view_port is not None:
+            check_view_exposure(args.view_host, args.view_port, (args.port, args.conversion_port), args.tls_cert)
+            args.view_tls = uvicorn_tls_options(args.tls_cert, args.tls_key, None)
     except (TLSError, ExposureError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
@@ -164,8 +167,19 @@ def serve(args: argparse.Namespace) -> int:
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
                              clients_verified=bool(args.tls_client_ca)), args.host, args.port, args.log_level, tls)
-    _run(serve_all(main, conversion))
+    _run(serve_all(main, conversion, _view(args, extender)))
     return 0
+
+
+def _view(args: argparse.Namespace, extender):
+    """The --view-port server (/ui and /debug without client certificates), or None."""
+    if args.view_port is None:
+        return None
+    from .api.listeners import view_server
+
+    logging.getLogger("quotient").info("serving /ui and /debug without client certificates on %s:%d (--view-port)",
+                                       args.view_host, args.view_port)
+    return view_server(extender, args.view_host, args.view_port, args.log_level, args.view_tls)
 
 
 def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = None) -> int:
@@ -256,6 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--conversion-port", type=int, metavar="PORT",
                    help="also serve the Kueue CRDs' conversion webhook (POST /convert, nothing else) on this port, "
                         "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")
+    s.add_argument("--view-port", type=int, metavar="PORT",
+                   help="also serve the read-only /ui and /debug on this port, asking for no client certificate "
+                        "(for kubectl port-forward or a browser); reactivate is not served there")
+    s.add_argument("--view-host", default="127.0.0.1",
+                   help="address of --view-port (default 127.0.0.1, which kubectl port-forward reaches); another "
+                        "address needs --tls-cert")
     s.add_argument("--insecure-no-client-auth", action="store_true",
                    help="allow a non-loopback --host without --tls-client-ca: anyone who reaches the port can "
                         "then bind pods and reserve quota (a NetworkPolicy must fence it); a warning is logged")

@@ -23,6 +23,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
+from ..ui.pages import ui_router
 from .debug import debug_router
 from .convert import PATH as CONVERT_PATH
 from .convert import ConvertApp
@@ -186,6 +187,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
         only_ready = ready
         ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)
     app.include_router(debug_router(extender, clients_verified))
+    app.include_router(ui_router(extender))
 
     @app.get("/metrics")
     async def metrics() -> Response:
@@ -203,4 +205,15 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
         ok = bool(ready())
         return Response(orjson.dumps({"ready": ok}), status_code=200 if ok else 503, media_type=JSON)
 
+    return app
+
+
+def create_view_app(extender: Extender) -> FastAPI:
+    """The view port's application (`quotient serve --view-port`): /ui and /debug for a browser or curl that
+    holds no client certificate (through kubectl port-forward, say). It reads the state the main application
+    keeps and runs none of its loops; nothing on it changes state (reactivate answers 403)."""
+    app = FastAPI(title="Quotient view", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(BodyLimit)
+    app.include_router(debug_router(extender, view_port=True))
+    app.include_router(ui_router(extender))
     return app

@@ -86,8 +86,21 @@ def _int_param(request: Request, name: str, default: int) -> int:
     return value
 
 
-def debug_router(extender, clients_verified: bool = False) -> APIRouter:
-    """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure)."""
+async def build_queue_view(state, journal, name: str, limit: int) -> dict:
+    """/debug/queues/{name}'s view (and /ui/queues/{name}'s): each pending row is a decision, so the
+    event loop is given back between rows and the verbs go on meanwhile."""
+    if name not in state.cluster_queues:
+        return queue_view(state, journal, name, limit)      # a Cohort, or NotFound
+    rows = []
+    for row in pending_rows(state, journal, name, shown_limit(state, limit)):
+        rows.append(row)
+        await asyncio.sleep(0)
+    return queue_view(state, journal, name, limit, rows)
+
+
+def debug_router(extender, clients_verified: bool = False, view_port: bool = False) -> APIRouter:
+    """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure),
+    and never on the view port (`quotient serve --view-port`), which asks no caller who it is."""
     state, journal = extender.state, extender.journal
     router = APIRouter(prefix="/debug")
 
@@ -103,14 +116,7 @@ def debug_router(extender, clients_verified: bool = False) -> APIRouter:
     @router.get("/queues/{name}")
     async def queue(name: str, request: Request) -> Response:
         async def build() -> dict:
-            limit = _int_param(request, "limit", PENDING_SHOWN)
-            if name not in state.cluster_queues:
-                return queue_view(state, journal, name, limit)      # a Cohort, or NotFound
-            rows = []
-            for row in pending_rows(state, journal, name, shown_limit(state, limit)):
-                rows.append(row)
-                await asyncio.sleep(0)      # each row is a decision: let the verbs in between
-            return queue_view(state, journal, name, limit, rows)
+            return await build_queue_view(state, journal, name, _int_param(request, "limit", PENDING_SHOWN))
         return await respond(request, build, text.render_queue)
 
     @router.get("/pods/{namespace}/{name}")
@@ -141,6 +147,9 @@ def debug_router(extender, clients_verified: bool = False) -> APIRouter:
     async def reactivate(key: str, request: Request) -> Response:
         """Clear a workload's PodsReadyTimeout evictions (its deactivation and backoff)."""
         def build() -> dict:
+            if view_port:
+                raise DebugError(403, "reactivate changes state: it is not served on the view port "
+                                 "(--view-port), which asks callers for no certificate; use the main port")
             if not trusted_caller(request.scope, clients_verified):
                 raise DebugError(403, "reactivate changes state: it is served only to loopback callers (kubectl "
                                  "exec, kubectl port-forward) or over TLS with a verified client certificate "

@@ -65,3 +65,15 @@ def trusted_caller(scope, clients_verified: bool) -> bool:
         return True
     client = scope.get("client")
     return bool(client) and is_loopback(str(client[0]))
+
+
+def check_view_exposure(view_host: str, view_port: int, ports: tuple[int | None, ...], cert: str | None) -> None:
+    """Raise ExposureError for a --view-port that would collide with another port, or show pods, queues and
+    decisions in clear beyond the host: off loopback it needs the serving certificate (no client certificates
+    are asked for there: that is its point, for kubectl port-forward or a browser)."""
+    if view_port in ports:
+        raise ExposureError(f"--view-port {view_port} is already taken by --port or --conversion-port")
+    if cert is None and not is_loopback(view_host):
+        raise ExposureError(f"--view-port on --view-host {view_host} needs --tls-cert and --tls-key: it would "
+                            "show pods, queues and decisions in clear to the network; without them, serve it on "
+                            "127.0.0.1 and reach it with kubectl port-forward")

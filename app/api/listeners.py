@@ -1,5 +1,6 @@
-"""The uvicorn servers of `quotient serve`: the main one (verbs, /debug, health), and with --conversion-port
-the conversion webhook's own, both in one process on one event loop.
+"""The uvicorn servers of `quotient serve`: the main one (verbs, /ui, /debug, health), with --conversion-port
+the conversion webhook's own, and with --view-port one for /ui and /debug alone; all in one process on one
+event loop.
 
 The conversion port exists because kube-apiserver presents no client certificate to a conversion webhook
 while the main port requires one (--tls-client-ca): it serves only POST /convert (app/api/convert.py),
@@ -18,6 +19,8 @@ from .convert import ConvertApp
 # what it holds is bounded (4 bodies of at most 32 MiB read, one large review converted at a time), and
 # kube-apiserver sends a handful.
 CONVERSION_CONCURRENCY = 4
+# Connections the view port holds at once: a few browsers and curl, never a flood that starves the verbs.
+VIEW_CONCURRENCY = 16
 
 
 class _Main(uvicorn.Server):
@@ -54,13 +57,23 @@ def conversion_server(host: str, port: int, log_level: str, tls: dict) -> uvicor
                   limit_concurrency=CONVERSION_CONCURRENCY)
 
 
-async def serve_all(main: uvicorn.Server, beside: uvicorn.Server | None = None) -> None:
-    """Serve until the main server stops (a signal), or either one fails to start; then stop both."""
-    if beside is None:
+def view_server(extender, host: str, port: int, log_level: str, tls: dict) -> uvicorn.Server:
+    """The view port: /ui and /debug (app.api.app.create_view_app), `tls` without client certificates."""
+    from .app import create_view_app
+
+    return server(create_view_app(extender), host, port, log_level, tls, cls=_Beside, lifespan="off",
+                  limit_concurrency=VIEW_CONCURRENCY)
+
+
+async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> None:
+    """Serve until the main server stops (a signal), or any one fails to start; then stop them all."""
+    servers = [main, *(b for b in beside if b is not None)]
+    if len(servers) == 1:
         return await main.serve()
-    tasks = [asyncio.create_task(main.serve()), asyncio.create_task(beside.serve())]
+    tasks = [asyncio.create_task(s.serve()) for s in servers]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        main.should_exit = beside.should_exit = True
+        for s in servers:
+            s.should_exit = True
         await asyncio.gather(*tasks)

@@ -10,6 +10,7 @@ import itertools
 from datetime import datetime, timezone
 from typing import Iterator
 
+from ..core import readiness
 from ..core.admission import Verdict, decide
 from ..core.fairsharing import MAX_SHARE, dominant_resource_share
 from ..core.quantity import format_quantity
@@ -18,6 +19,8 @@ from ..objects.pod import PodInfo
 
 PENDING_SHOWN = 100        # pending pods a queue view decides for, at most (and never past maxQueueScan)
 ADMITTED_SHOWN = 50        # running pods a queue view lists
+PREEMPTIONS_SHOWN = 20     # preemptions made and suffered a queue view lists, each
+PREEMPT_VERBS = ("preempt", "reclaim")
 
 
 class NotFound(LookupError):
@@ -261,7 +264,51 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list
          "usage": usage_view(c.usage), "inferred": c.inferred, **admission_view(c)} for p, c in running[:ADMITTED_SHOWN]]
     if len(running) > ADMITTED_SHOWN:
         view["admittedNote"] = f"{ADMITTED_SHOWN} of {len(running)} running pods shown"
+    if journal is not None:
+        view["preemptions"] = preemptions_view(journal, name)
+    view["podsReady"] = pods_ready_view(state, name)
     return view
+
+
+def preemptions_view(journal, cq_name: str, limit: int = PREEMPTIONS_SHOWN) -> dict:
+    """Recent preemptions from the journal, newest first: made (a pod of this ClusterQueue chose victims,
+    Preempting) and suffered (a pod charged to it was evicted as a victim, Preempted)."""
+    made: list[dict] = []
+    suffered: list[dict] = []
+    for entry in reversed(journal.entries):
+        if entry.get("queue") != cq_name or entry["verb"] not in PREEMPT_VERBS:
+            continue
+        book = made if entry["outcome"] == "Preempting" else suffered if entry["outcome"] == "Preempted" else None
+        if book is not None and len(book) < limit:
+            book.append(entry_view(entry))
+            if len(made) >= limit and len(suffered) >= limit:
+                break
+    return {"made": made, "suffered": suffered}
+
+
+def pods_ready_view(state, cq_name: str) -> dict:
+    """waitForPodsReady for one ClusterQueue: its admitted workloads not yet all Ready (waiting), and its
+    pending workloads requeued after a PodsReadyTimeout eviction, backing off or deactivated (requeued)."""
+    if state.config.wait_for_pods_ready is None:
+        return {"enabled": False, "waiting": [], "requeued": []}
+    waiting = []
+    for unit, r in state.readiness.items():
+        members = state.unit_members(unit)
+        charge = next((state.admitted[m.uid] for m in members if m.uid in state.admitted), None)
+        if charge is None or charge.cluster_queue != cq_name or (r.ready_at is not None and r.unready_at is None):
+            continue
+        waiting.append({"workload": readiness.shown(unit), "pods": len(members), "admittedAt": rfc3339(r.admitted_at),
+                        "unreadyAt": rfc3339(r.unready_at)})
+    requeued: dict[str, dict] = {}
+    if state.requeues:
+        for pod in state.pending_pods(cq_name):
+            key = readiness.requeue_key(pod)
+            q = state.requeues.get(key)
+            if q is not None and key not in requeued:
+                requeued[key] = {"workload": key, "count": q.count, "backoffUntil": rfc3339(q.at) if q.at else None,
+                                 "deactivated": q.deactivated}
+    return {"enabled": True, "waiting": sorted(waiting, key=lambda w: w["workload"]),
+            "requeued": sorted(requeued.values(), key=lambda w: w["workload"])}
 
 
 ADMISSION_SOURCES = {
