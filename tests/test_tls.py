@@ -189,6 +189,31 @@ def test_https_without_a_client_ca_needs_no_client_certificate(pki):
             assert r.status_code == 200 and r.json()["NodeNames"] == ["node-1"]
 
 
+def test_the_web_view_is_behind_the_client_certificate_like_debug(pki, mtls_port):
+    url = f"https://127.0.0.1:{mtls_port}"
+    with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as anonymous:
+        assert _refused(lambda: anonymous.get(f"{url}/ui"))
+        assert _refused(lambda: anonymous.get(f"{url}/ui/static/ui.js"))
+    with httpx.Client(verify=_client_context(pki, "client"), timeout=5.0, trust_env=False) as client:
+        r = client.get(f"{url}/ui")
+        assert r.status_code == 200 and 'data-name="team-a-cq"' in r.text
+
+
+def test_the_view_port_serves_ui_and_debug_over_https_without_a_client_certificate(pki):
+    view = free_port()
+    with serve_tls(pki, "--tls-cert", str(pki / "server.crt"), "--tls-key", str(pki / "server.key"),
+                   "--tls-client-ca", str(pki / "ca.crt"), "--view-port", str(view)) as port:
+        with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as anonymous:
+            ui = anonymous.get(f"https://127.0.0.1:{view}/ui")
+            queues = anonymous.get(f"https://127.0.0.1:{view}/debug/queues")
+            reactivate = anonymous.post(f"https://127.0.0.1:{view}/debug/workloads/team-a/x/reactivate")
+            verb = anonymous.post(f"https://127.0.0.1:{view}/filter", json=FILTER_BODY)
+            assert _refused(lambda: anonymous.get(f"https://127.0.0.1:{port}/ui"))     # the main port still asks
+    assert ui.status_code == 200 and 'data-name="team-a-cq"' in ui.text
+    assert queues.json()["clusterQueues"][0]["name"] == "team-a-cq"
+    assert reactivate.status_code == 403 and verb.status_code == 404
+
+
 @pytest.mark.parametrize("args, message", [
     (["--tls-cert", "CERT"], "--tls-cert and --tls-key go together"),
     (["--tls-client-ca", "CA"], "--tls-client-ca needs --tls-cert and --tls-key"),
