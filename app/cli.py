@@ -124,7 +124,8 @@ def _run(coro):
 
 def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
-    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure, check_view_exposure
+    from .api.exposure import (ExposureError, check_conversion_exposure, check_exposure, check_view_exposure,
+                               is_loopback)
     from .api.listeners import conversion_server, serve_all, server
     from .api.tls import TLSError, uvicorn_tls_options
 
@@ -139,7 +140,10 @@ def serve(args: argparse.Namespace) -> int:
                                            uvicorn_tls_options(args.tls_cert, args.tls_key, None))
         if args.view_port is not None:
             check_view_exposure(args.view_host, args.view_port, (args.port, args.conversion_port), args.tls_cert)
-            args.view_tls = uvicorn_tls_options(args.tls_cert, args.tls_key, None)
+            # Loopback (kubectl port-forward tunnels over the API server's TLS): plain HTTP, so a browser needs
+            # no certificate exception. Elsewhere: the serving certificate; never client certificates.
+            args.view_tls = {} if is_loopback(args.view_host) else uvicorn_tls_options(args.tls_cert, args.tls_key,
+                                                                                      None)
     except (TLSError, ExposureError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
@@ -272,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                         "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")
     s.add_argument("--view-port", type=int, metavar="PORT",
                    help="also serve the read-only /ui and /debug on this port, asking for no client certificate "
-                        "(for kubectl port-forward or a browser); reactivate is not served there")
+                        "(for kubectl port-forward or a browser): plain HTTP on loopback, else HTTPS with --tls-cert; "
+                        "reactivate is not served there")
     s.add_argument("--view-host", default="127.0.0.1",
                    help="address of --view-port (default 127.0.0.1, which kubectl port-forward reaches); another "
                         "address needs --tls-cert")

@@ -199,15 +199,17 @@ def test_the_web_view_is_behind_the_client_certificate_like_debug(pki, mtls_port
         assert r.status_code == 200 and 'data-name="team-a-cq"' in r.text
 
 
-def test_the_view_port_serves_ui_and_debug_over_https_without_a_client_certificate(pki):
+def test_the_view_port_serves_ui_and_debug_without_a_client_certificate(pki):
+    """On loopback (where kubectl port-forward arrives) the view port is plain HTTP: no certificate at all."""
     view = free_port()
     with serve_tls(pki, "--tls-cert", str(pki / "server.crt"), "--tls-key", str(pki / "server.key"),
                    "--tls-client-ca", str(pki / "ca.crt"), "--view-port", str(view)) as port:
+        with httpx.Client(timeout=5.0, trust_env=False) as anonymous:
+            ui = anonymous.get(f"http://127.0.0.1:{view}/ui")
+            queues = anonymous.get(f"http://127.0.0.1:{view}/debug/queues")
+            reactivate = anonymous.post(f"http://127.0.0.1:{view}/debug/workloads/team-a/x/reactivate")
+            verb = anonymous.post(f"http://127.0.0.1:{view}/filter", json=FILTER_BODY)
         with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as anonymous:
-            ui = anonymous.get(f"https://127.0.0.1:{view}/ui")
-            queues = anonymous.get(f"https://127.0.0.1:{view}/debug/queues")
-            reactivate = anonymous.post(f"https://127.0.0.1:{view}/debug/workloads/team-a/x/reactivate")
-            verb = anonymous.post(f"https://127.0.0.1:{view}/filter", json=FILTER_BODY)
             assert _refused(lambda: anonymous.get(f"https://127.0.0.1:{port}/ui"))     # the main port still asks
     assert ui.status_code == 200 and 'data-name="team-a-cq"' in ui.text
     assert queues.json()["clusterQueues"][0]["name"] == "team-a-cq"

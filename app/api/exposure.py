@@ -69,8 +69,8 @@ def trusted_caller(scope, clients_verified: bool) -> bool:
 
 def check_view_exposure(view_host: str, view_port: int, ports: tuple[int | None, ...], cert: str | None) -> None:
     """Raise ExposureError for a --view-port that would collide with another port, or show pods, queues and
-    decisions in clear beyond the host: off loopback it needs the serving certificate (no client certificates
-    are asked for there: that is its point, for kubectl port-forward or a browser)."""
+    decisions in clear beyond the host: off loopback it needs the serving certificate. No client certificate
+    is asked for there (that is its point: kubectl port-forward or a browser), and nothing there changes state."""
     if view_port in ports:
         raise ExposureError(f"--view-port {view_port} is already taken by --port or --conversion-port")
     if cert is None and not is_loopback(view_host):
