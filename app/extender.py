@@ -295,7 +295,8 @@ class Extender:
             self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown,
                                         queue=decision.cluster_queue, group=key,
                                         reasons=sorted({r for r, _ in victims.values()}),
-                                        victims={"(group)": sorted(state.pods[u].key for u in victims)}))
+                                        victims={"(group)": sorted(state.pods[u].key for u in victims)},
+                                        victim_queues=self._queues_of(victims)))
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
         for h in decision.holds:
             held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
@@ -341,7 +342,8 @@ class Extender:
         self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown, queue=h.charge.cluster_queue,
                                     node=best.node, victims={best.node: [m.key for _, m in chosen]},
                                     reasons=[t.reason for t in best.targets],
-                                    why_not=dict(list(best.others.items())[:20])))
+                                    why_not=dict(list(best.others.items())[:20]),
+                                    victim_queues=self._queues_of(m.uid for _, m in chosen)))
         return f"{verdict.reason}; preempting {shown} to make room on node {best.node}"
 
     def preempt(self, raw: bytes) -> bytes:
@@ -356,6 +358,7 @@ class Extender:
         if decision.reserve is not None:
             r = decision.reserve
             state.reserve(r.uid, r.charge, r.timeout)
+        victim_queues = self._queues_of(u for uids in decision.victims.values() for u in uids)
         state.evict_jobs_of(u for uids in decision.victims.values() for u in uids)   # kube-scheduler evicts them
         found = decision.plans
         self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
@@ -363,8 +366,15 @@ class Extender:
                                     candidates=sorted(args.victims),
                                     victims={p.node: [m.key for _, m in p.victims()] for p in found},
                                     reasons=sorted({t.reason for p in found for t in p.targets}),
-                                    why_not=dict(list(found[0].others.items())[:20]) if found else {}))
+                                    why_not=dict(list(found[0].others.items())[:20]) if found else {},
+                                    victim_queues=victim_queues))
         return wire.encode_preemption(decision.victims, decision.violations)
+
+    def _queues_of(self, victims) -> list[str]:
+        """The ClusterQueues the victims are charged to, for the journal: each queue's page lists the
+        preemptions it suffered, whoever evicts the victims (Quotient, or kube-scheduler after preempt)."""
+        admitted = self.state.admitted
+        return sorted({admitted[u].cluster_queue for u in victims if u in admitted})
 
     # ---- bind ------------------------------------------------------------------
     def check_binding(self, pod: PodInfo, node: str) -> tuple[Charge | None, str]:

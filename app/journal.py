@@ -63,6 +63,7 @@ class PreemptRecord(Record):
     victims: dict | None = None
     reasons: list | None = None
     why_not: dict | None = None
+    victim_queues: list | None = None       # the ClusterQueues the victims are charged to
 
 
 @dataclass(slots=True, kw_only=True)
@@ -74,6 +75,7 @@ class ReclaimRecord(Record):
     victims: dict | None = None
     reasons: list | None = None
     why_not: dict | None = None
+    victim_queues: list | None = None
 
 
 @dataclass(slots=True, kw_only=True)

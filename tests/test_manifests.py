@@ -833,10 +833,7 @@ def test_deployment_runs_the_image_with_the_mounted_config_and_probes():
     assert c["image"] == "quotient:0.1.0"
     assert c["args"] == ["serve", "--host", "0.0.0.0", "--tls-cert", "/etc/quotient/tls/tls.crt",
                          "--tls-key", "/etc/quotient/tls/tls.key", "--tls-client-ca", "/etc/quotient/tls/ca.crt",
-                         "--conversion-port", "9443", "--view-port", "8081",
-                         "--config", "/etc/quotient/config/config.yaml"]
-    # the web view's port stays on the pod's loopback, for kubectl port-forward: no containerPort, no Service port
-    assert "--view-host" not in c["args"] and all(p["containerPort"] != 8081 for p in c["ports"])
+                         "--conversion-port", "9443", "--config", "/etc/quotient/config/config.yaml"]
     # kubelet's httpGet probes cannot present a client certificate: exec probes that do
     assert c["readinessProbe"]["exec"]["command"][-1] == "/readyz"
     assert c["livenessProbe"]["exec"]["command"][-1] == "/livez"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.api.app import create_view_app
-from app.core.quantity import parse_quantity
+from app.core.quantity import magnitude
 from app.ui import bars
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor, snapshot_yaml
 from helpers import FakeClock
@@ -103,15 +103,32 @@ def row(**amounts) -> dict:
 
 
 def test_a_reservation_is_the_tail_of_the_usage_on_both_sides_of_the_nominal_quota():
-    b = bars.bar(row(usage=8, reserved=3, subtreeQuota=6, borrowed=2, available=2, lendable=4),
-                 scale=parse_quantity("10", "cpu"))
+    b = bars.bar(row(usage=8, reserved=3, subtreeQuota=6, borrowed=2, available=2, lendable=4), scale=10.0)
     assert [(s.kind, s.x, s.width) for s in b.segments] == [
         ("used", 0, 50), ("reserved", 50, 10), ("reserved-borrowed", 60, 20), ("left", 80, 20)]
     assert b.nominal == 60 and b.lends == (20, 40)
     # a Cohort's row has no reserved figure; memory is parsed as the row writes it
     m = bars.bar({**row(usage="1Gi", subtreeQuota="4Gi", available="3Gi"), "resource": "memory", "reserved": None},
-                 scale=parse_quantity("8Gi", "memory"))
+                 scale=magnitude("8Gi"))
     assert [(s.kind, s.x, s.width) for s in m.segments] == [("used", 0, 12.5), ("left", 12.5, 37.5)]
+    # what a bar cannot draw is left out, never an error: no quota at all, a figure that is not a quantity
+    assert bars.bar(row(), scale=bars.scales([row()])["cpu"]).segments == []
+    assert bars.bar(row(usage="lots", subtreeQuota="-3", available="2"), scale=4.0).segments == [
+        bars.Segment("left", 0, 50)]
+
+
+def test_quotas_whose_sum_is_beyond_what_one_queue_may_hold_still_draw(build_extender):
+    """Each ClusterQueue's 3Ei of memory is valid; their cohort's 6Ei passes the parser's bound for one quantity."""
+    flavor = ResourceFlavor("default-flavor").obj()
+    queues = [ClusterQueue(name).cohort("big").resource_group(
+        FlavorQuotas("default-flavor").resource("memory", "3Ei")).obj() for name in ("a", "b")]
+    ext = build_extender(snapshot_yaml(Namespace("team-a").obj(), flavor, Node("n1").cpu("8").obj(), *queues))
+    from app.api.app import create_app
+    with httpx.Client(transport=_SyncASGI(create_app(ext)), base_url="http://test") as c:
+        answers = [c.get(path) for path in ("/ui", "/ui/queues/big", "/ui/queues/a")]
+    assert [r.status_code for r in answers] == [200, 200, 200]
+    cohort = next(r for r in Page(answers[0].text).find("tr", {"class": "resource"}) if r.attrs["data-queue"] == "big")
+    assert (cohort.field("subtreeQuota"), float(cohort.one("rect", {"class": "nominal"}).attrs["x"])) == ("6291456Ti", 100.0)
 
 
 def test_hierarchical_cohorts_nest_and_an_implicit_cohort_is_named_so(build_extender):
@@ -179,10 +196,38 @@ async def test_a_queue_page_lists_the_preemptions_it_made_and_suffered(ext, api)
         view = (await c.get("/debug/queues/team-a-cq")).json()
     made, suffered = p.find("table", {"class": "preemptions"})
     assert [[td.text for td in r.find("td")] for r in made.find("tr")[1:]] == [
-        [e["at"], e["verb"], e["pod"], e["outcome"], " ".join(e["reason"].split())] for e in view["preemptions"]["made"]]
+        [e["at"], e["verb"], e["pod"], e["queue"], "od-1team-a/run-a", " ".join(e["reason"].split())]
+        for e in view["preemptions"]["made"]]
     assert [e["pod"] for e in view["preemptions"]["made"]] == ["team-a/urgent"]
-    assert [(e["pod"], e["outcome"]) for e in view["preemptions"]["suffered"]] == [("team-a/run-a", "Preempted")]
-    assert "team-a/run-a" in suffered.text and "Preempted" in suffered.text
+    # within one ClusterQueue: made and suffered alike
+    assert [(e["pod"], e["victimQueues"]) for e in view["preemptions"]["suffered"]] == [("team-a/urgent", ["team-a-cq"])]
+    assert "team-a/run-a" in suffered.text
+
+
+async def test_a_preemption_through_kube_schedulers_preempt_verb_is_suffered_by_the_victims_queue(
+        build_extender, api):
+    from builders import Pod
+    from helpers import Verbs, one_queue
+    from test_readiness import admit
+
+    ext = build_extender(snapshot_yaml(*one_queue(4, preemption={"withinClusterQueue": "LowerPriority"})))
+    low, high = Pod("low").queue("q").cpu("4").priority(1).wire(), Pod("high").queue("q").cpu("4").priority(100).wire()
+    verbs = Verbs(ext)
+    await admit(verbs, low)
+    low_uid = ext.state.pod_by_key("team-a/low").uid
+    node = ext.state.pods[low_uid].node_name
+    answer = verbs.preempt(high, {node: [low_uid]})           # kube-scheduler's dry run named low
+    assert answer["NodeNameToMetaVictims"][node]["Pods"] == [{"UID": low_uid}]
+    async with api(ext) as c:
+        view = (await c.get("/debug/queues/cq")).json()
+        text = (await c.get("/debug/queues/cq?format=text")).text
+        p = await page(c, "/ui/queues/cq")
+    suffered_text = text.split("Preemptions suffered:\n", 1)[1]
+    assert suffered_text.splitlines()[1].split()[1:4] == ["preempt", "team-a/high", "cq"]
+    entries = [(e["verb"], e["pod"], e["victimQueues"]) for e in view["preemptions"]["suffered"]]
+    assert entries == [("preempt", "team-a/high", ["cq"])]
+    made, suffered = p.find("table", {"class": "preemptions"})
+    assert "team-a/low" in suffered.text and "team-a/high" in made.text
 
 
 async def test_a_queue_page_shows_waitforpodsready_holds_and_requeues(build_extender, api):
@@ -206,6 +251,9 @@ async def test_a_queue_page_shows_waitforpodsready_holds_and_requeues(build_exte
     assert [(w["workload"], w["count"], w["deactivated"]) for w in ready["requeued"]] == [("team-a/Job/x", 1, True)]
     text = p.text
     assert "team-a/Job/y" in text and "reactivate with POST /debug/workloads/team-a/Job/x/reactivate" in text
+    from app.observe.views import pods_ready_view
+    cut = pods_ready_view(ext.state, "cq", limit=0)
+    assert (cut["waiting"], cut["waitingNote"], cut["requeuedNote"]) == ([], "0 of 1 shown", "0 of 1 shown")
 
 
 # ---- a pod, and the journal ------------------------------------------------------------------------------
@@ -237,8 +285,27 @@ async def test_the_journal_page_and_its_rows_match_debug_decisions_with_the_same
             assert [(r.attrs["data-pod"], r.field("outcome")) for r in rows.find("tr") if "data-pod" in r.attrs] \
                 == expected
             twin = full.one("span", {"class": "readonly"}).find("a")[0].attrs["href"]
-            assert twin == "/debug/decisions" + query.replace("/", "%2F").replace("?pod=team-b%2F", "?pod=team-b%2F")
+            assert (await c.get(twin)).json() == view         # the page links the very view it shows
     assert expected == [] and len(view["decisions"]) == 0      # the last filter matches nothing
+
+
+async def test_the_journal_page_shows_as_many_decisions_as_its_twin_and_takes_its_limit(ext, api):
+    for i in range(80):
+        ext.journal.record({"time": T0 + i, "verb": "filter", "pod": f"team-a/p-{i}", "outcome": "QuotaExceeded",
+                            "reason": "", "queue": "team-a-cq"})
+    async with api(ext) as c:
+        shown = {}
+        for query in ("", "?limit=5", "?limit=5000"):
+            p = await page(c, "/ui/decisions" + query)
+            twin = (await c.get(p.one("span", {"class": "readonly"}).find("a")[0].attrs["href"])).json()
+            shown[query] = [r.attrs["data-pod"] for r in p.one("tbody").find("tr") if "data-pod" in r.attrs]
+            assert shown[query] == [e["pod"] for e in twin["decisions"]]
+        bad = await c.get("/ui/decisions?limit=none")
+        bad_rows = await c.get("/ui/decisions/rows?limit=0")
+    assert [len(v) for v in shown.values()] == [50, 5, 80]            # /debug/decisions' default, asked, all held
+    assert shown["?limit=5"][0] == "team-a/p-79"
+    assert bad.status_code == 400 and "limit must be a whole number, got 'none'" in Page(bad.text).field("error")
+    assert bad_rows.status_code == 400
 
 
 # ---- safety ----------------------------------------------------------------------------------------------
@@ -301,17 +368,36 @@ async def test_an_unknown_queue_or_pod_is_a_404_page_saying_what_there_is(ext, a
 
 
 # ---- the view port ---------------------------------------------------------------------------------------
+EXPLAIN = b"apiVersion: v1\nkind: Pod\nmetadata: {name: e, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: lq}}\n" \
+          b"spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+
+
 async def test_the_view_app_serves_ui_and_debug_and_changes_nothing(ext):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_view_app(ext)),
-                                 base_url="http://test") as c:
+                                 base_url="http://127.0.0.1:8081") as c:
         ui = await c.get("/ui")
         queues = await c.get("/debug/queues")
+        explained = await c.post("/debug/explain", content=EXPLAIN)
         reactivate = await c.post("/debug/workloads/team-a/x/reactivate")
         verbs = [await c.post(f"/{v}", json={}) for v in ("filter", "bind", "preempt", "prioritize")]
         metrics = await c.get("/metrics")
-    assert ui.status_code == queues.status_code == 200 and "team-a-cq" in ui.text
+        rebound = [await c.get(path, headers={"Host": "attacker.example:8081"}) for path in ("/ui", "/debug/queues")]
+        named = [(await c.get("/ui", headers={"Host": host})).status_code for host in ("localhost:8081", "[::1]:8081")]
+    assert ui.status_code == queues.status_code == explained.status_code == 200 and "team-a-cq" in ui.text
     assert reactivate.status_code == 403 and "not served on the view port" in reactivate.json()["error"]
     assert [r.status_code for r in verbs] == [404, 404, 404, 404] and metrics.status_code == 404
+    assert [r.status_code for r in rebound] == [400, 400] and "team-a-cq" not in rebound[0].text
+    assert named == [200, 200]
+
+
+async def test_off_loopback_the_view_port_explains_only_to_loopback_callers(ext):
+    app = create_view_app(ext, loopback=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=("10.1.2.3", 40000)),
+                                 base_url="http://quotient.example") as c:
+        ui = await c.get("/ui")
+        explained = await c.post("/debug/explain", content=EXPLAIN)
+    assert ui.status_code == 200
+    assert explained.status_code == 403 and "served only to loopback callers" in explained.json()["error"]
 
 
 def test_quotient_serve_view_port_answers_on_loopback_beside_the_main_port():

@@ -64,10 +64,17 @@ def browser():
 
 @pytest.fixture
 def tab(browser):
+    """A page in a fresh context; the test fails if the browser reported an error on it (a script error, a
+    resource the Content-Security-Policy refused, a file that did not load)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"{r.url}: {r.failure}"))
     yield page
     context.close()
+    assert errors == []
 
 
 def shot(page, name: str) -> Path:
@@ -141,7 +148,7 @@ def test_without_javascript_every_page_but_the_refresh_works(demo, browser):
         tab.goto(f"{demo.url}/ui/decisions")
         tab.fill('input[name="pod"]', "team-a/big-1")
         tab.click('form.filter button[type="submit"]')
-        tab.wait_for_url(f"{demo.url}/ui/decisions?queue=&pod=team-a%2Fbig-1")
+        tab.wait_for_url(f"{demo.url}/ui/decisions?queue=&pod=team-a%2Fbig-1&limit=50")
         outcomes = tab.locator('tr[data-pod="team-a/big-1"] [data-field="outcome"]').all_inner_texts()
         assert outcomes == ["Bound", "Admitted"]
         assert tab.locator("tr[data-pod]").count() == 2              # filtered to that pod

@@ -18,6 +18,7 @@ from time import monotonic, perf_counter
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..extender import Extender
@@ -208,12 +209,19 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     return app
 
 
-def create_view_app(extender: Extender) -> FastAPI:
+LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"]
+
+
+def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
     """The view port's application (`quotient serve --view-port`): /ui and /debug for a browser or curl that
     holds no client certificate (through kubectl port-forward, say). It reads the state the main application
-    keeps and runs none of its loops; nothing on it changes state (reactivate answers 403)."""
+    keeps and runs none of its loops; nothing on it changes state (reactivate answers 403). On loopback it
+    answers only requests addressed to a loopback name: a web page the admin opens cannot read it through
+    DNS rebinding (its Host header names the page's own domain)."""
     app = FastAPI(title="Quotient view", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit)
+    if loopback:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES)
     app.include_router(debug_router(extender, view_port=True))
     app.include_router(ui_router(extender))
     return app

@@ -73,7 +73,7 @@ def _error(as_text: bool, status: int, view: dict) -> Response:
     return Response(orjson.dumps(view), status_code=status, media_type=JSON)
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
+def int_param(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
@@ -116,10 +116,10 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
     @router.get("/queues/{name}")
     async def queue(name: str, request: Request) -> Response:
         async def build() -> dict:
-            return await build_queue_view(state, journal, name, _int_param(request, "limit", PENDING_SHOWN))
+            return await build_queue_view(state, journal, name, int_param(request, "limit", PENDING_SHOWN))
         return await respond(request, build, text.render_queue)
 
-    @router.get("/pods/{namespace}/{name}")
+    @router.get("/pods/{namespace}/{name:path}")
     async def pod(namespace: str, name: str, request: Request) -> Response:
         return await respond(request, now(lambda: pod_view(state, journal, namespace, name, extender.actions,
                                                                    extender.refusals)), text.render_pod)
@@ -127,7 +127,7 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:
         def build() -> dict:
-            limit = _int_param(request, "limit", DEFAULT_LIMIT)
+            limit = int_param(request, "limit", DEFAULT_LIMIT)
             return decisions_view(journal, limit, request.query_params.get("queue") or None,
                                   request.query_params.get("pod") or None)
         return await respond(request, now(build), text.render_decisions)
@@ -164,6 +164,9 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
         body = await request.body()
 
         def build() -> dict:       # app.api.limits.BodyLimit has bounded the body's size
+            if view_port and not trusted_caller(request.scope, False):
+                raise DebugError(403, "explain runs admission decisions: on the view port (--view-port) it is "
+                                 "served only to loopback callers (kubectl port-forward); use the main port")
             obj, names = parse_manifest(body, request.headers.get("content-type", ""))
             return explain(state, obj, names)
         return await respond(request, now(build), text.render_explain)

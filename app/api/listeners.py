@@ -60,9 +60,10 @@ def conversion_server(host: str, port: int, log_level: str, tls: dict) -> uvicor
 def view_server(extender, host: str, port: int, log_level: str, tls: dict) -> uvicorn.Server:
     """The view port: /ui and /debug (app.api.app.create_view_app), `tls` without client certificates."""
     from .app import create_view_app
+    from .exposure import is_loopback
 
-    return server(create_view_app(extender), host, port, log_level, tls, cls=_Beside, lifespan="off",
-                  limit_concurrency=VIEW_CONCURRENCY)
+    return server(create_view_app(extender, is_loopback(host)), host, port, log_level, tls, cls=_Beside,
+                  lifespan="off", limit_concurrency=VIEW_CONCURRENCY)
 
 
 async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> None:

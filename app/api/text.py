@@ -104,6 +104,21 @@ def render_queue(view: dict) -> str:
         ["POD", "NODE", "PRIORITY", "FLAVORS"],
         [[a["pod"], a["node"], a["priority"], a["flavors"]] for a in view["admittedPods"]], "  ")
         if view["admittedPods"] else "  none") + (f"\n  {view['admittedNote']}" if view.get("admittedNote") else ""))
+    for side, entries in view.get("preemptions", {}).items():
+        out.append(f"Preemptions {side}:\n" + (table(
+            ["AT", "VERB", "PREEMPTOR", "CLUSTERQUEUE", "VICTIMS"],
+            [[e["at"], e["verb"], e["pod"], e.get("queue"), e.get("victims")] for e in entries], "  ")
+            if entries else "  none recently"))
+    ready = view.get("podsReady", {})
+    if ready.get("enabled"):
+        out.append("waitForPodsReady, admitted and not all Ready:\n" + (table(
+            ["WORKLOAD", "PODS", "ADMITTED-AT", "UNREADY-AT"],
+            [[w["workload"], w["pods"], w["admittedAt"], w["unreadyAt"]] for w in ready["waiting"]], "  ")
+            if ready["waiting"] else "  none"))
+        out.append("waitForPodsReady, requeued:\n" + (table(
+            ["WORKLOAD", "EVICTIONS", "BACKOFF-UNTIL", "DEACTIVATED"],
+            [[w["workload"], w["count"], w["backoffUntil"], w["deactivated"]] for w in ready["requeued"]], "  ")
+            if ready["requeued"] else "  none"))
     return "\n\n".join(out) + "\n"
 
 

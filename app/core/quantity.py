@@ -6,6 +6,7 @@ up like kube-scheduler's Value()/MilliValue().
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 from decimal import Decimal, ROUND_CEILING
 
@@ -74,6 +75,21 @@ def _parse(value: object, resource: str) -> int:
     if amount > MAX_QUANTITY:
         raise QuantityError(f"{resource or 'quantity'}: {value!r} is absurdly large")
     return int(amount.to_integral_value(rounding=ROUND_CEILING))
+
+
+def magnitude(text: str) -> float:
+    """A quantity's size as a float, for drawing it beside others (app/ui/bars.py): unbounded, unrounded,
+    never raising. A Cohort's subtree quota is a sum that may pass MAX_QUANTITY where each of its queues'
+    quotas does not; anything that is not a quantity, or is negative, counts as 0."""
+    m = _RE.match(text.strip()) if isinstance(text, str) and len(text) <= MAX_QUANTITY_TEXT else None
+    if not m:
+        return 0.0
+    number, exponent, suffix = m.groups()
+    try:
+        value = float(Decimal(number) * (Decimal(10) ** int(exponent[1:]) if exponent else _SUFFIX[suffix or ""]))
+    except (ArithmeticError, ValueError, OverflowError):
+        return 0.0
+    return min(value, sys.float_info.max) if value > 0 else 0.0      # float() turns a huge Decimal into inf
 
 
 def _shown(value: object) -> str:

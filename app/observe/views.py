@@ -271,44 +271,53 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list
 
 
 def preemptions_view(journal, cq_name: str, limit: int = PREEMPTIONS_SHOWN) -> dict:
-    """Recent preemptions from the journal, newest first: made (a pod of this ClusterQueue chose victims,
-    Preempting) and suffered (a pod charged to it was evicted as a victim, Preempted)."""
+    """Recent preemptions from the journal, newest first, one row per preemption decision: made (a pod of this
+    ClusterQueue chose victims) and suffered (victims charged to this ClusterQueue were chosen, by a pod of
+    any queue, for Quotient or kube-scheduler to evict). A preemption within the queue is in both."""
     made: list[dict] = []
     suffered: list[dict] = []
     for entry in reversed(journal.entries):
-        if entry.get("queue") != cq_name or entry["verb"] not in PREEMPT_VERBS:
+        if entry["outcome"] != "Preempting" or entry["verb"] not in PREEMPT_VERBS:
             continue
-        book = made if entry["outcome"] == "Preempting" else suffered if entry["outcome"] == "Preempted" else None
-        if book is not None and len(book) < limit:
-            book.append(entry_view(entry))
-            if len(made) >= limit and len(suffered) >= limit:
-                break
+        if entry.get("queue") == cq_name and len(made) < limit:
+            made.append(entry_view(entry))
+        if cq_name in (entry.get("victim_queues") or ()) and len(suffered) < limit:
+            suffered.append(entry_view(entry))
+        if len(made) >= limit and len(suffered) >= limit:
+            break
     return {"made": made, "suffered": suffered}
 
 
-def pods_ready_view(state, cq_name: str) -> dict:
+def pods_ready_view(state, cq_name: str, limit: int = ADMITTED_SHOWN) -> dict:
     """waitForPodsReady for one ClusterQueue: its admitted workloads not yet all Ready (waiting), and its
-    pending workloads requeued after a PodsReadyTimeout eviction, backing off or deactivated (requeued)."""
+    pending workloads requeued after a PodsReadyTimeout eviction, backing off or deactivated (requeued).
+    Only the unready records are looked into (few: each is evicted at its timeout), and at most `limit` of
+    each list is shown, so the page costs little however many workloads run."""
     if state.config.wait_for_pods_ready is None:
         return {"enabled": False, "waiting": [], "requeued": []}
     waiting = []
     for unit, r in state.readiness.items():
+        if r.ready_at is not None and r.unready_at is None:
+            continue
         members = state.unit_members(unit)
         charge = next((state.admitted[m.uid] for m in members if m.uid in state.admitted), None)
-        if charge is None or charge.cluster_queue != cq_name or (r.ready_at is not None and r.unready_at is None):
-            continue
-        waiting.append({"workload": readiness.shown(unit), "pods": len(members), "admittedAt": rfc3339(r.admitted_at),
-                        "unreadyAt": rfc3339(r.unready_at)})
+        if charge is not None and charge.cluster_queue == cq_name:
+            waiting.append({"workload": readiness.shown(unit), "pods": len(members),
+                            "admittedAt": rfc3339(r.admitted_at), "unreadyAt": rfc3339(r.unready_at)})
     requeued: dict[str, dict] = {}
     if state.requeues:
-        for pod in state.pending_pods(cq_name):
+        for pod in state.pending_pods(cq_name):        # at most maxQueueScan
             key = readiness.requeue_key(pod)
             q = state.requeues.get(key)
             if q is not None and key not in requeued:
                 requeued[key] = {"workload": key, "count": q.count, "backoffUntil": rfc3339(q.at) if q.at else None,
                                  "deactivated": q.deactivated}
-    return {"enabled": True, "waiting": sorted(waiting, key=lambda w: w["workload"]),
-            "requeued": sorted(requeued.values(), key=lambda w: w["workload"])}
+    view = {"enabled": True, "waiting": sorted(waiting, key=lambda w: w["workload"])[:limit],
+            "requeued": sorted(requeued.values(), key=lambda w: w["workload"])[:limit]}
+    for name, found in (("waiting", len(waiting)), ("requeued", len(requeued))):
+        if found > limit:
+            view[f"{name}Note"] = f"{limit} of {found} shown"
+    return view
 
 
 ADMISSION_SOURCES = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.quantity import parse_quantity
+from ..core.quantity import magnitude
 
 AMOUNTS = ("usage", "reserved", "subtreeQuota", "borrowed", "available", "lendable")
 
@@ -30,31 +30,31 @@ class Bar:
     lends: tuple[float, float] | None = None
 
 
-def amounts(row: dict) -> dict[str, int]:
-    """The row's quantities as integers (a missing one, reserved of a Cohort, as 0)."""
-    return {k: parse_quantity(row[k], row["resource"]) if row.get(k) is not None else 0 for k in AMOUNTS}
+def amounts(row: dict) -> dict[str, float]:
+    """The row's quantities as numbers in one unit per resource (a missing one, reserved of a Cohort, as 0)."""
+    return {k: magnitude(row[k]) if row.get(k) is not None else 0.0 for k in AMOUNTS}
 
 
-def extent(row: dict) -> int:
+def extent(row: dict) -> float:
     """How much of the scale the row needs: its quota, or its usage and what it may still take."""
     a = amounts(row)
     return max(a["subtreeQuota"], a["usage"] + a["available"], a["usage"])
 
 
-def scales(rows: list[dict]) -> dict[str, int]:
-    """One scale per resource over every row given."""
-    out: dict[str, int] = {}
+def scales(rows: list[dict]) -> dict[str, float]:
+    """One scale per resource over every row given (never 0: an empty bar is drawn for a resource none has)."""
+    out: dict[str, float] = {}
     for row in rows:
-        out[row["resource"]] = max(out.get(row["resource"], 1), extent(row))
-    return out
+        out[row["resource"]] = max(out.get(row["resource"], 0.0), extent(row))
+    return {resource: scale or 1.0 for resource, scale in out.items()}
 
 
-def bar(row: dict, scale: int) -> Bar:
+def bar(row: dict, scale: float) -> Bar:
     a = amounts(row)
     quota, usage = a["subtreeQuota"], a["usage"]
     reserved = min(a["reserved"], usage)
     solid = usage - reserved                    # bound (or held for a preemptor), not a filter's reservation
-    pct = 100.0 / max(scale, 1)
+    pct = 100.0 / scale if scale > 0 else 0.0
     spans = [("used", 0, min(solid, quota)),
              ("borrowed", quota, solid - quota),
              ("reserved", solid, min(usage, quota) - solid),
@@ -63,5 +63,6 @@ def bar(row: dict, scale: int) -> Bar:
     out = Bar(nominal=quota * pct)
     out.segments = [Segment(kind, start * pct, width * pct) for kind, start, width in spans if width > 0]
     if a["lendable"] > 0:
-        out.lends = ((quota - a["lendable"]) * pct, a["lendable"] * pct)
+        lends = min(a["lendable"], quota)
+        out.lends = ((quota - lends) * pct, lends * pct)
     return out

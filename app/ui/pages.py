@@ -11,13 +11,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..api.debug import build_queue_view
+from ..api.debug import DEFAULT_LIMIT, DebugError, build_queue_view, int_param
 from ..observe.podview import pod_view
 from ..observe.views import PENDING_SHOWN, NotFound, decisions_view, queues_view
 from . import bars
 
 HERE = Path(__file__).parent
-STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
 # Only this origin's own files, no inline script or style, no framing, no form posted anywhere.
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -26,7 +27,6 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-JOURNAL_SHOWN = 100
 REFRESH_SECONDS = 3
 
 
@@ -61,8 +61,8 @@ class TreeNode:
     children: list["TreeNode"] = field(default_factory=list)
 
 
-def with_bars(view: dict, scale: dict[str, int]) -> list[tuple[dict, bars.Bar]]:
-    return [(row, bars.bar(row, scale.get(row["resource"], 1))) for row in view["resources"]]
+def with_bars(view: dict, scale: dict[str, float]) -> list[tuple[dict, bars.Bar]]:
+    return [(row, bars.bar(row, scale.get(row["resource"], 1.0))) for row in view["resources"]]
 
 
 def tree(view: dict) -> list[TreeNode]:
@@ -120,7 +120,7 @@ def ui_router(extender) -> APIRouter:
         scale = bars.scales(view["resources"])
         return page("queue.html", title=f"{view['kind']} {name}", q=view, rows=with_bars(view, scale))
 
-    @router.get("/pods/{namespace}/{name}")
+    @router.get("/pods/{namespace}/{name:path}")
     async def pod_page(namespace: str, name: str) -> HTMLResponse:
         try:
             view = pod_view(state, journal, namespace, name, extender.actions, extender.refusals)
@@ -129,19 +129,27 @@ def ui_router(extender) -> APIRouter:
         return page("pod.html", title=f"Pod {view['pod']}", p=view)
 
     def journal_view(request: Request) -> dict:
+        """/debug/decisions's view for the same queue, pod and limit (its default too)."""
         params = request.query_params
-        return decisions_view(journal, JOURNAL_SHOWN, params.get("queue") or None, params.get("pod") or None)
+        return decisions_view(journal, int_param(request, "limit", DEFAULT_LIMIT), params.get("queue") or None,
+                              params.get("pod") or None)
 
     @router.get("/decisions")
     async def decisions_page(request: Request) -> HTMLResponse:
-        d = journal_view(request)
-        asked = urlencode({k: d[k] for k in ("queue", "pod") if d[k]})
-        return page("decisions.html", title="Decisions", d=d, twin="/debug/decisions" + (f"?{asked}" if asked else ""))
+        try:
+            d = journal_view(request)
+        except DebugError as e:
+            return page("missing.html", e.status, title="Decisions", error=e.view["error"], known=[])
+        asked = urlencode({"limit": d["limit"], **{k: d[k] for k in ("queue", "pod") if d[k]}})
+        return page("decisions.html", title="Decisions", d=d, twin=f"/debug/decisions?{asked}")
 
     @router.get("/decisions/rows")
     async def decision_rows(request: Request) -> HTMLResponse:
         """The journal table's rows alone, for ui.js to swap in without reloading the page."""
-        return page("decision_rows.html", d=journal_view(request))
+        try:
+            return page("decision_rows.html", d=journal_view(request))
+        except DebugError as e:
+            return HTMLResponse(f"<!-- {e.status} -->", status_code=e.status, headers=HEADERS)
 
     @router.get("/static/{name}")
     async def static(name: str) -> Response:
