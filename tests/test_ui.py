@@ -332,6 +332,21 @@ async def test_names_and_reasons_a_user_controls_are_escaped_everywhere(ext, api
     assert "/ui/pods/team-a/%3Cimg%20src%3Dx%20onerror%3D%22alert%281%29%22%3E" in pages[0].text
 
 
+async def test_every_pod_link_in_the_journal_reaches_that_pods_page(ext, api):
+    """A caller names the pods it asks about: one named a/b is still one path segment away."""
+    for name in ("a/b", "x y", "ünï"):
+        pod = {"metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}",
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+               "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "64"}}}]}}
+        async with api(ext) as c:
+            await c.post("/filter", json={"Pod": pod, "Nodes": None, "NodeNames": NODES})
+    async with api(ext) as c:
+        links = [a.attrs["href"] for a in (await page(c, "/ui/decisions")).find("a")
+                 if a.attrs["href"].startswith("/ui/pods/")]
+        pages = [await page(c, link) for link in links]
+    assert [p.one("h1").text for p in pages] == ["Pod team-a/ünï", "Pod team-a/x y", "Pod team-a/a/b"]
+
+
 async def test_the_view_is_read_only_and_loads_nothing_from_elsewhere(ext, api):
     paths = ["/ui", "/ui/queues/team-a-cq", "/ui/queues/co", "/ui/pods/team-b/big", "/ui/decisions",
              "/ui/decisions/rows", "/ui/queues/nope", "/ui/pods/team-a/nope"]
