@@ -152,6 +152,8 @@ def build_docs(a: argparse.Namespace) -> tuple[list[dict], dict[str, list[dict]]
 def reserve(extender, pending: dict[str, list[dict]], count: int) -> int:
     """Filter `count` pending pods, queue heads first (round-robin over the queues), every node offered; the
     reservations there are afterwards."""
+    # Reserving at full size takes longer than the default 30 s reservationTimeout: the first would expire.
+    extender.state.config.reservation_timeout = 3600.0
     names = orjson.dumps(sorted(extender.state.nodes)).decode()
     rounds = max((len(v) for v in pending.values()), default=0)
     done = 0
