@@ -124,8 +124,7 @@ def _run(coro):
 
 def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
-    from .api.exposure import (ExposureError, check_conversion_exposure, check_exposure, check_view_exposure,
-                               is_loopback)
+    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure, check_view_exposure
     from .api.listeners import conversion_server, serve_all, server
     from .api.tls import TLSError, uvicorn_tls_options
 
@@ -140,10 +139,6 @@ def serve(args: argparse.Namespace) -> int:
                                            uvicorn_tls_options(args.tls_cert, args.tls_key, None))
         if args.view_port is not None:
             check_view_exposure(args.view_host, args.view_port, (args.port, args.conversion_port), args.tls_cert)
-            # Loopback (kubectl port-forward tunnels over the API server's TLS): plain HTTP, so a browser needs
-            # no certificate exception. Elsewhere: the serving certificate; never client certificates.
-            args.view_tls = {} if is_loopback(args.view_host) else uvicorn_tls_options(args.tls_cert, args.tls_key,
-                                                                                      None)
     except (TLSError, ExposureError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
@@ -176,14 +171,19 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace, extender):
-    """The --view-port server (/ui and /debug without client certificates), or None."""
+    """The --view-port server (/ui and /debug without client certificates), or None. On loopback, where kubectl
+    port-forward arrives through the API server's TLS, plain HTTP, so a browser needs no certificate exception;
+    elsewhere HTTPS with the serving certificate (check_view_exposure made sure there is one)."""
     if args.view_port is None:
         return None
+    from .api.exposure import is_loopback
     from .api.listeners import view_server
+    from .api.tls import uvicorn_tls_options
 
+    tls = {} if is_loopback(args.view_host) else uvicorn_tls_options(args.tls_cert, args.tls_key, None)
     logging.getLogger("quotient").info("serving /ui and /debug without client certificates on %s:%d (--view-port)",
                                        args.view_host, args.view_port)
-    return view_server(extender, args.view_host, args.view_port, args.log_level, args.view_tls)
+    return view_server(extender, args.view_host, args.view_port, args.log_level, tls)
 
 
 def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = None) -> int:

@@ -216,6 +216,26 @@ def test_the_view_port_serves_ui_and_debug_without_a_client_certificate(pki):
     assert reactivate.status_code == 403 and verb.status_code == 404
 
 
+def test_off_loopback_the_view_port_is_https_without_client_certificates(pki):
+    """Checked on the server `quotient serve` would start (binding 0.0.0.0 here would open a port to the network)."""
+    import argparse
+
+    from app.cli import _view, build_from_snapshot
+
+    extender = build_from_snapshot(str(pki / "snapshot.yaml"), None)
+
+    def view(host: str):
+        args = argparse.Namespace(view_port=free_port(), view_host=host, tls_cert=str(pki / "server.crt"),
+                                  tls_key=str(pki / "server.key"), log_level="info")
+        return _view(args, extender).config
+
+    wide, local = view("0.0.0.0"), view("127.0.0.1")
+    assert (wide.ssl_certfile, wide.ssl_keyfile) == (str(pki / "server.crt"), str(pki / "server.key"))
+    assert wide.ssl_cert_reqs == ssl.CERT_NONE and wide.ssl_ca_certs is None
+    assert local.ssl_certfile is None                    # loopback: plain HTTP for kubectl port-forward
+    assert wide.limit_concurrency == local.limit_concurrency == 16
+
+
 @pytest.mark.parametrize("args, message", [
     (["--tls-cert", "CERT"], "--tls-cert and --tls-key go together"),
     (["--tls-client-ca", "CA"], "--tls-client-ca needs --tls-cert and --tls-key"),

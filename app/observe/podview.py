@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from ..core.admission import decide
 from ..objects.pod import PodInfo
-from .views import (NotFound, admission_view, entry_view, pending_ahead, priority_view, requests_view, rfc3339,
-                    usage_view, verdict_view)
-
-PREEMPT_VERBS = ("preempt", "reclaim")
+from .views import (PREEMPT_VERBS, NotFound, admission_view, entry_view, pending_ahead, priority_view, requests_view,
+                    rfc3339, usage_view, verdict_view)
 STANDARD_KEYS = frozenset({"time", "verb", "pod", "outcome", "reason", "queue"})
 
 
