@@ -95,10 +95,7 @@ def _quota(pods: int) -> list[dict]:
 def build_docs(p: gen_cluster.Params) -> tuple[list[dict], dict]:
     """gen_cluster's snapshot with preemption policies, a borrowed-out cohort and full nodes."""
     docs = gen_cluster.generate(p)
-    used: dict[str, dict[str, int]] = {}
-    for q, flavor in gen_cluster.pod_layout(p):
-        counts = used.setdefault(gen_cluster.queue_name(q), dict.fromkeys(gen_cluster.FLAVORS, 0))
-        counts[flavor] += 1
+    used = gen_cluster.pods_per_queue(p)
     cqs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterQueue"}
     for d in cqs.values():
         d["spec"]["preemption"] = dict(POLICY)

@@ -115,10 +115,7 @@ def build_docs(a: argparse.Namespace) -> tuple[list[dict], dict[str, list[dict]]
     """gen_cluster's snapshot with parent Cohorts, borrowing queues and pending pods; the pending pods by queue."""
     p = gen_cluster.Params(nodes=a.nodes, pods=a.pods, queues=a.queues, cohorts=a.cohorts)
     docs = gen_cluster.generate(p)
-    used: dict[str, dict[str, int]] = {}
-    for q, flavor in gen_cluster.pod_layout(p):
-        counts = used.setdefault(gen_cluster.queue_name(q), dict.fromkeys(gen_cluster.FLAVORS, 0))
-        counts[flavor] += 1
+    used = gen_cluster.pods_per_queue(p)
     cohorts = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Cohort"}
     for parent, children in PARENTS.items():
         spec: dict = {}

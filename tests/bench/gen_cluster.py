@@ -138,6 +138,15 @@ def pod_layout(p: Params) -> list[tuple[int, str]]:
     return layout
 
 
+def pods_per_queue(p: Params) -> dict[str, dict[str, int]]:
+    """ClusterQueue name -> flavor -> running pods charged to it (pod_layout counted)."""
+    used: dict[str, dict[str, int]] = {}
+    for q, flavor in pod_layout(p):
+        counts = used.setdefault(queue_name(q), dict.fromkeys(FLAVORS, 0))
+        counts[flavor] += 1
+    return used
+
+
 def _cpu(millis: int) -> str:
     return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
 
