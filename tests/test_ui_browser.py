@@ -44,9 +44,11 @@ def learned(name: str, cpu: str) -> dict:
 
 @pytest.fixture(scope="module")
 def demo():
-    """quotient serve on the demo snapshot, with team-a-cq borrowing 2 on-demand CPUs (8 used + 10 of 16)."""
+    """quotient serve on the demo snapshot, with team-a-cq borrowing 2 on-demand CPUs (8 used + 10 of 16), and
+    team-a/huge-1 (40 CPUs, beyond what team-a-cq may ever use) pending in it."""
     with served() as server:
         with httpx.Client(base_url=server.url, timeout=5, trust_env=False) as c:
+            assert c.post("/filter", json=learned("huge-1", "40")).json()["NodeNames"] in (None, [])
             assert c.post("/filter", json=learned("big-1", "10")).json()["NodeNames"]
             bound = c.post("/bind", json={"PodName": "big-1", "PodNamespace": "team-a", "PodUID": "uid-big-1",
                                           "Node": "od-2"})
@@ -103,13 +105,14 @@ def test_the_tree_draws_the_borrowed_part_of_a_borrowing_queue(demo, tab):
 
 def test_click_into_a_queue_and_a_pending_pod_and_read_why_it_waits(demo, tab):
     with httpx.Client(base_url=demo.url, timeout=5, trust_env=False) as c:
-        queue = c.get("/debug/queues/team-b-cq").json()
-        first = queue["pendingPods"][0]
+        queue = c.get("/debug/queues/team-a-cq").json()
+        first = next(p for p in queue["pendingPods"] if p["pod"] == "team-a/huge-1")
         ns, name = first["pod"].split("/")
         pod = c.get(f"/debug/pods/{ns}/{name}").json()
+    assert first["rule"] == pod["now"]["rule"] == "QuotaExceeded" and "cpu request 40" in pod["now"]["reason"]
     tab.goto(f"{demo.url}/ui")
-    tab.click('li[data-name="team-b-cq"] h2 a')
-    tab.wait_for_url(f"{demo.url}/ui/queues/team-b-cq")
+    tab.click('li[data-name="team-a-cq"] h2 a')
+    tab.wait_for_url(f"{demo.url}/ui/queues/team-a-cq")
     row = tab.locator(f'table.pending tr[data-pod="{first["pod"]}"]')
     assert row.locator('[data-field="rule"]').inner_text() == first["rule"]
     assert row.locator('[data-field="why"]').inner_text() == first["why"]
