@@ -51,6 +51,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state;
     conversion: the --conversion-port server, served beside the main one."""
     from .api.app import create_app
+    from .api.exposure import is_loopback
     from .api.listeners import serve_all, server
     from .extender import Extender
     from .observe import attach
@@ -72,7 +73,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         elector = _elector(args, api_client)
         app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
-                         clients_verified=bool(args.tls_client_ca))
+                         clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host))
         main = server(app, args.host, args.port, args.log_level, tls or {})
         logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
@@ -124,7 +125,8 @@ def _run(coro):
 
 def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
-    from .api.exposure import ExposureError, check_conversion_exposure, check_exposure, check_view_exposure
+    from .api.exposure import (ExposureError, check_conversion_exposure, check_exposure, check_view_exposure,
+                               is_loopback)
     from .api.listeners import conversion_server, serve_all, server
     from .api.tls import TLSError, uvicorn_tls_options
 
@@ -165,7 +167,8 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
-                             clients_verified=bool(args.tls_client_ca)), args.host, args.port, args.log_level, tls)
+                             clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host)),
+                  args.host, args.port, args.log_level, tls)
     _run(serve_all(main, conversion, _view(args, extender)))
     return 0
 

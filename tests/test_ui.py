@@ -61,11 +61,18 @@ def twin_rows(view: dict) -> dict[tuple[str, str, str], dict[str, str]]:
 async def test_the_tree_shows_every_number_of_debug_queues(ext, api):
     async with api(ext) as c:
         await borrow(c, ext)
-        assert (await c.post("/filter", json=filter_for(ext, "team-b/small"))).status_code == 200  # a reservation?
+        # team-a-cq's last free on-demand CPU, held by a reservation (filtered, not bound)
+        held = {"metadata": {"name": "held-1", "namespace": "team-a", "uid": "uid-held-1",
+                             "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        assert (await c.post("/filter", json={"Pod": held, "Nodes": None, "NodeNames": NODES})).json()["NodeNames"]
         tree = await page(c, "/ui")
         view = (await c.get("/debug/queues")).json()
     assert resource_rows(tree) == twin_rows(view)
-    assert resource_rows(tree)[("team-a-cq", "on-demand", "cpu")]["borrowed"] == "1"
+    a_cpu = resource_rows(tree)[("team-a-cq", "on-demand", "cpu")]
+    assert (a_cpu["usage"], a_cpu["borrowed"], a_cpu["reserved"], a_cpu["available"]) == ("8", "2", "1", "0")
+    segments, _ = bar_of(tree, "team-a-cq", "on-demand", "cpu")
+    assert set(segments) == {"used", "borrowed", "reserved-borrowed"}       # the reservation is the borrowed tail
     for q in view["clusterQueues"]:
         node = tree.one("li", {"data-kind": "ClusterQueue", "data-name": q["name"]})
         head = {f: node.field(f) for f in ("status", "queueingStrategy", "share", "pending", "reserving", "admitted")}
@@ -274,6 +281,7 @@ async def test_the_journal_page_and_its_rows_match_debug_decisions_with_the_same
     async with api(ext) as c:
         await borrow(c, ext)
         await c.post("/filter", json=filter_for(ext, "team-b/big"))
+        counts = []
         for query in ("", "?queue=team-a-cq", "?pod=team-b/big", "?queue=team-b-cq&pod=team-a/wait-1"):
             full = await page(c, "/ui/decisions" + query)
             rows = Page((await c.get("/ui/decisions/rows" + query)).text)
@@ -286,7 +294,8 @@ async def test_the_journal_page_and_its_rows_match_debug_decisions_with_the_same
                 == expected
             twin = full.one("span", {"class": "readonly"}).find("a")[0].attrs["href"]
             assert (await c.get(twin)).json() == view         # the page links the very view it shows
-    assert expected == [] and len(view["decisions"]) == 0      # the last filter matches nothing
+            counts.append(len(expected))
+    assert counts == [3, 2, 1, 0]        # filter+bind of wait-1, then big's filter; the last filter matches nothing
 
 
 async def test_the_journal_page_shows_as_many_decisions_as_its_twin_and_takes_its_limit(ext, api):
@@ -403,6 +412,26 @@ async def test_the_view_app_serves_ui_and_debug_and_changes_nothing(ext):
     assert [r.status_code for r in verbs] == [404, 404, 404, 404] and metrics.status_code == 404
     assert [r.status_code for r in rebound] == [400, 400] and "team-a-cq" not in rebound[0].text
     assert named == [200, 200]
+
+
+async def test_on_loopback_the_main_port_answers_only_requests_addressed_to_a_loopback_name(ext):
+    """DNS rebinding: a page of attacker.example, its name pointed at 127.0.0.1, reaches the port but names itself."""
+    from app.api.app import create_app
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(ext, loopback_only=True)),
+                                 base_url="http://127.0.0.1:8888") as c:
+        ours = [(await c.get(path, headers={"Host": host})).status_code
+                for path in ("/ui", "/debug/queues") for host in ("127.0.0.1:8888", "localhost", "[::1]:8888")]
+        filtered = await c.post("/filter", json=filter_for(ext, "team-a/wait-1"))
+        theirs = [await c.request(method, path, headers={"Host": "attacker.example:8888"}, json=body)
+                  for method, path, body in (("GET", "/ui", None), ("GET", "/debug/queues", None),
+                                             ("POST", "/filter", filter_for(ext, "team-b/small")),
+                                             ("POST", "/bind", bind_for(ext, "team-a/wait-1", "od-1")))]
+    assert ours == [200] * 6 and filtered.json()["NodeNames"] == ["od-1", "od-2"]
+    assert [r.status_code for r in theirs] == [400, 400, 400, 400]
+    assert "not to 'attacker.example'" in theirs[0].json()["error"]
+    assert ext.state.pod_by_key("team-a/wait-1").node_name in ("", None)      # the foreign bind did nothing
+    assert "team-b/small" not in [e["pod"] for e in ext.journal.recent(10)]
 
 
 async def test_off_loopback_the_view_port_explains_only_to_loopback_callers(ext):

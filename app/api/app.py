@@ -18,7 +18,6 @@ from time import monotonic, perf_counter
 import orjson
 from fastapi import FastAPI
 from fastapi.responses import Response
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..extender import Extender
@@ -26,6 +25,7 @@ from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..ui.pages import ui_router
 from .debug import debug_router
+from .exposure import LoopbackHostOnly, foreign_host, refuse_host
 from .convert import PATH as CONVERT_PATH
 from .convert import ConvertApp
 from .limits import BodyLimit, BodyTooLarge, answer, read_body, refuse, too_many_items
@@ -47,8 +47,13 @@ class QuotientApp(FastAPI):
     verbs = None          # ASGI app answering the verb paths
     verb_paths: frozenset[str] = frozenset()
     convert = ConvertApp()  # the conversion webhook, for callers this port admits (it changes no state)
+    loopback_only = False   # on a loopback address: only requests addressed to a loopback name (LoopbackHostOnly)
 
     async def __call__(self, scope, receive, send) -> None:
+        if self.loopback_only:
+            host = foreign_host(scope)
+            if host is not None:
+                return await refuse_host(send, host)
         if scope["type"] == "http":
             if scope["path"] in self.verb_paths:
                 return await self.verbs(scope, receive, send)
@@ -153,11 +158,13 @@ async def _every(interval: float, work, what: str, loops: Loops, leading=None) -
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
-               clients_verified: bool = False) -> FastAPI:
+               clients_verified: bool = False, loopback_only: bool = False) -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs and reports ready; alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
-    server requires client certificates, so every caller may reach routes that change state."""
+    server requires client certificates, so every caller may reach routes that change state; loopback_only:
+    the server listens on a loopback address, so only requests addressed to a loopback name are answered
+    (app.api.exposure.LoopbackHostOnly)."""
 
     loops = Loops()
 
@@ -180,6 +187,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     prefix = path_prefix.rstrip("/")
     app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
     app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
+    app.loopback_only = loopback_only
     # A request a local reverse proxy forwards is judged by the address it names (trusted_caller), as uvicorn
     # did for every route before its proxy-header middleware was turned off for the verbs' sake.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")
@@ -209,9 +217,6 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     return app
 
 
-LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"]
-
-
 def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
     """The view port's application (`quotient serve --view-port`): /ui and /debug for a browser or curl that
     holds no client certificate (through kubectl port-forward, say). It reads the state the main application
@@ -221,7 +226,7 @@ def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
     app = FastAPI(title="Quotient view", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit)
     if loopback:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES)
+        app.add_middleware(LoopbackHostOnly)
     app.include_router(debug_router(extender, view_port=True))
     app.include_router(ui_router(extender))
     return app

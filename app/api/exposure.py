@@ -12,6 +12,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 
+import orjson
+
+from .limits import answer
+
 log = logging.getLogger("quotient.api")
 INSECURE_FLAG = "--insecure-no-client-auth"
 
@@ -77,3 +81,45 @@ def check_view_exposure(view_host: str, view_port: int, ports: tuple[int | None,
         raise ExposureError(f"--view-port on --view-host {view_host} needs --tls-cert and --tls-key: it would "
                             "show pods, queues and decisions in clear to the network; without them, serve it on "
                             "127.0.0.1 and reach it with kubectl port-forward")
+
+
+def host_named(scope) -> str | None:
+    """The host a request is addressed to (its Host header without the port), or None without one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            host = value.decode("latin-1")
+            if host.startswith("["):
+                return host[:host.find("]") + 1]
+            return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return None
+
+
+def foreign_host(scope) -> str | None:
+    """The host an HTTP request names when it is not a loopback name (None when it is, or names none)."""
+    if scope["type"] != "http":
+        return None
+    host = host_named(scope)
+    return host if host is not None and not is_loopback(host) else None
+
+
+async def refuse_host(send, host: str) -> None:
+    await answer(send, 400, orjson.dumps({"error": (
+        f"this Quotient listens on a loopback address and answers only requests addressed to localhost, "
+        f"127.0.0.1 or [::1], not to {host[:100]!r} (a web page could otherwise reach it by DNS rebinding); "
+        "call it by one of those names")}))
+
+
+class LoopbackHostOnly:
+    """For a server on a loopback address: answer only requests addressed to a loopback name (localhost,
+    127.0.0.1, [::1]). A web page the admin opens can point its own domain at 127.0.0.1 (DNS rebinding) and
+    reach the port, but its requests still name that domain: refused, so it can neither read /ui and /debug
+    nor call the verbs. kube-scheduler beside Quotient calls http://127.0.0.1:8888 or http://localhost:8888."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        host = foreign_host(scope)
+        if host is not None:
+            return await refuse_host(send, host)
+        await self.app(scope, receive, send)

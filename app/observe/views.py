@@ -273,7 +273,8 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list
 def preemptions_view(journal, cq_name: str, limit: int = PREEMPTIONS_SHOWN) -> dict:
     """Recent preemptions from the journal, newest first, one row per preemption decision: made (a pod of this
     ClusterQueue chose victims) and suffered (victims charged to this ClusterQueue were chosen, by a pod of
-    any queue, for Quotient or kube-scheduler to evict). A preemption within the queue is in both."""
+    any queue: evicted by Quotient, or proposed to kube-scheduler's preempt, which evicts those on the one
+    node it picks; the entry's victims say which node each is on). A preemption within the queue is in both."""
     made: list[dict] = []
     suffered: list[dict] = []
     for entry in reversed(journal.entries):
