@@ -174,19 +174,14 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace, extender):
-    """The --view-port server (/ui and /debug without client certificates), or None. On loopback, where kubectl
-    port-forward arrives through the API server's TLS, plain HTTP, so a browser needs no certificate exception;
-    elsewhere HTTPS with the serving certificate (check_view_exposure made sure there is one)."""
+    """The --view-port server (/ui and /debug without client certificates, listeners.view_server), or None."""
     if args.view_port is None:
         return None
-    from .api.exposure import is_loopback
     from .api.listeners import view_server
-    from .api.tls import uvicorn_tls_options
 
-    tls = {} if is_loopback(args.view_host) else uvicorn_tls_options(args.tls_cert, args.tls_key, None)
     logging.getLogger("quotient").info("serving /ui and /debug without client certificates on %s:%d (--view-port)",
                                        args.view_host, args.view_port)
-    return view_server(extender, args.view_host, args.view_port, args.log_level, tls)
+    return view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key)
 
 
 def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = None) -> int:

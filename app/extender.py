@@ -358,8 +358,9 @@ class Extender:
         if decision.reserve is not None:
             r = decision.reserve
             state.reserve(r.uid, r.charge, r.timeout)
-        victim_queues = self._queues_of(u for uids in decision.victims.values() for u in uids)
-        state.evict_jobs_of(u for uids in decision.victims.values() for u in uids)   # kube-scheduler evicts them
+        victims = [u for uids in decision.victims.values() for u in uids]
+        victim_queues = self._queues_of(victims)
+        state.evict_jobs_of(victims)   # kube-scheduler evicts them
         found = decision.plans
         self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
                                     reason=decision.why, queue=decision.cluster_queue,

@@ -98,6 +98,13 @@ async def build_queue_view(state, journal, name: str, limit: int) -> dict:
     return queue_view(state, journal, name, limit, rows)
 
 
+def asked_decisions(journal, request: Request) -> dict:
+    """/debug/decisions's view (and /ui/decisions's) for the request's queue, pod and limit."""
+    params = request.query_params
+    return decisions_view(journal, int_param(request, "limit", DEFAULT_LIMIT), params.get("queue") or None,
+                          params.get("pod") or None)
+
+
 def debug_router(extender, clients_verified: bool = False, view_port: bool = False) -> APIRouter:
     """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure),
     and never on the view port (`quotient serve --view-port`), which asks no caller who it is."""
@@ -126,11 +133,7 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:
-        def build() -> dict:
-            limit = int_param(request, "limit", DEFAULT_LIMIT)
-            return decisions_view(journal, limit, request.query_params.get("queue") or None,
-                                  request.query_params.get("pod") or None)
-        return await respond(request, now(build), text.render_decisions)
+        return await respond(request, now(lambda: asked_decisions(journal, request)), text.render_decisions)
 
     @router.get("/workloads")
     async def workloads(request: Request) -> Response:

@@ -57,12 +57,18 @@ def conversion_server(host: str, port: int, log_level: str, tls: dict) -> uvicor
                   limit_concurrency=CONVERSION_CONCURRENCY)
 
 
-def view_server(extender, host: str, port: int, log_level: str, tls: dict) -> uvicorn.Server:
-    """The view port: /ui and /debug (app.api.app.create_view_app), `tls` without client certificates."""
+def view_server(extender, host: str, port: int, log_level: str, cert: str | None, key: str | None) -> uvicorn.Server:
+    """The view port: /ui and /debug (app.api.app.create_view_app), never with client certificates. On loopback,
+    where kubectl port-forward arrives through the API server's TLS, plain HTTP (a browser needs no certificate
+    exception) and only requests addressed to a loopback name; elsewhere HTTPS with the serving certificate
+    (check_view_exposure made sure there is one)."""
     from .app import create_view_app
     from .exposure import is_loopback
+    from .tls import uvicorn_tls_options
 
-    return server(create_view_app(extender, is_loopback(host)), host, port, log_level, tls, cls=_Beside,
+    loopback = is_loopback(host)
+    tls = {} if loopback else uvicorn_tls_options(cert, key, None)
+    return server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside,
                   lifespan="off", limit_concurrency=VIEW_CONCURRENCY)
 
 

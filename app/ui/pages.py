@@ -1,5 +1,5 @@
-"""GET /ui routes: the quota tree, one ClusterQueue or Cohort, one pod, the decisions journal, and the two
-static files. Each page renders the view its /debug twin answers as JSON; a name that is not known is
+"""GET /ui routes: the quota tree, one ClusterQueue or Cohort, one pod, the decisions journal, and the static
+files. Each page renders the view its /debug twin answers as JSON; a name that is not known is
 a 404 page saying so and what there is."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..api.debug import DEFAULT_LIMIT, DebugError, build_queue_view, int_param
+from ..api.debug import DebugError, asked_decisions, build_queue_view
 from ..observe.podview import pod_view
-from ..observe.views import PENDING_SHOWN, NotFound, decisions_view, queues_view
+from ..observe.views import PENDING_SHOWN, NotFound, queues_view
 from . import bars
 
 HERE = Path(__file__).parent
@@ -109,7 +109,7 @@ def ui_router(extender) -> APIRouter:
     @router.get("/")
     async def tree_page() -> HTMLResponse:
         view = queues_view(state)
-        return page("tree.html", title="Quota tree", roots=tree(view), view=view)
+        return page("tree.html", title="Quota tree", roots=tree(view))
 
     @router.get("/queues/{name}")
     async def queue_page(name: str) -> HTMLResponse:
@@ -128,16 +128,10 @@ def ui_router(extender) -> APIRouter:
             return not_found(e)
         return page("pod.html", title=f"Pod {view['pod']}", p=view)
 
-    def journal_view(request: Request) -> dict:
-        """/debug/decisions's view for the same queue, pod and limit (its default too)."""
-        params = request.query_params
-        return decisions_view(journal, int_param(request, "limit", DEFAULT_LIMIT), params.get("queue") or None,
-                              params.get("pod") or None)
-
     @router.get("/decisions")
     async def decisions_page(request: Request) -> HTMLResponse:
         try:
-            d = journal_view(request)
+            d = asked_decisions(journal, request)
         except DebugError as e:
             return page("missing.html", e.status, title="Decisions", error=e.view["error"], known=[])
         asked = urlencode({"limit": d["limit"], **{k: d[k] for k in ("queue", "pod") if d[k]}})
@@ -147,7 +141,7 @@ def ui_router(extender) -> APIRouter:
     async def decision_rows(request: Request) -> HTMLResponse:
         """The journal table's rows alone, for ui.js to swap in without reloading the page."""
         try:
-            return page("decision_rows.html", d=journal_view(request))
+            return page("decision_rows.html", d=asked_decisions(journal, request))
         except DebugError as e:
             return HTMLResponse(f"<!-- {e.status} -->", status_code=e.status, headers=HEADERS)
 
