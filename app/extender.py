@@ -47,12 +47,12 @@ class Extender:
         self.writer = writer
         self.journal = journal or Journal()
         self.offered = OfferedNodeCache(skip=state.skip)
-        self.actions = Actions(lambda: self.writer, self._journal, state.clock)
+        self.actions = Actions(lambda: self.writer, self._journal, state.timer)
         self.refusals = Refusals()
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._planned: list[Evict] | None = None      # a reconcile's evictions, while it plans
         self._timed_out: dict[str, Evict] = {}        # waitForPodsReady's evictions, until the pod goes
-        self._status_at = 0.0
+        self._status_at = float("-inf")      # on state.timer: the first round publishes
 
     # ---- helpers ---------------------------------------------------------
     def _pod(self, obj: dict) -> PodInfo:
@@ -453,8 +453,8 @@ class Extender:
         evicted."""
         evicted = await self.actions.evict(self.plan())
         publish = getattr(self.writer, "publish_status", None)
-        if publish is not None and self.state.clock() - self._status_at >= STATUS_INTERVAL:
-            self._status_at = self.state.clock()
+        if publish is not None and self.state.timer() - self._status_at >= STATUS_INTERVAL:
+            self._status_at = self.state.timer()
             await publish()          # ClusterQueue .status, rate-limited
         return evicted
 

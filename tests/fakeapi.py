@@ -79,7 +79,9 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
 api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
 resourceVersion newer than the server's answers 504 "Too large resource version".
-Faults are consumed in the order they were added; api.clear_faults() drops those not yet used.
+Faults are consumed in the order they were added; api.clear_faults() drops those not yet used. A fault
+given agent="..." applies only to requests whose User-Agent contains it: one client partitioned from the
+API server while others reach it (set ApiClient.user_agent per client).
 """
 from __future__ import annotations
 
@@ -511,9 +513,11 @@ class FakeApiServer:
     def _bookmark_obj(self, k: Kind) -> dict:
         return {"kind": k.kind, "apiVersion": k.api_version, "metadata": {"resourceVersion": str(self.rv)}}
 
-    def _take_fault(self, plural: str, verb: str, sub: str | None = None) -> Fault | None:
+    def _take_fault(self, plural: str, verb: str, sub: str | None = None, agent: str = "") -> Fault | None:
         for f in self.faults:
             if f.params.get("sub") and f.params["sub"] != sub:
+                continue
+            if f.params.get("agent") and f.params["agent"] not in agent:
                 continue
             if (f.resource is None or f.resource == plural) and (f.verb is None or f.verb == verb):
                 if f.action in ("drop", "garbage", "slow", "gone") and verb != "watch":
@@ -554,7 +558,8 @@ class FakeApiServer:
         verb = "watch" if request.method == "GET" and name is None and \
             request.query.get("watch") in ("1", "true") else "list" if request.method == "GET" and name is None \
             else "get" if request.method == "GET" else "write"
-        f = self._take_fault(k.plural, verb, sub)
+        agent = request.headers.get("User-Agent", "")
+        f = self._take_fault(k.plural, verb, sub, agent)
         if f is not None and f.action == "pause":
             if f.params.get("when") == "after":        # the write lands; its answer waits (and may be lost)
                 response = await self._serve(request, k, ns, name, sub, verb, None)
@@ -562,7 +567,7 @@ class FakeApiServer:
                 code = f.params.get("answer")
                 return _status(code, "InternalError", f"injected error {code} after the write") if code else response
             await self._pause(request.path)
-            f = self._take_fault(k.plural, verb, sub)      # faults added meanwhile apply to this request
+            f = self._take_fault(k.plural, verb, sub, agent)      # faults added meanwhile apply to this request
         if f is not None:
             if f.action == "hang":
                 return await self._hang()

@@ -25,7 +25,8 @@ Gi = 2**30
 
 def make_state(*objects: dict, config: Configuration | None = None, clock=None, bulk: bool = True) -> ClusterState:
     """A ClusterState fed with objects through apply_object (inside begin_bulk/end_bulk by default)."""
-    state = ClusterState(config, clock=clock) if clock is not None else ClusterState(config)
+    state = ClusterState(config, clock=clock, timer=getattr(clock, "timer", None)) if clock is not None \
+        else ClusterState(config)
     if bulk:
         state.begin_bulk()
     for obj in objects:
@@ -74,16 +75,25 @@ def all_usage(state: ClusterState) -> dict:
 
 
 class FakeClock:
-    """A clock the test moves by hand: ClusterState(config, clock=FakeClock())."""
+    """A clock the test moves by hand: ClusterState(config, clock=FakeClock()). Called, it is the wall clock;
+    .timer is the monotonic one (ClusterState(config, clock=c, timer=c.timer)): advance() and setting .now
+    move both, step() only the wall clock, as an NTP step or a hand-set clock does."""
 
     def __init__(self, now: float = 1000.0):
         self.now = now
+        self.stepped = 0.0
 
     def __call__(self) -> float:
+        return self.now + self.stepped
+
+    def timer(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+    def step(self, seconds: float) -> None:
+        self.stepped += seconds
 
 
 def decide_pod(state: ClusterState, obj: dict, offered=None):

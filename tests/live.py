@@ -78,7 +78,7 @@ class Live:
     def __init__(self, api: FakeApiServer, client, config: Configuration):
         self.api, self.client = api, client
         self.clock = FakeClock()
-        self.state = ClusterState(config, clock=self.clock)
+        self.state = ClusterState(config, clock=self.clock, timer=self.clock.timer)
         self.ext = Extender(self.state, KubeWriter(client, self.state))
         self.verbs = Verbs(self.ext)
 

@@ -85,7 +85,7 @@ def preemption_section(state, pod: PodInfo | None, entries: list[dict]) -> dict:
         view["hold"] = {"node": held.node, "victims": sorted(_pod_key(state, u) for u in held.victims),
                         "evicted": sorted(_pod_key(state, u) for u in held.evicted),
                         "waitingFor": sorted(_pod_key(state, u) for u in held.left(state.pods)),
-                        "expiresIn": round(held.expires - state.clock(), 3)}
+                        "expiresIn": round(held.expires - state.timer(), 3)}
     return view
 
 
@@ -142,7 +142,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
     reservation = state.reservations.get(pod.uid) if pod is not None else None
     view["reservation"] = {"clusterQueue": reservation.charge.cluster_queue,
                            "flavors": dict(reservation.charge.flavors), "usage": usage_view(reservation.charge.usage),
-                           "expiresIn": round(reservation.expires - state.clock(), 3)} if reservation else None
+                           "expiresIn": round(reservation.expires - state.timer(), 3)} if reservation else None
     if status == "pending":
         verdict = decide(state, pod)
         now = verdict_view(verdict)

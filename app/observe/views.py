@@ -250,7 +250,7 @@ def queue_view(state, journal, name: str, limit: int = PENDING_SHOWN, rows: list
     if view["pending"] > len(view["pendingPods"]):
         view["pendingNote"] = (f"{len(view['pendingPods'])} of {view['pending']} pending pods shown "
                                f"(at most {limit}; maxQueueScan {state.config.max_queue_scan})")
-    now = state.clock()
+    now = state.timer()
     view["reservations"] = [
         {"pod": state.pods[uid].key if uid in state.pods else uid, "flavors": dict(r.charge.flavors),
          "usage": usage_view(r.charge.usage), "expiresIn": round(r.expires - now, 3)}

@@ -56,7 +56,7 @@ class PriorityClassInfo:
 class Reservation:
     """Quota held between a pod passing filter and its bind."""
     charge: Charge
-    expires: float
+    expires: float          # on ClusterState.timer (monotonic)
 
 
 @dataclass(slots=True)
@@ -83,7 +83,7 @@ class Hold:
     (YuniKorn's node reservation: the victims' room cannot be taken by anyone else)."""
     node: str
     requests: dict[str, int]
-    expires: float
+    expires: float          # on ClusterState.timer (monotonic)
     victims: dict[str, tuple[str, str]]          # victim uid -> (reason, message); shared by a group's holds
     evicted: set[str] = field(default_factory=set)       # victims whose eviction was issued; shared too
 
@@ -123,9 +123,19 @@ class Admissions(dict):
 
 
 class ClusterState:
-    def __init__(self, config: Configuration | None = None, clock: Callable[[], float] = time.time):
+    """Two clocks: `clock`, the wall clock, only where a time is compared with or written as an API
+    timestamp (a pod's creationTimestamp and PodScheduled, a bind's admission time, waitForPodsReady's
+    admission, readiness and requeue times, which Kueue keeps as Workload condition and requeueAt
+    timestamps and judges by its wall clock); `timer`, a monotonic clock, for every duration Quotient
+    measures itself (the ASSUMED_TTL guard on its own bindings, reservation and preemption-hold expiry,
+    learnedPodTimeout), so a step of the wall clock neither ends them early nor makes them last for
+    ever. Given only a clock (the simulator's virtual time, a test's FakeClock) both read it."""
+
+    def __init__(self, config: Configuration | None = None, clock: Callable[[], float] = time.time,
+                 timer: Callable[[], float] | None = None):
         self.config = config or Configuration()
         self.clock = clock
+        self.timer = timer or (time.monotonic if clock is time.time else clock)
         self.nodes: dict[str, NodeInfo] = {}
         self.node_requested: dict[str, dict[str, int]] = {}
         self.node_pods: dict[str, set[str]] = {}          # node -> uids of pods bound there
@@ -156,14 +166,14 @@ class ClusterState:
         self._pending_of: dict[str, tuple[str, tuple]] = {}
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.going: set[str] = set()                      # victims of holds, out of the planning usage
-        self.assumed: dict[str, float] = {}               # uid -> when Quotient bound it, until the API shows it
+        self.assumed: dict[str, float] = {}               # uid -> when (timer) Quotient bound it, until the API shows it
         self.held_back: dict[str, PodInfo] = {}           # uid -> the newest unbinding event ignored meanwhile
         self.quota_refusals: Counter = Counter()          # ClusterQueue -> charges refused by the invariant
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
         self.requeues: dict[str, RequeueRecord] = {}      # waitForPodsReady: PodsReadyTimeout evictions
-        self.learned: dict[str, float] = {}               # pods known only from requests -> when first learned
+        self.learned: dict[str, float] = {}               # pods known only from requests -> when (timer) first learned
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
         self.generation = 0     # bumps on every change; the simulator watches it
@@ -562,7 +572,7 @@ class ClusterState:
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
         self.upsert_pod(pod)
-        self.learned[pod.uid] = self.clock()
+        self.learned[pod.uid] = self.timer()
 
     def spoken_for(self, uid: str) -> None:
         """The API (or, without one, the snapshot writer that stands for it) now speaks for a pod
@@ -575,7 +585,7 @@ class ClusterState:
         learned, bound or not: a real pod shows up on the API (and stops being only learned) within
         seconds, so this is a deleted pod or a ghost a caller made up, and neither may hold a place in
         queue order or quota for ever, however often it is asked about or whatever its bind answered."""
-        now = self.clock()
+        now = self.timer()
         if not self.learned or now - self._learned_sweep < 60:
             return 0
         self._learned_sweep = now
@@ -597,7 +607,7 @@ class ClusterState:
             return "pod event older (resourceVersion) than the known state ignored"
         since = self.assumed.get(pod.uid)
         if since is not None and not pod.node_name:
-            if self.clock() - since < ASSUMED_TTL:
+            if self.timer() - since < ASSUMED_TTL:
                 self.held_back[pod.uid] = pod      # the API's newest word, should the binding fail
                 return "pod event older than Quotient's own binding ignored"
             self._confirmed(pod.uid)
@@ -820,7 +830,7 @@ class ClusterState:
              victims: dict[str, tuple[str, str]], evicted: set[str] | None = None) -> Hold:
         """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
         timeout = self.config.preemption_hold_timeout
-        held = self.holds[uid] = Hold(node, dict(requests), self.clock() + timeout, victims, set() if evicted is None else evicted)
+        held = self.holds[uid] = Hold(node, dict(requests), self.timer() + timeout, victims, set() if evicted is None else evicted)
         self.evict_jobs_of(victims)
         for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
             running = self.admitted.get(victim)
@@ -858,7 +868,7 @@ class ClusterState:
 
     def expire_reservations(self) -> int:
         """Drop reservations whose bind never came, and holds past their time; returns how many."""
-        now, dropped = self.clock(), 0
+        now, dropped = self.timer(), 0
         for uid in [u for u, h in self.holds.items() if h.expires <= now and not self._leaving(h)]:
             self.release_hold(uid)
             self.skips["preemption hold expired"] += 1
@@ -878,7 +888,7 @@ class ClusterState:
     def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> Reservation:
         """Hold quota for a pod that passed filter until it binds or the timeout passes."""
         self.drop_reservation(uid)
-        r = Reservation(charge, self.clock() + (self.config.reservation_timeout if timeout is None else timeout))
+        r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout))
         self._hold(uid, r)
         self._pod_job_changed(uid)
         self.generation += 1
@@ -914,7 +924,7 @@ class ClusterState:
             self._apply(charge)
         self.drop_reservation(uid)   # after the charge: a Job's pod holds its quota throughout (_sync_job)
         self.release_hold(uid)
-        self.assumed[uid] = self.clock()
+        self.assumed[uid] = self.timer()
         self.upsert_pod(replace(self.pods[uid], node_name=node), force=True)
         return ""
 

@@ -1,0 +1,86 @@
+"""Issue 31, point 6: every duration Quotient measures runs on the monotonic clock (ClusterState.timer).
+
+A step of the wall clock (FakeClock.step: NTP stepping, a clock set by hand) right after a bind must not end
+the guard on Quotient's own binding (a late PodScheduled=False event of the pod would unbind it and let
+another pod into the same quota), and reservations, preemption holds and learned pods neither expire early
+nor live for ever across it. Quota is judged on the API's own objects (tests/fakeapi.py)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.core.flavors import Charge
+from app.objects.pod import decode_pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from helpers import CPU, FakeClock, make_state, uid
+from live import started, until
+
+HOUR = 3600.0
+STEPS = [120.0, -HOUR]
+IGNORED = "pod event older than Quotient's own binding ignored"
+
+
+def cluster(quota: str = "4") -> tuple[dict, ...]:
+    return (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", quota)).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj())
+
+
+def api_cpu(api) -> int:
+    """Milli-CPU of the pods the API shows bound and not finished."""
+    return sum(decode_pod(p).requests.get("cpu", 0) for p in api.objects("Pod")
+               if p["spec"].get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+@pytest.mark.parametrize("step", STEPS)
+async def test_a_wall_clock_step_right_after_a_bind_lets_no_late_event_unbind_it(tmp_path, step):
+    async with started(tmp_path, cluster("4")) as live:
+        p, q = Pod("p").queue("lq").cpu("4").obj(), Pod("q").queue("lq").cpu("4").obj()
+        for obj in (p, q):
+            live.api.apply(obj)
+            await until(lambda: live.knows(obj), what="the watch to deliver the pod")
+        assert live.filter(p)["NodeNames"] == ["n1"]
+        live.api.fault("pause", resource="pods", verb="write", sub="binding")
+        bind_p = asyncio.create_task(live.bind(p))
+        await live.api.paused_request()                # Quotient's binding is made, its write on the way
+        live.clock.step(step)                          # the wall clock steps
+        late = Pod("p").queue("lq").cpu("4").obj()     # kube-scheduler's PodScheduled=False, written before
+        late.setdefault("status", {})["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+        live.api.apply(late)                           # the bind, delivered after it
+        await until(lambda: live.state.skips[IGNORED] or not live.state.pods[uid(p)].node_name,
+                    what="the late event")
+        answer = live.filter(q)
+        if answer["NodeNames"]:                        # before (+120 s): the quota looked free again
+            assert await live.bind(q) == ""
+        live.api.resume()
+        assert await bind_p == ""
+        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed,
+                    what="the binding confirmed")
+        await asyncio.sleep(0.2)
+        assert api_cpu(live.api) <= 4 * CPU            # before: 8,000m of a 4,000m nominal quota
+        assert not answer["NodeNames"] and live.state.skips[IGNORED] == 1
+        await live.equal_to_a_fresh_list()
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_reservations_holds_and_learned_pods_neither_expire_early_nor_live_for_ever_across_a_step(step):
+    clock = FakeClock()
+    a, b = Pod("a").queue("lq").cpu("1").obj(), Pod("b").queue("lq").cpu("1").obj()
+    state = make_state(*cluster(), a, b, clock=clock)
+    cfg = state.config
+    state.reserve(uid(a), Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+    state.hold(uid(b), "n1", {"cpu": CPU}, None, {})
+    state.learn_pod(decode_pod(Pod("ghost").queue("lq").cpu("1").obj()))
+    state.forget_stale_learned()
+    clock.advance(10)
+    clock.step(step)
+    state.expire_reservations()
+    # before (+120 s): the 30 s reservation and the 60 s hold ended 10 s in
+    assert uid(a) in state.reservations and uid(b) in state.holds
+    clock.advance(max(cfg.reservation_timeout, cfg.preemption_hold_timeout, cfg.learned_pod_timeout) + 1)
+    state.expire_reservations()
+    state.forget_stale_learned()
+    # before (-1 h): all three lived an hour longer
+    assert uid(a) not in state.reservations and uid(b) not in state.holds
+    assert "ghost" not in {p.name for p in state.pods.values()}
