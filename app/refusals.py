@@ -36,6 +36,7 @@ HELD_RULES = frozenset({"RoomHeld", "GroupReserved"})
 
 @dataclass
 class Refusal:
+    """Its times are wall-clock (state.clock): shown in /debug/pods as times; no decision measures them."""
     rule: str
     reason: str
     at: float

@@ -39,7 +39,7 @@ class Actions:
                  clock: Callable[[], float]):
         self._writer = writer
         self._journal = journal
-        self.clock = clock
+        self.clock = clock      # monotonic (ClusterState.timer): backoffs and DONE_TTL are durations
         self.in_flight: set[str] = set()
         self.failed: dict[str, Failure] = {}
         self.done: dict[str, float] = {}

@@ -3,6 +3,10 @@ and requeued with an exponential backoff; after backoffLimitCount requeues it is
 
 A workload is a pod group, or a single pod. Requeues are counted per pod group, or per owner
 (a controller recreates evicted pods as new pods of the same workload), or per pod.
+
+Its times are on the wall clock (ClusterState.clock), not the monotonic timer: Kueue keeps them as API
+timestamps (the Workload's Admitted and PodsReady conditions' lastTransitionTime, requeueState.requeueAt)
+and judges them by its wall clock, and Quotient shows them as times (backoffUntil, admittedAt).
 """
 from __future__ import annotations
 
