@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--view-host", default="127.0.0.1",
                    help="address of --view-port (default 127.0.0.1, which kubectl port-forward reaches); another "
                         "address needs --tls-cert")
-    s.add_argument("--max-connections", type=_count, default=1024, metavar="N",
+    s.add_argument("--max-connections", type=_count, default=4096, metavar="N",
                    help="connections each port holds at once; at the cap the quietest one not being answered is "
                         "closed to make room (default %(default)s; the open-file limit is raised to fit)")
     s.add_argument("--idle-timeout", type=_seconds, default=30.0, metavar="S",

@@ -4,7 +4,7 @@
 
 Not a pytest test (tests/bench/conftest.py keeps pytest out; tests/test_bench_connections_smoke.py runs it tiny).
 It starts `quotient serve` (the bundled demo snapshot) with --conversion-port and --view-port and the default
-connection limits (app/api/connections.py: 1,024 connections per port, 30 s idle, 10 s read), then:
+connection limits (app/api/connections.py: 4,096 connections per port, 30 s idle, 10 s read), then:
 
   1. slow-loris: on each of the three ports, --conns idle connections (connected, nothing sent) and --conns
      half-sent ones (a request line and part of a header, then one byte every 2 s), kept at that number for
@@ -65,10 +65,14 @@ def review(size: int) -> bytes:
     cq["metadata"]["annotations"] = {"note": "x" * 2000}
     one = len(orjson.dumps(cq)) + 1
     n = max(1, (size - 200) // one)
-    objects = [{**cq, "metadata": {**cq["metadata"], "name": f"cq-{i:07d}"}} for i in range(n)]
-    return orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                         "request": {"uid": "bench", "desiredAPIVersion": "kueue.x-k8s.io/v1beta2",
-                                     "objects": objects}})
+    while True:
+        objects = [{**cq, "metadata": {**cq["metadata"], "name": f"cq-{i:07d}"}} for i in range(n)]
+        body = orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                             "request": {"uid": "bench", "desiredAPIVersion": "kueue.x-k8s.io/v1beta2",
+                                         "objects": objects}})
+        if len(body) <= size or n == 1:
+            return body
+        n = max(1, int(n * size / len(body)) - 1)
 
 
 def request(method: str, path: str, body: bytes = b"", close: bool = True) -> bytes:
