@@ -74,7 +74,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host))
-        main = server(app, args.host, args.port, args.log_level, tls or {})
+        main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))
         logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
@@ -128,8 +128,11 @@ def serve(args: argparse.Namespace) -> int:
     from .api.exposure import (ExposureError, check_conversion_exposure, check_exposure, check_view_exposure,
                                is_loopback)
     from .api.listeners import conversion_server, serve_all, server
+    from .api.connections import raise_file_limit
     from .api.tls import TLSError, uvicorn_tls_options
 
+    ports = 1 + (args.conversion_port is not None) + (args.view_port is not None)
+    args.connection_limits = raise_file_limit(ports, _limits(args))
     try:
         tls = uvicorn_tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
         check_exposure(args.host, args.tls_client_ca, args.insecure_no_client_auth)
@@ -138,7 +141,7 @@ def serve(args: argparse.Namespace) -> int:
             check_conversion_exposure(args.host, args.port, args.conversion_port, args.tls_cert)
             # The serving certificate, no client certificates: kube-apiserver presents none to webhooks.
             conversion = conversion_server(args.host, args.conversion_port, args.log_level,
-                                           uvicorn_tls_options(args.tls_cert, args.tls_key, None))
+                                           uvicorn_tls_options(args.tls_cert, args.tls_key, None), _limits(args))
         if args.view_port is not None:
             check_view_exposure(args.view_host, args.view_port, (args.port, args.conversion_port), args.tls_cert)
     except (TLSError, ExposureError) as e:
@@ -168,7 +171,7 @@ def serve(args: argparse.Namespace) -> int:
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
                              clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host)),
-                  args.host, args.port, args.log_level, tls)
+                  args.host, args.port, args.log_level, tls, limits=_limits(args))
     _run(serve_all(main, conversion, _view(args, extender)))
     return 0
 
@@ -181,7 +184,21 @@ def _view(args: argparse.Namespace, extender):
 
     logging.getLogger("quotient").info("serving /ui and /debug without client certificates on %s:%d (--view-port)",
                                        args.view_host, args.view_port)
-    return view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key)
+    return view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key,
+                       _limits(args))
+
+
+def _limits(args: argparse.Namespace):
+    """Each port's connection limits (app/api/connections.py): --max-connections, --idle-timeout,
+    --read-timeout, as serve fitted them to the open-file limit."""
+    from .api.connections import ConnectionLimits
+
+    fitted = getattr(args, "connection_limits", None)
+    if fitted is not None:
+        return fitted
+    defaults = ConnectionLimits()
+    return ConnectionLimits(getattr(args, "idle_timeout", defaults.idle), getattr(args, "read_timeout", defaults.read),
+                            getattr(args, "max_connections", defaults.cap))
 
 
 def _ask(args: argparse.Namespace, method: str, path: str, body: bytes | None = None) -> int:
@@ -239,6 +256,26 @@ def _weight(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (a positive integer)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration in seconds (more than 0, under a day)")
+    return value
+
+
 def simulate(args: argparse.Namespace) -> int:
     from .sim.run import run_file
 
@@ -279,6 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--view-host", default="127.0.0.1",
                    help="address of --view-port (default 127.0.0.1, which kubectl port-forward reaches); another "
                         "address needs --tls-cert")
+    s.add_argument("--max-connections", type=_count, default=4096, metavar="N",
+                   help="connections each port holds at once; at the cap the quietest one not being answered is "
+                        "closed to make room (default %(default)s; the open-file limit is raised to fit)")
+    s.add_argument("--idle-timeout", type=_seconds, default=30.0, metavar="S",
+                   help="close a connection with no request under way after S seconds (default %(default)s)")
+    s.add_argument("--read-timeout", type=_seconds, default=10.0, metavar="S",
+                   help="a request must arrive whole (headers and body) within S seconds of its first byte, else "
+                        "408 and the connection is closed (default %(default)s)")
     s.add_argument("--insecure-no-client-auth", action="store_true",
                    help="allow a non-loopback --host without --tls-client-ca: anyone who reaches the port can "
                         "then bind pods and reserve quota (a NetworkPolicy must fence it); a warning is logged")

@@ -233,7 +233,7 @@ def test_off_loopback_the_view_port_is_https_without_client_certificates(pki):
     assert (wide.ssl_certfile, wide.ssl_keyfile) == (str(pki / "server.crt"), str(pki / "server.key"))
     assert wide.ssl_cert_reqs == ssl.CERT_NONE and wide.ssl_ca_certs is None
     assert local.ssl_certfile is None                    # loopback: plain HTTP for kubectl port-forward
-    assert wide.limit_concurrency == local.limit_concurrency == 16
+    assert wide.limit_concurrency is None and wide.http.port.limits.cap == 4096     # no 503: app/api/connections.py
 
 
 @pytest.mark.parametrize("args, message", [

@@ -28,7 +28,8 @@ from .debug import debug_router
 from .exposure import LoopbackHostOnly, foreign_host, refuse_host
 from .convert import PATH as CONVERT_PATH
 from .convert import ConvertApp
-from .limits import BodyLimit, BodyTooLarge, answer, read_body, refuse, too_many_items
+from .limits import (LARGE_BODY, BodyLimit, BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse,
+                     too_many_items)
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
@@ -72,6 +73,7 @@ class VerbApp:
                            f"{prefix}/preempt": extender.preempt}
         self.timers = {verb: metrics.timer(verb) for verb in VERBS} \
             if metrics is not None else {}
+        self.large = LargeBodies(LARGE_BODY)
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope["path"]
@@ -85,14 +87,16 @@ class VerbApp:
             if scope["method"] != "POST":
                 return await answer(send, 405, orjson.dumps({"error": f"{verb}: use POST"}))
             try:
-                body = await read_body(scope, receive)
+                async with self.large.admit(scope):     # one large body in memory at a time
+                    body = await read_body(scope, receive)
+                    crowded = too_many_items(body)
+                    if crowded:
+                        return await answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
+                    out = await self.extender.bind(body) if handler is None else handler(body)
             except BodyTooLarge as e:
                 return await refuse(send, verb, e.limit)
-            crowded = too_many_items(body)
-            if crowded:
-                return await answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
-            try:
-                out = await self.extender.bind(body) if handler is None else handler(body)
+            except ClientGone:
+                return None
             except WireError as e:
                 return await answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
             except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod

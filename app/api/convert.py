@@ -9,14 +9,13 @@ a ConversionReview with a uid gets a 400.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import orjson
 
 from ..objects.conversion import ConversionError, convert
 from ..objects.kueue import GROUP, VERSIONS
-from .limits import BodyTooLarge, answer, read_body, refuse, too_many_items
+from .limits import BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse, too_many_items
 from .wire import WireError, json_object
 
 log = logging.getLogger("quotient.api")
@@ -76,16 +75,28 @@ def _named(i: int, obj: object) -> str:
     return f"objects[{i}] ({kind!s:.80} {meta.get('name') if isinstance(meta, dict) else None!r:.80})"
 
 
-# A review this large is converted off the event loop, so the verbs sharing the process keep answering.
-INLINE_BODY = 256 * 2**10
+# A review larger than this (about 15 ClusterQueues) is decoded, converted and encoded in a child process
+# (app/api/convertworker.py), so the verbs sharing the event loop keep answering; one such review is read and
+# converted at a time, in the whole process, whichever port it came by: anyone may reach the conversion port,
+# and memory stays bounded.
+INLINE_BODY = 64 * 2**10
+_large = LargeBodies(INLINE_BODY)
+_worker = None
+
+
+def worker():
+    """The process's conversion worker, started when a first large review comes."""
+    global _worker
+    if _worker is None:
+        from .convertworker import ConversionWorker
+
+        _worker = ConversionWorker()
+    return _worker
 
 
 class ConvertApp:
     """ASGI: POST /convert answers a ConversionReview; any other path is 404 (the conversion port serves
     nothing else)."""
-
-    def __init__(self):
-        self._large = asyncio.Semaphore(1)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -96,19 +107,34 @@ class ConvertApp:
         if scope["method"] != "POST":
             return await answer(send, 405, orjson.dumps({"error": "convert: use POST"}))
         try:
-            body = await read_body(scope, receive, CONVERT_BODY)
+            async with _large.admit(scope):
+                body = await read_body(scope, receive, CONVERT_BODY)
+                if len(body) > INLINE_BODY:
+                    return await self._converted_apart(body, send)
         except BodyTooLarge as e:
             return await refuse(send, "convert", e.limit)
+        except ClientGone:
+            return None
         crowded = too_many_items(body)
         if crowded:
             return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
         try:
-            if len(body) <= INLINE_BODY:
-                out = review(body)
-            else:       # one large review converted at a time: anyone may reach this port, memory is bounded
-                async with self._large:
-                    out = await asyncio.to_thread(review, body)
+            out = review(body)
         except WireError as e:
             return await answer(send, 400, orjson.dumps({"error": f"convert: {e}"}))
         await answer(send, 200, out)
+
+    async def _converted_apart(self, body: bytes, send) -> None:
+        from .convertworker import ANSWERED, CROWDED
+
+        try:
+            kind, out = await worker().convert(body)
+        except RuntimeError as e:
+            log.error("conversion review of %d bytes not answered: %s", len(body), e)
+            return await answer(send, 500, orjson.dumps({"error": f"convert: {e}"}))
+        del body
+        if kind == ANSWERED:
+            return await answer(send, 200, out)
+        return await answer(send, 413 if kind == CROWDED else 400,
+                            orjson.dumps({"error": f"convert: {out.decode(errors='replace')}"}))
 

@@ -3,18 +3,55 @@
 A body is refused from its Content-Length before a byte of it is read, and while
 it streams as soon as it passes the limit, on every route: a 400 MB upload costs
 nothing but the refusal. Verbs also refuse a body with more JSON items than any
-cluster sends (counted in C, a few ms for 16 MiB), because decoding four million
+cluster sends (counted in C, a few ms for 8 MiB), because decoding four million
 one-letter node names holds the event loop for a quarter of a second.
+
+A body is decoded on the event loop the verbs share, so what one may hold it for is bounded by its size:
+VERB_BODY is what kube-scheduler can really send with nodeCacheCapable (every shipped configuration): one Pod
+(the API server stores none above 1.5 MiB) and at most app.api.wire.MAX_NODES node names of at most 253
+characters (DNS subdomains), 5.3 MiB in all. Large bodies are also read one at a time (LargeBodies), so
+connections that each send one cannot add up to more than one in memory.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 import orjson
 
-VERB_BODY = 64 * 2**20     # 64 MiB: far above any NodeList kube-scheduler sends, even without nodeCacheCapable
+# 8 MiB: 15,000 node names of 253 characters and a 1.5 MiB Pod fit with room. Without nodeCacheCapable the body
+# carries whole Node objects (5 to 20 KiB each with their image lists), so clusters beyond about 1,000 nodes
+# need nodeCacheCapable: true, which every configuration under scheduler-config/ and deploy/ sets.
+VERB_BODY = 8 * 2**20
 OTHER_BODY = 4 * 2**20     # /debug/explain takes one manifest; nothing else takes a body
 # kube-scheduler sends one Pod and the node names it passed (5,000 nodes is Kubernetes' tested
 # limit); a million items is far beyond that and decodes in about 70 ms at worst.
 MAX_JSON_ITEMS = 1_000_000
+LARGE_BODY = 2**20         # a verb body above this (or of no declared length) is read while no other one is
+
+
+class ClientGone(Exception):
+    """Raised by read_body: the client closed the connection (or a timeout did) before its body was whole."""
+
+
+class LargeBodies:
+    """One large body at a time: `async with bodies.admit(scope):` around reading and decoding it waits while
+    another large one is under way (uvicorn stops reading the waiting connection's socket meanwhile). A body of
+    no declared length counts as large."""
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self._one: asyncio.Semaphore | None = None
+        self._loop = None
+
+    def admit(self, scope):
+        declared = _content_length(scope)
+        if declared is not None and declared <= self.threshold:
+            return contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:      # one per event loop (tests run several in turn)
+            self._one, self._loop = asyncio.Semaphore(1), loop
+        return self._one
 
 
 class BodyTooLarge(Exception):
@@ -33,7 +70,8 @@ def too_many_items(raw: bytes) -> str | None:
 
 
 async def read_body(scope, receive, limit: int = VERB_BODY) -> bytes:
-    """A verb's whole body; BodyTooLarge from its Content-Length, or as soon as it streams past the limit."""
+    """A verb's whole body; BodyTooLarge from its Content-Length, or as soon as it streams past the limit;
+    ClientGone when the connection closes first."""
     declared = _content_length(scope)
     if declared is not None and declared > limit:
         raise BodyTooLarge(limit)
@@ -41,7 +79,7 @@ async def read_body(scope, receive, limit: int = VERB_BODY) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            raise ClientGone()
         chunk = message.get("body", b"")
         seen += len(chunk)
         if seen > limit:

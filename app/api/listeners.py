@@ -13,14 +13,13 @@ import contextlib
 
 import uvicorn
 
+from .connections import ConnectionLimits, guarded
 from .convert import ConvertApp
 
-# Connections and requests the conversion port takes at once before answering 503: anyone may reach it, so
-# what it holds is bounded (4 bodies of at most 32 MiB read, one large review converted at a time), and
-# kube-apiserver sends a handful.
-CONVERSION_CONCURRENCY = 4
-# Connections the view port holds at once: a few browsers and curl, never a flood that starves the verbs.
-VIEW_CONCURRENCY = 16
+# Each port holds at most limits.cap connections, closes idle and slow ones, and at the cap makes room by closing
+# its quietest idle one rather than refusing (app/api/connections.py): neither port can starve another. What a
+# port's requests hold in memory is bounded by the bodies: one large ConversionReview or verb body read at a
+# time (app/api/limits.py, LargeBodies).
 
 
 class _Main(uvicorn.Server):
@@ -35,11 +34,13 @@ class _Main(uvicorn.Server):
             self._captured_signals.clear()      # uvicorn raises these again as its context closes
 
 
-def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main, **options) -> uvicorn.Server:
+def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main,
+           limits: ConnectionLimits = ConnectionLimits(), **options) -> uvicorn.Server:
     """A uvicorn server as Quotient runs them: uvicorn's lines through the root handler (log_config=None),
-    no access log, no proxy headers (create_app adds their middleware where a route needs them)."""
+    no access log, no proxy headers (create_app adds their middleware where a route needs them), connections
+    bounded by `limits` (app/api/connections.py)."""
     return cls(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                              proxy_headers=False, log_config=None, **tls, **options))
+                              proxy_headers=False, log_config=None, http=guarded(limits), **tls, **options))
 
 
 class _Beside(uvicorn.Server):
@@ -51,13 +52,14 @@ class _Beside(uvicorn.Server):
         yield
 
 
-def conversion_server(host: str, port: int, log_level: str, tls: dict) -> uvicorn.Server:
+def conversion_server(host: str, port: int, log_level: str, tls: dict,
+                      limits: ConnectionLimits = ConnectionLimits()) -> uvicorn.Server:
     """The conversion port: /convert only, `tls` without client certificates."""
-    return server(ConvertApp(), host, port, log_level, tls, cls=_Beside, lifespan="off",
-                  limit_concurrency=CONVERSION_CONCURRENCY)
+    return server(ConvertApp(), host, port, log_level, tls, cls=_Beside, limits=limits, lifespan="off")
 
 
-def view_server(extender, host: str, port: int, log_level: str, cert: str | None, key: str | None) -> uvicorn.Server:
+def view_server(extender, host: str, port: int, log_level: str, cert: str | None, key: str | None,
+                limits: ConnectionLimits = ConnectionLimits()) -> uvicorn.Server:
     """The view port: /ui and /debug (app.api.app.create_view_app), never with client certificates. On loopback,
     where kubectl port-forward arrives through the API server's TLS, plain HTTP (a browser needs no certificate
     exception) and only requests addressed to a loopback name; elsewhere HTTPS with the serving certificate
@@ -68,8 +70,8 @@ def view_server(extender, host: str, port: int, log_level: str, cert: str | None
 
     loopback = is_loopback(host)
     tls = {} if loopback else uvicorn_tls_options(cert, key, None)
-    return server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside,
-                  lifespan="off", limit_concurrency=VIEW_CONCURRENCY)
+    return server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside, limits=limits,
+                  lifespan="off")
 
 
 async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> None:

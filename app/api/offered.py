@@ -31,6 +31,8 @@ from typing import Callable
 import numpy as np
 import orjson
 
+from .wire import MAX_NODES
+
 
 MARKER = b',"NodeNames":['
 CAPACITY = 32                       # node lists remembered (a few per scheduler profile is typical)
@@ -248,6 +250,8 @@ class OfferedNodeCache:
             "".join(decoded)
         except (orjson.JSONDecodeError, TypeError):
             return None      # not what it looked like: the ordinary path decodes it and says what is wrong
+        if len(decoded) > MAX_NODES:
+            return None      # more than any cluster: the ordinary path refuses it with the reason
         entry = OfferedNodes(decoded)
         self.entries[names.key] = (canonical, entry)
         self.entries.move_to_end(names.key)

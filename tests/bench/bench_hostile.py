@@ -22,7 +22,7 @@ tiny mode). What it does:
           /filter (413; the bytes the attacker got to send before the refusal are reported)
         - Unicode-digit quantities (Arabic-Indic, full-width, Devanagari) on filter and explain (400)
         - a filter with 3,000,000 one-letter NodeNames (413: more than 1,000,000 JSON items) and one with
-          150,000 node names (400: more than 100,000)
+          150,000 node names (400: more than 15,000)
         - text views with terminal escapes (?format=text): explain of a pod named with ESC/BEL/RLO (200, the
           escapes shown as text) and a queue named with a percent-encoded ESC (404); these are not refusals,
           so they are checked to answer their status with no raw control character, not to be 4xx;
