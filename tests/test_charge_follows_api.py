@@ -124,7 +124,7 @@ async def test_a_queue_label_moved_between_filter_and_bind_is_refused_at_bind(li
     error = await live.bind(p)
     assert "changed since filter" in error and "lq-a" in error and "lq-b" in error, error
     assert not live.api.get("Pod", "team-a", "p")["spec"].get("nodeName")
-    assert last(live, "p", "bind")["outcome"] == "ChangedSinceFilter"
+    assert last(live, "p", "bind")["reason"].startswith("ChangedSinceFilter: pod team-a/p changed since filter")
     assert uid(p) not in live.state.reservations          # filter decides anew
     assert "cq-b" in refused(live.filter(p))              # and cq-b is full
     assert within_quota(live) and charged(live) == api_usage(live)
