@@ -220,3 +220,17 @@ async def test_a_queue_label_moved_after_bind_is_charged_to_the_new_queue_and_re
     assert "no pod is admitted" not in refused(live.filter(q))     # cq-b is full, not over: QuotaExceeded
     assert last(live, "q", "filter")["outcome"] == "QuotaExceeded"
     assert api_usage(live)["cq-b"] == 2000
+
+
+def test_a_resized_pod_counts_the_most_of_desired_allocated_and_actual_requests():
+    """kube-scheduler's PodRequests with status resources (component-helpers): per resource the most of spec,
+    allocatedResources and resources.requests; an Infeasible resize leaves the spec out."""
+    from app.objects.pod import decode_pod
+    pod = Pod("p").cpu("1").memory("1Gi").node("n1").obj()
+    assert decode_pod(pod).requests["cpu"] == 1000
+    pod["status"] = {"containerStatuses": [{"name": "main", "allocatedResources": {"cpu": "2", "memory": "1Gi"},
+                                            "resources": {"requests": {"cpu": "3"}}}]}
+    assert decode_pod(pod).requests["cpu"] == 3000            # shrinking: the old size runs until actuated
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "4Gi"
+    pod["status"]["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]
+    assert decode_pod(pod).requests["memory"] == 2 ** 30      # infeasible: the desired 4Gi does not count
