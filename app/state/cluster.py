@@ -124,6 +124,20 @@ class Admissions(dict):
         raise KeyError(uid)
 
 
+def _change(previous: Charge | None, charge: Charge, observed: bool) -> str:
+    """What the watch shows of a bound pod that may take its ClusterQueue above quota ("" for nothing that grows
+    a charge): bound by another, moved to another ClusterQueue, or grown by an in-place resize."""
+    if observed:
+        return "was found running, bound by another than Quotient"
+    if previous is None:
+        return ""
+    if previous.cluster_queue != charge.cluster_queue:
+        return f"moved from ClusterQueue {previous.cluster_queue} (its queue label changed while bound)"
+    if any(v > previous.usage.get(fr, 0) for fr, v in charge.usage.items()):
+        return "was resized in place (pods/resize)"
+    return ""
+
+
 class ClusterState:
     def __init__(self, config: Configuration | None = None, clock: Callable[[], float] = time.time):
         self.config = config or Configuration()
@@ -745,11 +759,7 @@ class ClusterState:
             at, source = pod.observed_admission()
             charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True,
                             admitted_at=at, admitted_from=source)
-        how = "" if not watched else "was found running, bound by another than Quotient" if observed else \
-            f"moved from ClusterQueue {previous.cluster_queue} (its queue label changed while bound)" \
-            if previous is not None and \
-            previous.cluster_queue != cq.name else "was resized in place (pods/resize)" if previous is not None \
-            and any(v > previous.usage.get(fr, 0) for fr, v in charge.usage.items()) else ""
+        how = _change(previous, charge, observed) if watched else ""
         over = self.over_quota(charge) if observed or how else ""
         node = self.tree.queues[cq.name]
         frs = [fr for fr, v in charge.usage.items() if v > available(node, fr, bound=True)] if over else []
