@@ -24,12 +24,13 @@ from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
 from .core.admission import Verdict, decide, drained, may_reclaim
 from .core.cleared import cleared_cause
 from .core.decisions import Evict, Refuse
+from .core.drift import OVER_QUOTA
 from .core.flavors import Charge
 from .core.gangs import group_of
 from .core.jobs import describe
 from .core.placement import pack_scores
 from .core.preemption import kube_preempt
-from .journal import BindRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
+from .journal import BindRecord, ChargeRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .refusals import Refusals, retry_cause, retry_message
@@ -53,6 +54,9 @@ class Extender:
         self._planned: list[Evict] | None = None      # a reconcile's evictions, while it plans
         self._timed_out: dict[str, Evict] = {}        # waitForPodsReady's evictions, until the pod goes
         self._status_at = float("-inf")      # on state.timer: the first round publishes
+        state.on_overrun = lambda o: self._journal(ChargeRecord(
+            pod=o.pod, outcome=OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
+            f"which an extender cannot refuse: ClusterQueue {o.cluster_queue} admits no pod until it is back within quota"))
 
     # ---- helpers ---------------------------------------------------------
     def _pod(self, obj: dict) -> PodInfo:
@@ -385,6 +389,14 @@ class Extender:
         state.expire_reservations()
         why = binding.room_refusal(state, pod, node)
         if why:
+            return None, why
+        why = binding.changed_refusal(state, pod)
+        if why:              # filter decides on the pod as it is now: its group with it, all or nothing
+            key = state.reservations[pod.uid].decided.group
+            for m in [pod, *(state.members(key) if key else ())]:
+                if not m.node_name:
+                    state.release_hold(m.uid)
+                    state.drop_reservation(m.uid)
             return None, why
         kept = binding.reserved_charge(state, pod, node)
         if kept is not None:

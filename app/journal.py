@@ -86,6 +86,13 @@ class BindRecord(Record):
 
 
 @dataclass(slots=True, kw_only=True)
+class ChargeRecord(Record):
+    """charge: a bound pod's change the API took (moved to another queue, resized in place) and the charge it
+    made, reported when it takes the ClusterQueue above quota (core.drift)."""
+    verb = "charge"
+
+
+@dataclass(slots=True, kw_only=True)
 class EvictionRecord(Record):
     """An eviction written (or failed): verb is the decision it came from (reclaim, ready, drain)."""
     verb: str

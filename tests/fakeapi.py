@@ -63,6 +63,13 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
     `pod_grace` seconds (FakeApiServer(pod_grace=...), default 0: right after the MODIFIED); a pod never
     bound is DELETED at once.
   - PUT/PATCH pods/{name}/status and clusterqueues/{name}/status: only .status changes (MODIFIED).
+  - PATCH/PUT pods/{name}/resize (in-place pod resize, on by default since Kubernetes 1.33): only
+    spec.containers[*].resources, spec.initContainers[*].resources and their resizePolicy may change (a
+    PATCH merges containers by name, as a strategic merge patch does); anything else is 422 Invalid. The new
+    requests are the pod's desired size at once (metadata.generation bumped, MODIFIED), bound or not; the
+    QoS-class rule and the node-side checks are not modelled. api.kubelet_resize(ns, name) then plays the
+    kubelet: status.containerStatuses[*].allocatedResources and .resources.requests take the spec's requests
+    (or, infeasible=True, the PodResizePending=Infeasible condition, the spec not taken).
   - POST events (core v1 and events.k8s.io/v1): stored, 201; read them back with api.objects("Event").
 - Every request is recorded in api.requests as (method, path, query dict); api.writes holds
   (method, path, body) of non-GET requests, and api.write_times, index for index, the time.time() at which
@@ -607,6 +614,8 @@ class FakeApiServer:
             return self._evict(k, key, body)
         if sub == "status" and request.method in ("PUT", "PATCH"):
             return self._write_status(request, k, key, body)
+        if sub == "resize" and k.kind == "Pod" and request.method in ("PUT", "PATCH"):
+            return self._resize(request, k, key, body)
         if sub is not None:
             return _status(404, "NotFound", f"subresource {sub} not served by the fake")
         table = self._table(k)
@@ -879,6 +888,70 @@ class FakeApiServer:
         if "disruptionsAllowed" in status:
             return int(status["disruptionsAllowed"]), needs, healthy
         return healthy - needs, needs, healthy
+
+    def _resize(self, request: web.Request, k: Kind, key, body) -> web.Response:
+        """pods/resize: container resources (and resizePolicy) only; a PATCH merges containers by name."""
+        obj = self._table(k).get(key)
+        if obj is None:
+            return self._not_found(k, key[1])
+        if not isinstance(body, dict):
+            return _status(400, "BadRequest", "body must be an object")
+
+        def invalid(what: str) -> web.Response:
+            return _status(422, "Invalid", f'Pod "{key[1]}" is invalid: {what}: Forbidden: only cpu and memory '
+                           "resources and resizePolicy of existing containers are mutable")
+
+        new = _copy(obj)
+        if request.method == "PUT":       # a whole pod: nothing but the resizable fields may differ
+            conflict = self._conflict(k, obj, body)
+            if conflict is not None:
+                return conflict
+            def fixed(pod: dict) -> dict:
+                spec = _copy(pod.get("spec") or {})
+                for field in ("containers", "initContainers"):
+                    for c in spec.get(field) or []:
+                        c.pop("resources", None), c.pop("resizePolicy", None)
+                return spec
+            if fixed(body) != fixed(obj):
+                return invalid("spec")
+            new["spec"] = _copy(body["spec"])
+        else:
+            for field, value in (body.get("spec") or {}).items():
+                if field not in ("containers", "initContainers") or not isinstance(value, list):
+                    return invalid(f"spec.{field}")
+                have = {c.get("name"): c for c in new["spec"].get(field) or []}
+                for change in value:
+                    name = change.get("name") if isinstance(change, dict) else None
+                    if name not in have or set(change) - {"name", "resources", "resizePolicy"}:
+                        return invalid(f"spec.{field}[{name}]")
+                    if "resources" in change:
+                        have[name]["resources"] = _merge(have[name].get("resources") or {}, change["resources"])
+                    if "resizePolicy" in change:
+                        have[name]["resizePolicy"] = change["resizePolicy"]
+        meta = new["metadata"]
+        meta["generation"] = int(meta.get("generation") or 1) + 1
+        return self._json(self._put(k, new, "MODIFIED"))
+
+    def kubelet_resize(self, namespace: str, name: str, infeasible: bool = False) -> dict:
+        """The kubelet's answer to a resize: allocated and actual requests become the spec's (MODIFIED), or the
+        resize is marked PodResizePending=Infeasible and the old allocation stays."""
+        k = BY_KIND["Pod"]
+        new = _copy(self._table(k)[(namespace, name)])
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodResizePending"]
+        if infeasible:
+            conditions.append({"type": "PodResizePending", "status": "True", "reason": "Infeasible",
+                               "lastTransitionTime": _now(self.clock())})
+        else:
+            statuses = {s.get("name"): s for s in status.get("containerStatuses") or []}
+            for c in new["spec"].get("containers") or []:
+                requests = dict((c.get("resources") or {}).get("requests") or {})
+                cs = statuses.setdefault(c["name"], {"name": c["name"], "ready": True, "restartCount": 0})
+                cs["allocatedResources"] = requests
+                cs["resources"] = {**(cs.get("resources") or {}), "requests": requests}
+            status["containerStatuses"] = list(statuses.values())
+        status["conditions"] = conditions
+        return self._put(k, new, "MODIFIED")
 
     def _write_status(self, request: web.Request, k: Kind, key, body) -> web.Response:
         obj = self._table(k).get(key)

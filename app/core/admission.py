@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
+from .drift import OVER_QUOTA
 from .fairsharing import dominant_resource_share
 from .preemption.oracle import oracle as preemption_oracle
 from .gangs import as_workload, group_of, waiting_members
@@ -311,6 +312,9 @@ def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | 
     cq, refusal = resolve(state, pod)
     if refusal is not None:
         return refusal
+    overrun = state.overrun(cq.name)
+    if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
+        return _refuse(OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
     blocked = queue_ahead(state, pod, cq, charges)
     if blocked:

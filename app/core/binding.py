@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from .admission import decide
+from .drift import changed_since
 from .flavors import Charge
 from .placement import shortfall
 from .view import ClusterView
@@ -20,6 +21,20 @@ def room_refusal(state: ClusterView, pod: PodInfo, node: str) -> str:
             return (f"node {node}: {short.lower()} once the room held there for other pods "
                     "(preemptors, pod group members) is counted")
     return ""
+
+
+def changed_refusal(state: ClusterView, pod: PodInfo) -> str:
+    """Why the pod may not bind on its reservation: its requests, queue, group or priority changed since the
+    decision (the watch's newest version of it against what filter decided on), or ""."""
+    held = state.reservations.get(pod.uid)
+    if held is None or held.decided is None:
+        return ""
+    return changed_since(held.decided, state.decided(pod.uid, _cluster_queue(state, pod)), pod.key)
+
+
+def _cluster_queue(state: ClusterView, pod: PodInfo) -> str:
+    lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+    return lq.cluster_queue if lq is not None else ""
 
 
 def reserved_charge(state: ClusterView, pod: PodInfo, node: str) -> Charge | None:

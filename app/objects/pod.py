@@ -5,6 +5,8 @@ the sum of the app containers, the max with each init container (restartable
 "sidecar" init containers run alongside and accumulate), pod-level resources
 where set, plus pod overhead.
 A limit with no request counts as the request (the API server's defaulting).
+A pod resized in place (pods/resize) counts, as kube-scheduler counts it, the most of its desired (spec),
+allocated and actual requests (effective_requests).
 """
 from __future__ import annotations
 
@@ -155,6 +157,47 @@ def pod_requests(spec: dict, kind: str = "Pod", name: str = "?") -> dict[str, in
     return {r: v for r, v in total.items() if v or r == "pods"}
 
 
+def _resized(spec: dict, statuses: dict, actual: bool, infeasible: bool) -> dict:
+    """The spec with each container's requests replaced by what its status reports: allocatedResources, or
+    (actual) resources.requests falling back to allocatedResources. A container whose status has neither
+    keeps its spec's, except under an infeasible resize, where its spec counts for nothing."""
+    out = dict(spec)
+    for field in ("containers", "initContainers"):
+        changed = []
+        for c in spec.get(field) or ():
+            s = statuses.get(c.get("name")) if isinstance(c, dict) else None
+            if s is None:
+                changed.append({**c, "resources": {}} if infeasible and isinstance(c, dict) else c)
+                continue
+            allocated = s.get("allocatedResources")
+            running = s.get("resources")
+            running = running.get("requests") if isinstance(running, dict) else None
+            requests = (running or allocated) if actual else allocated
+            changed.append({**c, "resources": {"requests": requests}} if isinstance(requests, dict)
+                           else {**c, "resources": {}} if infeasible else c)
+        out[field] = changed
+    return out
+
+
+def effective_requests(spec: dict, status: dict, kind: str = "Pod", name: str = "?") -> dict[str, int]:
+    """kube-scheduler's size of a pod that may have been resized in place (component-helpers' PodRequests with
+    status resources): per resource, the most of the spec's requests (unless the PodResizePending condition
+    says Infeasible), the allocated ones (status.containerStatuses[].allocatedResources) and the actual ones
+    (.resources.requests). A pod whose status reports neither is its spec."""
+    desired = pod_requests(spec, kind, name)        # first: it checks the spec's shape
+    statuses = {s.get("name"): s for f in ("containerStatuses", "initContainerStatuses")
+                for s in listing(status.get(f), kind, name, f"status.{f}") if isinstance(s, dict)
+                if isinstance(s.get("allocatedResources"), dict) or isinstance(s.get("resources"), dict)}
+    if not statuses:
+        return desired
+    infeasible = any(isinstance(c, dict) and c.get("type") == "PodResizePending" and c.get("reason") == "Infeasible"
+                     for c in listing(status.get("conditions"), kind, name, "status.conditions"))
+    out: dict[str, int] = {} if infeasible else dict(desired)
+    for actual in (False, True):
+        _max(out, pod_requests(_resized(spec, statuses, actual, infeasible), kind, name))
+    return out
+
+
 def _owner(meta: dict) -> Owner | None:
     refs = meta.get("ownerReferences")
     if not isinstance(refs, list):
@@ -212,7 +255,7 @@ def decode_pod(obj: dict) -> PodInfo:
         name=name,
         labels=string_map(meta.get("labels"), "Pod", key, "metadata.labels"),
         annotations=annotations,
-        requests=pod_requests(spec, "Pod", key),
+        requests=effective_requests(spec, status, "Pod", key),
         priority=priority,
         pod_priority=priority,
         priority_class=text(spec, "priorityClassName", "Pod", key, "spec.priorityClassName"),

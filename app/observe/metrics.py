@@ -273,7 +273,7 @@ class StateCollector:
             admitted.add_metric([name], a)
             node = state.tree.queues.get(name)
             kind = queue_status(state, name)[0]
-            for s in ("active", "inactive", "stopped"):
+            for s in ("active", "inactive", "stopped", "overQuota"):
                 status.add_metric([name, s], 1 if s == kind else 0)
             if node is None:
                 continue
@@ -306,5 +306,11 @@ class StateCollector:
                                       "that waits instead of an over-admission.", labels=q)
         for name, n in sorted(state.quota_refusals.items()):
             refused.add_metric([name], n)
+        overruns = CounterMetricFamily("quotient_quota_overruns",
+                                       "Changes of bound pods the API took (queue label moved, resized in place, bound "
+                                       "by another) that put their ClusterQueue or its Cohort above quota; the queue "
+                                       "admits nothing until it is back within.", labels=q)
+        for name, n in sorted(state.overrun_counts.items()):
+            overruns.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
-                    reservation, usage, expired, forgotten, refused)
+                    reservation, usage, expired, forgotten, refused, overruns)

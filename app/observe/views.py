@@ -131,6 +131,9 @@ def queue_status(state, name: str) -> tuple[str, str]:
     cq = state.cluster_queues[name]
     if cq.stop_policy != "None":
         return "stopped", f"stopPolicy {cq.stop_policy}"
+    overrun = state.overrun(name)
+    if overrun is not None:
+        return "overQuota", overrun.refusal()
     return "active", ""
 
 

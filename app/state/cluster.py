@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from ..config import Configuration
+from ..core.drift import Decided, Overrun, decided_on, usage_note
 from ..core.flavors import Charge, quota_usage, running_flavors
 from ..core.gangs import expected_size, group_of
 from ..core.quantity import format_quantity
@@ -54,9 +55,10 @@ class PriorityClassInfo:
 
 @dataclass(slots=True)
 class Reservation:
-    """Quota held between a pod passing filter and its bind."""
+    """Quota held between a pod passing filter and its bind, and what that decision was made on."""
     charge: Charge
     expires: float          # on ClusterState.timer (monotonic)
+    decided: Decided | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +124,20 @@ class Admissions(dict):
         raise KeyError(uid)
 
 
+def _change(previous: Charge | None, charge: Charge, observed: bool) -> str:
+    """What the watch shows of a bound pod that may take its ClusterQueue above quota ("" for nothing that grows
+    a charge): bound by another, moved to another ClusterQueue, or grown by an in-place resize."""
+    if observed:
+        return "was found running, bound by another than Quotient"
+    if previous is None:
+        return ""
+    if previous.cluster_queue != charge.cluster_queue:
+        return f"moved from ClusterQueue {previous.cluster_queue} (its queue label changed while bound)"
+    if any(v > previous.usage.get(fr, 0) for fr, v in charge.usage.items()):
+        return "was resized in place (pods/resize)"
+    return ""
+
+
 class ClusterState:
     """Two clocks: `clock`, the wall clock, only where a time is compared with or written as an API
     timestamp (a pod's creationTimestamp and PodScheduled, a bind's admission time, waitForPodsReady's
@@ -169,6 +185,9 @@ class ClusterState:
         self.assumed: dict[str, float] = {}               # uid -> when (timer) Quotient bound it, until the API shows it
         self.held_back: dict[str, PodInfo] = {}           # uid -> the newest unbinding event ignored meanwhile
         self.quota_refusals: Counter = Counter()          # ClusterQueue -> charges refused by the invariant
+        self.overruns: dict[str, Overrun] = {}            # uid -> a bound pod's change that took its queue above quota
+        self.overrun_counts: Counter = Counter()          # ClusterQueue -> such changes seen
+        self.on_overrun: Callable[[Overrun], None] | None = None     # the extender journals each one
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
@@ -660,7 +679,7 @@ class ClusterState:
             if reservation is not None:
                 self._release(reservation.charge, running=False)
                 charge = charge or reservation.charge
-            self._charge_running(pod, charge, observed=charge is None)
+            self._charge_running(pod, charge, observed=charge is None, watched=not force)
         elif pod.terminal or pod.deleting:
             self.drop_reservation(pod.uid)
         if pod.terminal:
@@ -724,15 +743,23 @@ class ClusterState:
             return pod.requests
         return {r: v for r, v in pod.requests.items() if not self.config.excluded(r)}
 
-    def _charge_running(self, pod: PodInfo, previous: Charge | None, observed: bool = False) -> None:
-        """Charge a bound pod to its ClusterQueue, keeping its flavors when still valid; observed: a pod
-        seen running that Quotient did not bind, which runs whatever the quota says (counted if over)."""
+    def _charge_running(self, pod: PodInfo, previous: Charge | None, observed: bool = False,
+                        watched: bool = False) -> None:
+        """Charge a bound pod to the ClusterQueue it names now, at the size the API shows now (a pod resized in
+        place keeps its flavors), keeping its flavors when still valid; observed: a pod seen running that
+        Quotient did not bind, which runs whatever the quota says (counted if over); watched: the watch's
+        word, so a pod it shows moved to another ClusterQueue or grown is checked against the quota, and
+        one above it is reported (_overran)."""
         _, cq = self.queue_of(pod)
         if cq is None or cq.name not in self.tree.queues:
             return
+        requests = self.quota_requests(pod)
         if previous is not None and not previous.inferred and previous.cluster_queue == cq.name \
-                and self._charge_valid(previous):
+                and self._charge_valid(previous) and self._covers(previous, cq, requests):
             charge = previous
+            usage = quota_usage(requests, previous.flavors)
+            if usage != previous.usage:         # resized in place (pods/resize): same flavors, the new size
+                charge = replace(previous, usage=usage)
             if charge.admitted_from == BOUND_HERE and pod.scheduled_at is not None:
                 # The API's record of the bind Quotient made: what a restart reads, so the order it rebuilds
                 # is this one even where Quotient's clock and the API server's fall in different seconds.
@@ -742,13 +769,51 @@ class ClusterState:
             at, source = pod.observed_admission()
             charge = Charge(cq.name, flavors, quota_usage(self.quota_requests(pod), flavors), inferred=True,
                             admitted_at=at, admitted_from=source)
-        if observed:
-            over = self.over_quota(charge)
-            if over:
-                self.skip(f"a running pod Quotient did not bind puts ClusterQueue {cq.name} above its quota")
-                log.warning("pod %s runs above quota: %s", pod.key, over)
+        how = _change(previous, charge, observed) if watched else ""
+        over = self.over_quota(charge) if observed or how else ""
+        node = self.tree.queues[cq.name]
+        frs = [fr for fr, v in charge.usage.items() if v > available(node, fr, bound=True)] if over else []
+        if over and observed:
+            self.skip(f"a running pod Quotient did not bind puts ClusterQueue {cq.name} above its quota")
+            log.warning("pod %s runs above quota: %s", pod.key, over)
         self.admitted[pod.uid] = charge
         self._apply(charge, planned=pod.uid not in self.going)
+        if over and how:
+            self._overran(pod, charge, how, over, frs)
+
+    def _covers(self, charge: Charge, cq: ClusterQueue, requests: dict[str, int]) -> bool:
+        """The charge's flavors still cover every resource of the pod the ClusterQueue counts (a resize may
+        add one the pod did not request before)."""
+        covered = cq.covered_resources()
+        return all(r in charge.flavors for r in requests if r in covered)
+
+    def _overran(self, pod: PodInfo, charge: Charge, how: str, over: str, frs: list) -> None:
+        """The API took a change of a bound pod that puts its ClusterQueue above quota: counted, kept (its queue
+        admits nothing until back within: overrun), and reported."""
+        node = self.tree.queues[charge.cluster_queue]
+        reason = (f"ClusterQueue {charge.cluster_queue} uses {usage_note(node, frs or list(charge.usage))} since "
+                  f"pod {pod.key} {how} ({over})")
+        found = self.overruns[pod.uid] = Overrun(pod.key, charge.cluster_queue, reason, self.clock())
+        self.overrun_counts[charge.cluster_queue] += 1
+        log.warning("%s", found.refusal())
+        if self.on_overrun is not None:
+            self.on_overrun(found)
+
+    def overrun(self, cq_name: str) -> Overrun | None:
+        """The change that keeps the ClusterQueue above quota, if one still does: its pod still charged there
+        and not fitting beside the others. Those that no longer do are forgotten here."""
+        for uid, found in list(self.overruns.items()):
+            if found.cluster_queue != cq_name:
+                continue
+            charge = self.admitted.get(uid)
+            if charge is not None and charge.cluster_queue == cq_name:
+                self._apply(charge, planned=False, sign=-1)         # the others, without it: does it fit?
+                still = self.over_quota(charge)
+                self._apply(charge, planned=False)
+                if still:
+                    return found
+            del self.overruns[uid]
+        return None
 
     def _charge_valid(self, charge: Charge) -> bool:
         node = self.tree.queues.get(charge.cluster_queue)
@@ -888,11 +953,17 @@ class ClusterState:
     def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> Reservation:
         """Hold quota for a pod that passed filter until it binds or the timeout passes."""
         self.drop_reservation(uid)
-        r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout))
+        r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout),
+                        self.decided(uid, charge.cluster_queue))
         self._hold(uid, r)
         self._pod_job_changed(uid)
         self.generation += 1
         return r
+
+    def decided(self, uid: str, cluster_queue: str) -> Decided | None:
+        """What a decision for the pod is made on now (core.drift.Decided); None for a pod not known."""
+        pod = self.pods.get(uid)
+        return decided_on(pod, self.quota_requests(pod), cluster_queue) if pod is not None else None
 
     def _hold(self, uid: str, r: Reservation) -> None:
         self.reservations[uid] = r
@@ -913,7 +984,8 @@ class ClusterState:
         a ClusterQueue or Cohort above its quota is refused (its reason returned, counted), and nothing
         changes."""
         if charge is not None:
-            over = self.over_quota(charge)
+            standing = self.overrun(charge.cluster_queue)
+            over = standing.refusal() if standing is not None else self.over_quota(charge)
             if over:
                 self.quota_refusals[charge.cluster_queue] += 1
                 log.warning("binding refused by the quota invariant: %s", over)
