@@ -300,6 +300,16 @@ class StateCollector:
                                         "Pods known only from kube-scheduler's requests, forgotten after "
                                         "learnedPodTimeout without one.")
         forgotten.add_metric([], state.skips.get("learned pod forgotten", 0))
+        waited = CounterMetricFamily("quotient_job_waits",
+                                     "batch/v1 Jobs waited for: a pod whose Job the API's Job list did not have was "
+                                     "seen (the Job and Pod watches are not ordered), and the Job's pods waited up to "
+                                     "jobWaitTimeout for it (JobNotSeen); once per Job.")
+        waited.add_metric([], state.job_wait_counts.get("waited", 0))
+        never = CounterMetricFamily("quotient_job_waits_expired",
+                                    "Jobs waited for that did not come within jobWaitTimeout: missing, not late (deleted "
+                                    "with --cascade=orphan, or an owner reference another tool wrote); their pods were "
+                                    "judged as plain pods of their LocalQueue.")
+        never.add_metric([], state.job_wait_counts.get("expired", 0))
         refused = CounterMetricFamily("quotient_quota_invariant_refusals",
                                       "Bindings refused because their charge would have taken the ClusterQueue or a "
                                       "Cohort above its quota (victims still running, or a race); each one a pod "
@@ -307,4 +317,4 @@ class StateCollector:
         for name, n in sorted(state.quota_refusals.items()):
             refused.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
-                    reservation, usage, expired, forgotten, refused)
+                    reservation, usage, expired, forgotten, waited, never, refused)
