@@ -223,3 +223,24 @@ async def test_the_simulator_lists_jobs_even_when_the_scenario_declares_none():
     assert any("team-a/w-0: Job team-a/train, the pod's owner, is not known to Quotient yet" in line
                for line in out.timeline)
     assert any(line.split()[0] == "7.0s" and "bound" in line and "team-a/w-0" in line for line in out.timeline)
+
+
+@pytest.mark.parametrize("ending, cause", [("bound", "JobWaitOver"), ("job", "JobSeen")])
+def test_a_jobnotseen_refusal_clears_when_the_wait_ends_or_the_job_comes(ending, cause):
+    """/debug/pods and quotient_refusals_cleared_total say why the pod stopped waiting."""
+    clock = FakeClock()
+    s = state_with(clock=clock)
+    s.jobs_listed = True
+    ext = Extender(s, SnapshotWriter(s))
+    job = Job("j").queue("q")
+    [pod] = [Pod("j-0").of_job(job).queue("q").cpu("1")]
+    apply(s, pod.obj())
+    refused(Verbs(ext).filter(pod.obj(), ["n1"]), ["n1"])
+    ext.note_cleared()
+    assert ext.refusals[pod.obj()["metadata"]["uid"]].cleared_at is None      # still waiting
+    if ending == "bound":
+        clock.advance(5.0)
+    else:
+        apply(s, job.obj())
+    assert ext.note_cleared() == 1
+    assert ext.refusals[pod.obj()["metadata"]["uid"]].cause == cause

@@ -199,12 +199,12 @@ class RefusalCollector:
             "Filter refusals answered as a retry (the extender Error field: kube-scheduler tries the pod again "
             "after its backoff of 1 to 10 s instead of parking it for up to 5 minutes), by cause "
             "(PodsReadyBackoff, BlockAdmission, PreemptionDelay, VictimsLeaving, RoomHeld, GroupIncomplete, "
-            "QueueHead).")
+            "QueueHead, JobNotSeen).")
         yield _by_cause(
             "quotient_refusals_cleared", r.cleared,
             "Refusals that stopped holding in Quotient's own state, by cause (PodsReadyGateCleared, "
             "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged, "
-            "WorkloadPriorityClassCreated).")
+            "WorkloadPriorityClassCreated, JobSeen, JobWaitOver).")
         waited = SummaryMetricFamily(
             "quotient_refusal_cleared_to_retry_seconds",
             "From a refusal clearing to kube-scheduler's next try of the pod: about its backoff for a pod answered "
