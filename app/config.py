@@ -55,6 +55,9 @@ class Configuration:
     reconcile_interval: float = 5.0
     # A pending pod known only from kube-scheduler's requests is forgotten when not asked about this long.
     learned_pod_timeout: float = 600.0
+    # How long a pod whose batch/v1 Job is not (yet) on the API waits for it, from when its Job's first pod was
+    # seen, before it is judged by the pod rules (state.cluster: the Job and Pod watches are not ordered).
+    job_wait_timeout: float = 5.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
     max_queue_scan: int = 200
     # preemption.mode (the ACK scheduler's policies): Quota, Priority, Auto (Quota for pods in a queue,
@@ -79,7 +82,7 @@ class Configuration:
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
           "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing",
-          "waitForPodsReady"}
+          "waitForPodsReady", "jobWaitTimeout"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 
 
@@ -108,6 +111,7 @@ def decode_configuration(doc: dict | None) -> Configuration:
     cfg.reservation_timeout = _duration(doc, "reservationTimeout", "reservationTimeout", cfg.reservation_timeout)
     cfg.reconcile_interval = _duration(doc, "reconcileInterval", "reconcileInterval", cfg.reconcile_interval)
     cfg.learned_pod_timeout = _duration(doc, "learnedPodTimeout", "learnedPodTimeout", cfg.learned_pod_timeout)
+    cfg.job_wait_timeout = _duration(doc, "jobWaitTimeout", "jobWaitTimeout", cfg.job_wait_timeout)
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
         raise ConfigError("resources may only hold excludeResourcePrefixes")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from . import gangs
-from .admission import decide, may_reclaim
+from .admission import decide, job_refusal, may_reclaim
 from .decisions import QUOTA_RULES
 from .flavors import Charge
 from .gang_admission import group_over_quota
@@ -27,6 +27,11 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
         return "PodsReadyGateCleared"
     if rule == "WorkloadPriorityClassNotFound":
         return "" if pod.missing_priority_class else "WorkloadPriorityClassCreated"
+    if rule == "JobNotSeen":        # its Job came, or the wait for it ran out (admission.job_refusal)
+        if pod.owner is None or pod.owner.uid in state.jobs:
+            return "JobSeen"
+        waiting = job_refusal(state, pod)
+        return "" if waiting is not None and waiting.rule == "JobNotSeen" else "JobWaitOver"
     key = gangs.group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:

@@ -39,6 +39,7 @@ class ClusterView(Protocol):
     pod_groups: dict[str, PodGroup]
     jobs: dict[str, JobInfo]                # batch/v1 Jobs by uid
     jobs_listed: bool                       # Jobs are a source (an owner not among them is not seen yet)
+    job_waits: dict[str, float]             # uid of a Job not listed -> when its first pod was seen
     job_admissions: dict                    # Job uid -> JobAdmission (its size, one pod's charge, spare slots)
     budgets: Budgets                        # PodDisruptionBudgets with their running figures
     # running totals and indexes

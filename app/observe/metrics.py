@@ -199,12 +199,12 @@ class RefusalCollector:
             "Filter refusals answered as a retry (the extender Error field: kube-scheduler tries the pod again "
             "after its backoff of 1 to 10 s instead of parking it for up to 5 minutes), by cause "
             "(PodsReadyBackoff, BlockAdmission, PreemptionDelay, VictimsLeaving, RoomHeld, GroupIncomplete, "
-            "QueueHead).")
+            "QueueHead, JobNotSeen).")
         yield _by_cause(
             "quotient_refusals_cleared", r.cleared,
             "Refusals that stopped holding in Quotient's own state, by cause (PodsReadyGateCleared, "
             "PreemptionDelayOver, VictimsGone, HoldExpired, HoldReleased, GroupComplete, QuotaFreed, QueueChanged, "
-            "WorkloadPriorityClassCreated).")
+            "WorkloadPriorityClassCreated, JobSeen, JobWaitOver).")
         waited = SummaryMetricFamily(
             "quotient_refusal_cleared_to_retry_seconds",
             "From a refusal clearing to kube-scheduler's next try of the pod: about its backoff for a pod answered "
@@ -300,6 +300,16 @@ class StateCollector:
                                         "Pods known only from kube-scheduler's requests, forgotten after "
                                         "learnedPodTimeout without one.")
         forgotten.add_metric([], state.skips.get("learned pod forgotten", 0))
+        waited = CounterMetricFamily("quotient_job_waits",
+                                     "batch/v1 Jobs waited for: a pod whose Job the API's Job list did not have was "
+                                     "seen (the Job and Pod watches are not ordered), and the Job's pods waited up to "
+                                     "jobWaitTimeout for it (JobNotSeen); once per Job.")
+        waited.add_metric([], state.job_wait_counts.get("waited", 0))
+        never = CounterMetricFamily("quotient_job_waits_expired",
+                                    "Jobs waited for that did not come within jobWaitTimeout: missing, not late (deleted "
+                                    "with --cascade=orphan, or an owner reference another tool wrote); their pods were "
+                                    "judged as plain pods of their LocalQueue.")
+        never.add_metric([], state.job_wait_counts.get("expired", 0))
         refused = CounterMetricFamily("quotient_quota_invariant_refusals",
                                       "Bindings refused because their charge would have taken the ClusterQueue or a "
                                       "Cohort above its quota (victims still running, or a race); each one a pod "
@@ -313,4 +323,4 @@ class StateCollector:
         for name, n in sorted(state.overrun_counts.items()):
             overruns.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
-                    reservation, usage, expired, forgotten, refused, overruns)
+                    reservation, usage, expired, forgotten, waited, never, refused, overruns)

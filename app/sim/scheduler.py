@@ -211,6 +211,7 @@ class SimScheduler:
     # ---- setup -------------------------------------------------------------------
     def load(self) -> None:
         self.state.begin_bulk()
+        self.state.jobs_listed = True      # the simulated API serves Jobs, as a real one: listed, even when none
         try:
             for doc in self.scenario.cluster:
                 self.cluster.add_object(doc.obj)

@@ -164,6 +164,10 @@ class ClusterState:
         self.workload_priority_classes: dict[str, int] = {}   # Kueue's WorkloadPriorityClass name -> value
         self.jobs: dict[str, JobInfo] = {}                     # batch/v1 Jobs by uid
         self.jobs_listed = False                               # Jobs are a source: an unknown owner is not seen yet
+        self.job_waits: dict[str, float] = {}                  # uid of a Job not listed -> when (timer) its first pod was seen
+        self.jobs_missing: set[str] = set()                    # Job uids waited out or deleted: their pods are plain
+        self.job_wait_counts: Counter = Counter()              # "waited", "expired": quotient_job_waits_*
+        self._jobs_missing_sweep = 0.0
         self.job_admissions: dict[str, JobAdmission] = {}      # Job uid -> its admitted workload
         self.flavors: dict[str, ResourceFlavor] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
@@ -358,10 +362,14 @@ class ClusterState:
         old = self.jobs.get(job.uid)
         self.jobs[job.uid] = job
         self.jobs_listed = True
+        if old is None:
+            self._job_came(job)
         if old is not None and old.queue_name != job.queue_name:
             self.evict_job(job.uid)          # a workload does not move queues; the pods are admitted anew
         if old is None or old.inherited != job.inherited:
             self._relabel(job.uid)
+        if old is None and not self._bulk and all(u in self.admitted for u in self.owned.get(job.uid, ())):
+            self._infer_job_admission(job.uid)      # its pods run already, admitted before it came: its workload
         self._sync_job(job.uid)
         self.generation += 1
 
@@ -369,9 +377,54 @@ class ClusterState:
         uid = next((u for u, j in self.jobs.items() if j.key == key), None)
         if uid is not None:
             del self.jobs[uid]
+            if uid in self.owned:
+                self.jobs_missing.add(uid)      # deleted (--cascade=orphan): its pods are not waiting for it
             self._relabel(uid)
             self._sync_job(uid)
         self.generation += 1
+
+    # ---- Jobs not on the API: late, or missing ------------------------------------
+    def _wait_for_job(self, pod: PodInfo) -> None:
+        """A pending pod of a batch/v1 Job the Job list (complete: jobs_listed) does not have. The Job may only be
+        late, as the Job and Pod watches are not ordered: its pods wait for it config.job_wait_timeout from when
+        its first pod was seen (core.admission.job_refusal), once per Job; a Job already found missing is not
+        waited for again."""
+        owner = pod.owner
+        if owner is None or not owner.is_batch_job or not owner.uid or not self.jobs_listed or pod.node_name \
+                or pod.terminal or owner.uid in self.jobs or owner.uid in self.job_waits or owner.uid in self.jobs_missing:
+            return
+        self.job_waits[owner.uid] = self.timer()
+        self.job_wait_counts["waited"] += 1
+
+    def _job_came(self, job: JobInfo) -> None:
+        """A Job its pods waited for: late within the bound (its pods, still pending, become its workload), or
+        after it (its pods were judged as plain pods; those running become its workload: upsert_job)."""
+        since = self.job_waits.pop(job.uid, None)
+        if job.uid in self.jobs_missing:
+            self.jobs_missing.discard(job.uid)
+            log.info("Job %s came after its pods had waited jobWaitTimeout (%gs) for it", job.key,
+                     self.config.job_wait_timeout)
+        elif since is not None:
+            log.debug("Job %s came %.1fs after its first pod", job.key, self.timer() - since)
+
+    def expire_job_waits(self) -> int:
+        """End the waits older than config.job_wait_timeout: such a Job is missing, not late, and its pods are
+        judged by the pod rules from now on (core.admission.job_refusal reads the same bound, so a decision never
+        depends on when this runs); counted once per Job. Job uids whose pods are all gone are forgotten."""
+        now, bound, expired = self.timer(), self.config.job_wait_timeout, 0
+        for uid, since in list(self.job_waits.items()):     # oldest first (insertion order)
+            if now - since < bound:
+                break
+            del self.job_waits[uid]
+            self.job_wait_counts["expired"] += 1
+            expired += 1
+            if uid in self.owned:
+                self.jobs_missing.add(uid)
+                self.generation += 1
+        if self.jobs_missing and now - self._jobs_missing_sweep >= 60:
+            self._jobs_missing_sweep = now
+            self.jobs_missing &= self.owned.keys()
+        return expired
 
     # ---- Jobs admitted as one workload ------------------------------------------
     def admit_job(self, job_uid: str, size: int, charge: Charge, partial: bool = False) -> None:
@@ -440,14 +493,19 @@ class ClusterState:
         """After a bulk load (a start, a relist): a Job whose pods run is an admitted workload of the pods that
         hold quota now (its size at admission is kept nowhere Quotient reads: a guess by its count could
         charge beyond the quota); not one being preempted or evicted."""
-        for job_uid, job in self.jobs.items():
-            if job_uid in self.job_admissions or job.finished or not job.queue_name:
-                continue
-            pods = [self.pods[u] for u in self.owned.get(job_uid, ()) if u in self.pods]
-            running = [p for p in pods if p.uid in self.admitted]
-            if running and not any(p.uid in self.going or p.deleting for p in pods):
-                size = sum(1 for p in pods if p.uid in self.admitted or p.uid in self.reservations)
-                self.admit_job(job_uid, size, self.admitted[running[0].uid], partial=size < job.count)
+        for job_uid in list(self.jobs):
+            self._infer_job_admission(job_uid)
+
+    def _infer_job_admission(self, job_uid: str) -> None:
+        """One Job's workload, from its pods that hold quota (_infer_job_admissions)."""
+        job = self.jobs[job_uid]
+        if job_uid in self.job_admissions or job.finished or not job.queue_name:
+            return
+        pods = [self.pods[u] for u in self.owned.get(job_uid, ()) if u in self.pods]
+        running = [p for p in pods if p.uid in self.admitted]
+        if running and not any(p.uid in self.going or p.deleting for p in pods):
+            size = sum(1 for p in pods if p.uid in self.admitted or p.uid in self.reservations)
+            self.admit_job(job_uid, size, self.admitted[running[0].uid], partial=size < job.count)
 
     def _relabel(self, job_uid: str) -> None:
         """Re-apply the Job's pods (a copy each: the old record must unlink under its old group)."""
@@ -649,6 +707,7 @@ class ClusterState:
         if pod.node_name and not force:
             self._confirmed(pod.uid)       # the API shows a binding (ours, or another's that won)
         inherit(pod, self.jobs)
+        self._wait_for_job(pod)
         self.resolve_priority(pod, old)
         if not force:
             self.learned.pop(pod.uid, None)     # a source now speaks for it (Quotient's own bind does not)
@@ -934,6 +993,7 @@ class ClusterState:
     def expire_reservations(self) -> int:
         """Drop reservations whose bind never came, and holds past their time; returns how many."""
         now, dropped = self.timer(), 0
+        self.expire_job_waits()
         for uid in [u for u, h in self.holds.items() if h.expires <= now and not self._leaving(h)]:
             self.release_hold(uid)
             self.skips["preemption hold expired"] += 1
