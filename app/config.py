@@ -55,6 +55,8 @@ class Configuration:
     reconcile_interval: float = 5.0
     # A pending pod known only from kube-scheduler's requests is forgotten when not asked about this long.
     learned_pod_timeout: float = 600.0
+    # A watch that shows neither an event nor a bookmark this long is stale: relisted, /readyz 503, no admission.
+    watch_stall_timeout: float = 120.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
     max_queue_scan: int = 200
     # preemption.mode (the ACK scheduler's policies): Quota, Priority, Auto (Quota for pods in a queue,
@@ -78,7 +80,7 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing",
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "watchStallTimeout", "preemption", "fairSharing",
           "waitForPodsReady"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 
@@ -108,6 +110,9 @@ def decode_configuration(doc: dict | None) -> Configuration:
     cfg.reservation_timeout = _duration(doc, "reservationTimeout", "reservationTimeout", cfg.reservation_timeout)
     cfg.reconcile_interval = _duration(doc, "reconcileInterval", "reconcileInterval", cfg.reconcile_interval)
     cfg.learned_pod_timeout = _duration(doc, "learnedPodTimeout", "learnedPodTimeout", cfg.learned_pod_timeout)
+    cfg.watch_stall_timeout = _duration(doc, "watchStallTimeout", "watchStallTimeout", cfg.watch_stall_timeout)
+    if cfg.watch_stall_timeout <= 0:
+        raise ConfigError("watchStallTimeout must be positive: a watch silent this long is relisted")
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
         raise ConfigError("resources may only hold excludeResourcePrefixes")

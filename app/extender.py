@@ -34,6 +34,7 @@ from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .refusals import Refusals, retry_cause, retry_message
 from .state.cluster import ClusterState
+from .sync import freshness
 
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
@@ -140,6 +141,10 @@ class Extender:
         state.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
         pod = self._pod(obj)
         self.refusals.asked(pod.uid, state.clock())
+        stale = freshness.refusal(state, pod)
+        if stale:
+            self._journal(FilterRecord(pod=pod.key, outcome=freshness.SOURCE_STALE, reason=stale, resolvable=False))
+            return self._refuse(pod, freshness.SOURCE_STALE, stale, nodes, offered)
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
             gate = self._ready_gate(pod)
             if gate:
@@ -383,7 +388,7 @@ class Extender:
         A reservation that does not cover node is given back before admission is decided again."""
         state = self.state
         state.expire_reservations()
-        why = binding.room_refusal(state, pod, node)
+        why = freshness.refusal(state, pod) or binding.room_refusal(state, pod, node)
         if why:
             return None, why
         kept = binding.reserved_charge(state, pod, node)
@@ -488,6 +493,8 @@ class Extender:
         pod that must reclaim from equal-priority pods (reclaimWithinCohort: Any, fair sharing) would
         wait for ever. Returns how many preemptions were started."""
         state, started = self.state, 0
+        if freshness.stale(state):
+            return 0        # no eviction is decided on a stale state
         for head in reclaim.queue_heads(state, self._ready_gate):
             key = group_of(head)
             if key:
