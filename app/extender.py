@@ -421,8 +421,8 @@ class Extender:
             return wire.encode_binding(f"pod {key} (uid {args.pod_uid}) is not known to Quotient; it must "
                                        "pass filter first")
         if pod.node_name:
-            if pod.node_name == args.node:
-                return wire.encode_binding()
+            if pod.node_name == args.node:      # unless the Pod list is stale (it may have lost that binding)
+                return wire.encode_binding(freshness.refusal_if_stale(state, "Pod"))
             return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
         charge, refusal = self.check_binding(pod, args.node)
         if refusal:

@@ -192,7 +192,13 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed,
                     what="the watch to show the binding")
         relists = sum(live.source.relists.values())
+        live.api.fault("pause", resource="pods", verb="list")
         live.api.restore(backup)                    # the Binding is lost; resourceVersions go back
+        await live.api.paused_request()             # a retry before the relist is in: not answered "bound"
+        writes = len(live.api.writes)
+        assert (await live.bind(p)).startswith("SourceStale: the Pod list is being read again (http 504)")
+        assert len(live.api.writes) == writes
+        live.api.resume()
         await until(lambda: live.source.relists["Pod"] >= 1 and live.source.ready, what="the relist")
         assert sum(live.source.relists.values()) > relists
         assert live.knows(p, node_name=""), "the relist is believed, whatever its resourceVersions say"
@@ -207,6 +213,34 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         live.api.apply(q)
         await until(lambda: live.knows(q), what="the second pod")
         assert live.filter(q)["NodeNames"] == [], "quota 4 is full on the API as in Quotient's state"
+        await live.equal_to_a_fresh_list()
+
+
+async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_path):
+    """After a restore the API server hands out resourceVersions again: the pod Quotient knew bound at version
+    V is changed (unbound, relabelled) and gets V once more. Before, the relist skipped it as unchanged (same
+    uid, same version) and it stayed bound in Quotient's state; a relist after 504 "too large resource version"
+    trusts no version."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        p = Pod("p").queue("lq").cpu("4").obj()
+        live.api.apply(p)
+        await until(lambda: live.knows(p), what="the pod")
+        backup = live.api.backup()
+        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
+        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+        known = int(live.source.known["Pod"]["team-a/p"][1])
+        live.api.fault("pause", resource="pods", verb="list")
+        live.api.restore(backup)
+        await live.api.paused_request()
+        while live.api.rv < known - 1:                  # other writes take the versions in between
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        relabelled = Pod("p").queue("lq").cpu("4").obj()
+        relabelled["metadata"]["labels"]["restored"] = "yes"
+        assert live.api.apply(relabelled)["metadata"]["resourceVersion"] == str(known)
+        live.api.resume()
+        await until(lambda: live.source.ready and live.source.relists["Pod"] >= 1, what="the relist")
+        assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
         await live.equal_to_a_fresh_list()
 
 

@@ -27,6 +27,14 @@ def stale(state) -> str:
     return source.staleness() if source is not None else ""
 
 
+def refusal_if_stale(state, kind: str) -> str:
+    """SourceStale when kind's source is stale (a bind of a pod the state shows bound already: a restored API
+    server may have lost that binding, and answering success would leave the pod Pending for good)."""
+    source = _sources.get(state)
+    why = source.staleness(kind) if source is not None else ""
+    return f"{SOURCE_STALE}: {why}; the pod is tried again once the state is fresh" if why else ""
+
+
 def refusal(state, pod) -> str:
     """Why admitting pod now must wait for a fresh source ("" when it may be decided): only a pod of a queue
     that holds no charge yet is admitted by a decision on the state."""

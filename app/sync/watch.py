@@ -18,9 +18,16 @@ same door the snapshot uses.
   event) relists after the backoff, as client-go's reflector does: resuming from a
   resourceVersion the server rejected would fail for good. A relist reconciles: the objects of
   that kind the new list lacks are deleted through apply_object(..., deleted=True), the rest
-  upserted (those whose resourceVersion did not change are left alone). The source keeps, per
+  upserted (those whose resourceVersion did not change are left alone, unless the versions went
+  back: a 504 "too large resource version" or a list older than the watch, as from an API server
+  restored from a backup, where versions are reused). The list is believed whatever its
+  resourceVersions say (ClusterState._stale does not judge a bulk pass). The source keeps, per
   resource, key -> (uid, resourceVersion), so a pod recreated under the same name with a new
   uid replaces the old one instead of being counted twice.
+- A watch that shows neither an event nor a bookmark for `stall_timeout` (watchStallTimeout, 2 minutes:
+  kube-apiserver sends a bookmark about every minute to a watch that asks for them) has stalled: it is
+  relisted. While a kind waits for a relist or is silent beyond that limit the source is stale: /readyz
+  says so, naming it, and filter and bind refuse to admit a queued pod (sync.freshness, SourceStale).
 - An object that fails validation (InvalidObject) is skipped through state.skip (logged once
   per reason) and counted; the last good version of it stays. A DELETED event is applied from
   what the source knows of the key, so even an object whose newest version was invalid is
@@ -275,15 +282,17 @@ class WatchSource:
         ages = {r.kind: now - self.seen.get(r.kind, now) for r in self.resources if r.kind not in self.absent}
         return {kind: age for kind, age in ages.items() if age > self.stall_timeout}
 
-    def staleness(self) -> str:
+    def staleness(self, kind: str | None = None) -> str:
         """"" when every source is fresh; else, for each stale kind, why: how long its watch has shown
         nothing, or the relist it waits for (the server refused to go on from its resourceVersion, or the
-        watch stalled)."""
+        watch stalled); kind: that kind only."""
         silent = self.silent()
-        parts = [f"the {kind} watch has shown nothing for {silent[kind]:.0f}s (limit {self.stall_timeout:g}s)"
-                 for kind in sorted(silent)]
-        parts += [f"the {kind} list is being read again ({why})" for kind, why in sorted(self.stale.items())
-                  if kind not in silent]
+        if kind is not None:
+            silent = {k: v for k, v in silent.items() if k == kind}
+        parts = [f"the {k} watch has shown nothing for {silent[k]:.0f}s (limit {self.stall_timeout:g}s)"
+                 for k in sorted(silent)]
+        parts += [f"the {k} list is being read again ({why})" for k, why in sorted(self.stale.items())
+                  if k not in silent and kind in (None, k)]
         return "; ".join(parts) + ("; Quotient relists it" if len(parts) == 1 else "; Quotient relists them") \
             if parts else ""
 
