@@ -499,7 +499,8 @@ class WatchSource:
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
 
-    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]], went_back: bool = False) -> None:
+    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]],
+                     went_back: bool = False) -> None:
         """Reconcile each resource with its list in one bulk pass (no await inside: requests never
         see half of it); went_back: the server's versions are known to have gone back (see _reconcile)."""
         self.state.begin_bulk()
@@ -628,7 +629,7 @@ class WatchSource:
                 absent = True
                 self.rv.pop(res.kind, None)
                 self.stale.pop(res.kind, None)
-                self._apply_lists([(res, ([], ""))])
+                self._apply_lists([(res, (None, ""))])     # none served: absent, never stale
                 continue
             except Gone as e:
                 self._error(res, "expired", str(e) or "410 Gone")
