@@ -68,10 +68,12 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         state = ClusterState(config)
         writer = make_writer(api_client, state)
         extender = Extender(state, writer)
-        source = WatchSource(api_client, state, metrics=attach(extender).metrics)
+        source = WatchSource(api_client, state, metrics=attach(extender).metrics,
+                             stall_timeout=config.watch_stall_timeout)
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
-        app = create_app(extender, prefix, ready=lambda: source.ready, reconcile_interval=config.reconcile_interval,
+        app = create_app(extender, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
+                         reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host))
         main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))

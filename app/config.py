@@ -58,6 +58,8 @@ class Configuration:
     # How long a pod whose batch/v1 Job is not (yet) on the API waits for it, from when its Job's first pod was
     # seen, before it is judged by the pod rules (state.cluster: the Job and Pod watches are not ordered).
     job_wait_timeout: float = 5.0
+    # A watch that shows neither an event nor a bookmark this long is stale: relisted, /readyz 503, no admission.
+    watch_stall_timeout: float = 120.0
     # Most pending pods ahead of one pod that a StrictFIFO check walks (bounds filter latency).
     max_queue_scan: int = 200
     # preemption.mode (the ACK scheduler's policies): Quota, Priority, Auto (Quota for pods in a queue,
@@ -81,8 +83,8 @@ class Configuration:
 
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
-          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "preemption", "fairSharing",
-          "waitForPodsReady", "jobWaitTimeout"}
+          "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "watchStallTimeout",
+          "preemption", "fairSharing", "waitForPodsReady", "jobWaitTimeout"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 
 
@@ -112,6 +114,9 @@ def decode_configuration(doc: dict | None) -> Configuration:
     cfg.reconcile_interval = _duration(doc, "reconcileInterval", "reconcileInterval", cfg.reconcile_interval)
     cfg.learned_pod_timeout = _duration(doc, "learnedPodTimeout", "learnedPodTimeout", cfg.learned_pod_timeout)
     cfg.job_wait_timeout = _duration(doc, "jobWaitTimeout", "jobWaitTimeout", cfg.job_wait_timeout)
+    cfg.watch_stall_timeout = _duration(doc, "watchStallTimeout", "watchStallTimeout", cfg.watch_stall_timeout)
+    if cfg.watch_stall_timeout <= 0:
+        raise ConfigError("watchStallTimeout must be positive: a watch silent this long is relisted")
     resources = doc.get("resources") or {}
     if not isinstance(resources, dict) or set(resources) - {"excludeResourcePrefixes"}:
         raise ConfigError("resources may only hold excludeResourcePrefixes")

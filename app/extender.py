@@ -35,6 +35,7 @@ from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .refusals import Refusals, retry_cause, retry_message
 from .state.cluster import ClusterState
+from .sync import freshness
 
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
@@ -144,6 +145,10 @@ class Extender:
         state.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
         pod = self._pod(obj)
         self.refusals.asked(pod.uid, state.clock())
+        stale = freshness.refusal(state, pod)
+        if stale:
+            self._journal(FilterRecord(pod=pod.key, outcome=freshness.SOURCE_STALE, reason=stale, resolvable=False))
+            return self._refuse(pod, freshness.SOURCE_STALE, stale, nodes, offered)
         if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
             gate = self._ready_gate(pod)
             if gate:
@@ -387,7 +392,7 @@ class Extender:
         A reservation that does not cover node is given back before admission is decided again."""
         state = self.state
         state.expire_reservations()
-        why = binding.room_refusal(state, pod, node)
+        why = freshness.refusal(state, pod) or binding.room_refusal(state, pod, node)
         if why:
             return None, why
         why = binding.changed_refusal(state, pod)
@@ -428,8 +433,8 @@ class Extender:
             return wire.encode_binding(f"pod {key} (uid {args.pod_uid}) is not known to Quotient; it must "
                                        "pass filter first")
         if pod.node_name:
-            if pod.node_name == args.node:
-                return wire.encode_binding()
+            if pod.node_name == args.node:      # unless the Pod list is stale (it may have lost that binding)
+                return wire.encode_binding(freshness.refusal_if_stale(state, "Pod"))
             return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
         charge, refusal = self.check_binding(pod, args.node)
         if refusal:
@@ -500,6 +505,8 @@ class Extender:
         pod that must reclaim from equal-priority pods (reclaimWithinCohort: Any, fair sharing) would
         wait for ever. Returns how many preemptions were started."""
         state, started = self.state, 0
+        if freshness.stale(state):
+            return 0        # no eviction is decided on a stale state
         for head in reclaim.queue_heads(state, self._ready_gate):
             key = group_of(head)
             if key:

@@ -105,6 +105,8 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     backoff rather than park it: the label of the retry, or "" to park it. assignment: the flavors filter
     found, whose mode PREEMPT says the pod fits once quota in use is freed (not so a pod that never fits)."""
     now = state.clock()
+    if rule == "SourceStale":
+        return rule                     # the relist comes within seconds
     if rule == "PodsReadyGate":
         q = state.requeues.get(readiness.requeue_key(pod))
         if q is not None and q.deactivated:

@@ -82,6 +82,8 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
   "garbage"  watch: the line `line` (default b"{not json") is sent after `after` events, then it goes on
   "hang"     the request gets no answer (watch: not even headers) until the server stops or api.release()
   "slow"     watch: each event is delayed by `delay` seconds (default 0.2)
+  "stall"    watch: the headers, then nothing (no event, no bookmark, no error) with the connection open
+             until api.release(), as a stuck watch cache or a proxy that holds the stream
   "error"    answers `code` (default 500) with a Status (reason InternalError for 500)
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
 api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
@@ -425,7 +427,7 @@ class FakeApiServer:
 
     def fault(self, action: str, resource: str | None = None, verb: str | None = None, times: int = 1,
               **params) -> None:
-        assert action in ("drop", "garbage", "hang", "slow", "error", "gone", "pause"), action
+        assert action in ("drop", "garbage", "hang", "slow", "stall", "error", "gone", "pause"), action
         self.faults.append(Fault(action, resource, verb, times, params))
 
     def clear_faults(self) -> None:
@@ -527,7 +529,7 @@ class FakeApiServer:
             if f.params.get("agent") and f.params["agent"] not in agent:
                 continue
             if (f.resource is None or f.resource == plural) and (f.verb is None or f.verb == verb):
-                if f.action in ("drop", "garbage", "slow", "gone") and verb != "watch":
+                if f.action in ("drop", "garbage", "slow", "stall", "gone") and verb != "watch":
                     continue
                 f.times -= 1
                 if f.times <= 0:
@@ -773,6 +775,11 @@ class FakeApiServer:
         sent = 0
         after = f.params.get("after", 0) if f is not None else 0
         try:
+            if f is not None and f.action == "stall":
+                await self._release.wait()
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
             while True:
                 if f is not None and f.action == "drop" and sent >= after:
                     await resp.write(b'{"type":"MODIFIED","obj')     # cut in the middle of an event,

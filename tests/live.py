@@ -81,6 +81,7 @@ class Live:
         self.state = ClusterState(config, clock=self.clock, timer=self.clock.timer)
         self.ext = Extender(self.state, KubeWriter(client, self.state))
         self.verbs = Verbs(self.ext)
+        self.source = None          # the WatchSource, once started() runs it
 
     def filter(self, obj: dict, nodes=("n1",)) -> dict:
         return self.verbs.filter(obj, nodes)
@@ -102,16 +103,18 @@ class Live:
 
 
 @contextlib.asynccontextmanager
-async def started(directory, objects, config: Configuration | None = None):
-    """A fake API server holding objects, and Quotient live against it once its watch has listed them."""
-    async with FakeApiServer(bookmark_interval=0.3) as api:
+async def started(directory, objects, config: Configuration | None = None, bookmark_interval: float = 0.3,
+                  **source):
+    """A fake API server holding objects, and Quotient live against it once its watch has listed them;
+    source: WatchSource settings over FAST's (kit.source is the running WatchSource)."""
+    async with FakeApiServer(bookmark_interval=bookmark_interval) as api:
         for obj in objects:
             api.apply(obj)
         client = await make_api_client(api.kubeconfig_path(directory))
         kit = Live(api, client, config or Configuration())
         try:
-            async with Running(client, kit.state) as source:
-                await until(lambda: source.ready, what="initial list")
+            async with Running(client, kit.state, **source) as kit.source:
+                await until(lambda: kit.source.ready, what="initial list")
                 yield kit
         finally:
             await client.close()

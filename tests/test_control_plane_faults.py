@@ -22,7 +22,9 @@ from app.objects.pod import decode_pod
 from app.observe import attach
 from app.state.cluster import ClusterState
 from builders import Pod
-from live import Running, fingerprint, fresh_state, until
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
+from helpers import uid
+from live import Running, fingerprint, fresh_state, started, until
 from test_watch import api_client, cq_cpu, fake_api, seed  # noqa: F401  (fixtures)
 
 
@@ -146,7 +148,7 @@ async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_cl
             fake_api.fault("pause", resource="pods", verb="list")        # hold the relist to look at /readyz
             fake_api.restore(backup)                 # the pod created after the backup is gone for good
             await fake_api.paused_request()
-            assert not source.ready and "Pod (http 504)" in source.readiness
+            assert not source.ready and "the Pod list is being read again (http 504)" in source.readiness
             assert (await c.get("/readyz")).status_code == 503
             fake_api.resume()
             await until(lambda: source.ready, what="relisted")
@@ -156,6 +158,90 @@ async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_cl
             text = (await c.get("/metrics")).text
             assert 'quotient_watch_relists_total{kind="Pod",reason="http 504"} 1.0' in text
             assert fingerprint(state) == fingerprint(await fresh_state(api_client))
+
+
+def api_cpu(api, queues: dict[str, str]) -> dict[str, int]:
+    """The API's own word on quota: millicores of every pod it shows bound and not finished, per ClusterQueue
+    (queues: LocalQueue "namespace/name" -> ClusterQueue)."""
+    used: dict[str, int] = {}
+    for obj in api.objects("Pod"):
+        pod = decode_pod(obj)
+        cq = queues.get(f"{pod.namespace}/{pod.queue_name}")
+        if cq and pod.node_name and not pod.terminal:
+            used[cq] = used.get(cq, 0) + pod.requests.get("cpu", 0)
+    return used
+
+
+ONE_QUEUE = (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+             ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+             LocalQueue("lq", "team-a").cluster_queue("cq").obj())
+
+
+async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
+    """Issue 31, point 4: a pod bound by Quotient, a backup taken before that bind, the API server restored from
+    it. The relist shows the pod unbound with an older resourceVersion; before, that was ignored as "older than
+    the known state": the pod stayed running on n1 in Quotient's state with its 4 CPUs charged (other pods
+    refused while the API showed 0m used), and the retried bind answered success without writing a Binding."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        p = Pod("p").queue("lq").cpu("4").obj()
+        live.api.apply(p)
+        await until(lambda: live.knows(p), what="the pod")
+        backup = live.api.backup()
+        assert live.filter(p)["NodeNames"] == ["n1"]
+        assert await live.bind(p) == ""
+        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed,
+                    what="the watch to show the binding")
+        relists = sum(live.source.relists.values())
+        live.api.fault("pause", resource="pods", verb="list")
+        live.api.restore(backup)                    # the Binding is lost; resourceVersions go back
+        await live.api.paused_request()             # a retry before the relist is in: not answered "bound"
+        writes = len(live.api.writes)
+        assert (await live.bind(p)).startswith("SourceStale: the Pod list is being read again (http 504)")
+        assert len(live.api.writes) == writes
+        live.api.resume()
+        await until(lambda: live.source.relists["Pod"] >= 1 and live.source.ready, what="the relist")
+        assert sum(live.source.relists.values()) > relists
+        assert live.knows(p, node_name=""), "the relist is believed, whatever its resourceVersions say"
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0 == api_cpu(live.api, {}).get("cq", 0)
+        writes = len(live.api.writes)
+        assert await live.bind(p) == ""             # kube-scheduler's retry
+        assert [w for w in live.api.writes[writes:] if w[1].endswith("/pods/p/binding")], "a Binding is written"
+        assert live.api.get("Pod", "team-a", "p")["spec"]["nodeName"] == "n1"
+        await until(lambda: live.knows(p, node_name="n1"), what="the watch to show the new binding")
+        assert api_cpu(live.api, {"team-a/lq": "cq"}) == {"cq": 4000} and cq_cpu(live.state, "cq") == 4000
+        q = Pod("q").queue("lq").cpu("1").obj()
+        live.api.apply(q)
+        await until(lambda: live.knows(q), what="the second pod")
+        assert live.filter(q)["NodeNames"] == [], "quota 4 is full on the API as in Quotient's state"
+        await live.equal_to_a_fresh_list()
+
+
+async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_path):
+    """After a restore the API server hands out resourceVersions again: the pod Quotient knew bound at version
+    V is changed (unbound, relabelled) and gets V once more. Before, the relist skipped it as unchanged (same
+    uid, same version) and it stayed bound in Quotient's state; a relist after 504 "too large resource version"
+    trusts no version."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        p = Pod("p").queue("lq").cpu("4").obj()
+        live.api.apply(p)
+        await until(lambda: live.knows(p), what="the pod")
+        backup = live.api.backup()
+        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
+        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+        known = int(live.source.known["Pod"]["team-a/p"][1])
+        live.api.fault("pause", resource="pods", verb="list")
+        live.api.restore(backup)
+        await live.api.paused_request()
+        while live.api.rv < known - 1:                  # other writes take the versions in between
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        relabelled = Pod("p").queue("lq").cpu("4").obj()
+        relabelled["metadata"]["labels"]["restored"] = "yes"
+        assert live.api.apply(relabelled)["metadata"]["resourceVersion"] == str(known)
+        live.api.resume()
+        await until(lambda: live.source.ready and live.source.relists["Pod"] >= 1, what="the relist")
+        assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
+        await live.equal_to_a_fresh_list()
 
 
 async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client):

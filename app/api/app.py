@@ -162,13 +162,13 @@ async def _every(interval: float, work, what: str, loops: Loops, leading=None) -
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
-               clients_verified: bool = False, loopback_only: bool = False) -> FastAPI:
+               clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "") -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs and reports ready; alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
     server requires client certificates, so every caller may reach routes that change state; loopback_only:
     the server listens on a loopback address, so only requests addressed to a loopback name are answered
-    (app.api.exposure.LoopbackHostOnly)."""
+    (app.api.exposure.LoopbackHostOnly); readiness: why the state's source is not ready, for /readyz ("stale: ...")."""
 
     loops = Loops()
 
@@ -216,7 +216,10 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     @app.get("/readyz")
     async def readyz() -> Response:
         ok = bool(ready())
-        return Response(orjson.dumps({"ready": ok}), status_code=200 if ok else 503, media_type=JSON)
+        if ok:
+            return Response(b'{"ready":true}', media_type=JSON)
+        reason = readiness() or ("not the leader" if leading is not None and not leading() else "not ready")
+        return Response(orjson.dumps({"ready": False, "reason": reason}), status_code=503, media_type=JSON)
 
     return app
 

@@ -676,10 +676,13 @@ class ClusterState:
         """Why an event for a known pod must not be applied ("" when it may): it would move the pod
         backwards, unbinding a pod Quotient bound before the API has shown that binding (an event
         written before the bind, delivered after it, as kube-scheduler's assume cache guards against),
-        or it is no newer (resourceVersion) than what is known and unbinds a bound pod."""
+        or it is a watch event no newer (resourceVersion) than what is known and unbinds a bound pod.
+        A list (a bulk pass) is the API's whole word at one moment: it is believed whatever its
+        resourceVersions say (an API server restored from a backup goes back to older ones), and the
+        watch events after it are judged against the versions it listed."""
         if not old.node_name or pod.node_name == old.node_name or pod.terminal or pod.deleting:
             return ""
-        if old.resource_version.isdigit() and pod.resource_version.isdigit() \
+        if not self._bulk and old.resource_version.isdigit() and pod.resource_version.isdigit() \
                 and int(pod.resource_version) <= int(old.resource_version):
             return "pod event older (resourceVersion) than the known state ignored"
         since = self.assumed.get(pod.uid)

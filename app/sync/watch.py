@@ -18,9 +18,16 @@ same door the snapshot uses.
   event) relists after the backoff, as client-go's reflector does: resuming from a
   resourceVersion the server rejected would fail for good. A relist reconciles: the objects of
   that kind the new list lacks are deleted through apply_object(..., deleted=True), the rest
-  upserted (those whose resourceVersion did not change are left alone). The source keeps, per
+  upserted (those whose resourceVersion did not change are left alone, unless the versions went
+  back: a 504 "too large resource version" or a list older than the watch, as from an API server
+  restored from a backup, where versions are reused). The list is believed whatever its
+  resourceVersions say (ClusterState._stale does not judge a bulk pass). The source keeps, per
   resource, key -> (uid, resourceVersion), so a pod recreated under the same name with a new
   uid replaces the old one instead of being counted twice.
+- A watch that shows neither an event nor a bookmark for `stall_timeout` (watchStallTimeout, 2 minutes:
+  kube-apiserver sends a bookmark about every minute to a watch that asks for them) has stalled: it is
+  relisted. While a kind waits for a relist or is silent beyond that limit the source is stale: /readyz
+  says so, naming it, and filter and bind refuse to admit a queued pod (sync.freshness, SourceStale).
 - An object that fails validation (InvalidObject) is skipped through state.skip (logged once
   per reason) and counted; the last good version of it stays. A DELETED event is applied from
   what the source knows of the key, so even an object whose newest version was invalid is
@@ -50,6 +57,7 @@ from ..objects.errors import InvalidObject
 from ..objects.kueue import VERSIONS as KUEUE_VERSIONS
 from ..state.cluster import ClusterState
 from ..state.heap import settle_heap
+from . import freshness
 from .dispatch import apply_object, remove_object
 
 log = logging.getLogger("quotient.sync.watch")
@@ -97,6 +105,18 @@ RESOURCES = (
 # relists. Timeouts and broken connections say nothing about the resourceVersion; a 429 asks
 # for patience.
 RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection dropped", "http 429"})
+
+
+# The cause of a watch answered 504 "Too large resource version": the server is behind what this source saw
+# (restored from a backup), so resourceVersions are being reused and the relist trusts none of them.
+WENT_BACK = "http 504"
+
+
+# A watch that shows neither an event nor a bookmark for this long (seconds) is stale and relisted: kube-apiserver's
+# watch cache sends a bookmark about every minute (k8s.io/apiserver cacher, defaultBookmarkFrequency) to a
+# watch that asked for them, so two minutes of silence is a watch that stalled, not a quiet resource.
+STALL_TIMEOUT = 120.0
+STALLED = "stalled"
 
 
 class Gone(Exception):
@@ -191,11 +211,18 @@ def _key_of(obj: dict) -> tuple[str, str, str]:
     return key, uid if isinstance(uid, str) else "", rv if isinstance(rv, str) else ""
 
 
+def _older(listed: str, watched: str) -> bool:
+    """The list's resourceVersion is older than the one the watch had reached (both numbers, as etcd's are;
+    anything else is opaque and compared by nobody)."""
+    return listed.isdigit() and watched.isdigit() and int(listed) < int(watched)
+
+
 class WatchSource:
     def __init__(self, api_client, state: ClusterState, resources=RESOURCES, metrics=None, *,
                  page_size: int = 500, request_timeout: float = 60.0, watch_timeout: int = 300,
                  read_timeout: float | None = None, backoff_base: float = 0.5, backoff_max: float = 30.0,
-                 absent_retry: float = 60.0, heartbeat: float = 5.0, rng: random.Random | None = None):
+                 absent_retry: float = 60.0, heartbeat: float = 5.0, rng: random.Random | None = None,
+                 stall_timeout: float = STALL_TIMEOUT):
         self.api = api_client
         self.state = state
         self.resources = tuple(resources)
@@ -209,6 +236,11 @@ class WatchSource:
         self.backoff_max = backoff_max
         self.absent_retry = absent_retry
         self.heartbeat = heartbeat
+        # A resource whose watch shows neither an event nor a bookmark for this long is stale: relisted, and
+        # no admission is decided on it meanwhile (freshness).
+        self.stall_timeout = stall_timeout
+        self.seen: dict[str, float] = {}          # kind -> monotonic time of its last list, event or bookmark
+        self.absent: set[str] = set()             # optional kinds the API server does not serve
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
@@ -223,21 +255,46 @@ class WatchSource:
         self._beat = 0.0
         self._task: asyncio.Task | None = None
         self._stopping = False
+        freshness.register(state, self)
 
     # ---- health ---------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        """True once the first list of every resource has been applied, and no resource awaits a relist."""
-        return self._ready and not self.stale
+        """True once the first list of every resource has been applied, no resource awaits a relist, and none
+        has been silent for longer than stall_timeout."""
+        return self._ready and not self.stale and not self.silent()
 
     @property
     def readiness(self) -> str:
-        """Why the source is not ready ("" when it is): the initial lists, or the kinds a relist waits for."""
+        """Why the source is not ready ("" when it is): the initial lists, the kinds a relist waits for, or
+        the kinds whose watch has shown nothing for too long."""
         if not self._ready:
             return "initial lists not yet applied"
-        if self.stale:
-            return "relisting " + ", ".join(f"{kind} ({why})" for kind, why in sorted(self.stale.items()))
-        return ""
+        why = self.staleness()
+        return f"stale: {why}" if why else ""
+
+    def silent(self) -> dict[str, float]:
+        """kind -> seconds since its watch last showed anything (a list, an event or a bookmark), for the
+        kinds silent longer than stall_timeout (a kind the API server does not serve is never silent)."""
+        if not self._ready:
+            return {}
+        now = time.monotonic()
+        ages = {r.kind: now - self.seen.get(r.kind, now) for r in self.resources if r.kind not in self.absent}
+        return {kind: age for kind, age in ages.items() if age > self.stall_timeout}
+
+    def staleness(self, kind: str | None = None) -> str:
+        """"" when every source is fresh; else, for each stale kind, why: how long its watch has shown
+        nothing, or the relist it waits for (the server refused to go on from its resourceVersion, or the
+        watch stalled); kind: that kind only."""
+        silent = self.silent()
+        if kind is not None:
+            silent = {k: v for k, v in silent.items() if k == kind}
+        parts = [f"the {k} watch has shown nothing for {silent[k]:.0f}s (limit {self.stall_timeout:g}s)"
+                 for k in sorted(silent)]
+        parts += [f"the {k} list is being read again ({why})" for k, why in sorted(self.stale.items())
+                  if k not in silent and kind in (None, k)]
+        return "; ".join(parts) + ("; Quotient relists it" if len(parts) == 1 else "; Quotient relists them") \
+            if parts else ""
 
     @property
     def alive(self) -> bool:
@@ -442,21 +499,29 @@ class WatchSource:
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
 
-    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]]) -> None:
+    def _apply_lists(self, lists: list[tuple[Resource, tuple[list[dict] | None, str]]],
+                     went_back: bool = False) -> None:
         """Reconcile each resource with its list in one bulk pass (no await inside: requests never
-        see half of it)."""
+        see half of it); went_back: the server's versions are known to have gone back (see _reconcile)."""
         self.state.begin_bulk()
         try:
             for res, (items, rv) in lists:
-                self._reconcile(res, items or [])
-                if items is not None:
+                self._reconcile(res, items or [], went_back or _older(rv, self.rv.get(res.kind, "")))
+                self.seen[res.kind] = time.monotonic()
+                if items is None:
+                    self.absent.add(res.kind)
+                else:
+                    self.absent.discard(res.kind)
                     self.rv[res.kind] = rv
                     if res.kind == "Job":
                         self.state.jobs_listed = True     # even none: a Job's pod may come before its Job
         finally:
             self.state.end_bulk()
 
-    def _reconcile(self, res: Resource, items: list) -> None:
+    def _reconcile(self, res: Resource, items: list, went_back: bool = False) -> None:
+        """The state of res becomes the list. went_back: the list is older (resourceVersion) than what the
+        watch showed, as from an API server restored from a backup: versions are reused, so an object
+        whose version did not change may have, and every object is applied again."""
         known = self.known[res.kind]
         listed: set[str] = set()
         for obj in items:
@@ -469,7 +534,7 @@ class WatchSource:
             if key:
                 listed.add(key)
                 seen = known.get(key)
-                if seen is not None and seen == (uid, rv) and rv:
+                if seen is not None and seen == (uid, rv) and rv and not went_back:
                     continue                            # unchanged since we last applied it
             self._upsert(res, obj)
         for key in [k for k in known if k not in listed]:
@@ -514,6 +579,7 @@ class WatchSource:
             raise WatchError(f"error event {code}", str(obj.get("message") or ""))
         meta = obj.get("metadata")
         rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        self.seen[res.kind] = time.monotonic()
         if etype == "BOOKMARK":
             if not isinstance(rv, str) or not rv:
                 raise WatchError("undecodable event", "BOOKMARK without metadata.resourceVersion")
@@ -563,7 +629,7 @@ class WatchSource:
                 absent = True
                 self.rv.pop(res.kind, None)
                 self.stale.pop(res.kind, None)
-                self._apply_lists([(res, ([], ""))])
+                self._apply_lists([(res, (None, ""))])     # none served: absent, never stale
                 continue
             except Gone as e:
                 self._error(res, "expired", str(e) or "410 Gone")
@@ -586,10 +652,24 @@ class WatchSource:
     async def _relist(self, res: Resource) -> None:
         """List `res` again and reconcile the state with it; ready again once every stale kind is relisted."""
         items, rv = await self._list(res)
-        self._apply_lists([(res, (items, rv))])
+        self._apply_lists([(res, (items, rv))], went_back=self.stale.get(res.kind) == WENT_BACK)
         self._relisted(res, self.stale.pop(res.kind))
         if not self.stale:
             log.info("relisted %s: ready again", res.plural)
+
+    async def _until_stalled(self, res: Resource, step):
+        """Await step (the watch's answer, or its next line) for as long as the resource may stay silent; a watch
+        that shows neither an event nor a bookmark within stall_timeout of the last it showed (an API server or a
+        proxy that holds the connection open and sends nothing) raises WatchError("stalled"): it is relisted."""
+        left = self.stall_timeout - (time.monotonic() - self.seen.get(res.kind, time.monotonic()))
+        try:
+            async with asyncio.timeout(max(0.0, left)) as deadline:
+                return await step
+        except TimeoutError:
+            if not deadline.expired():
+                raise               # the request's own timeout (read_timeout): not a stall
+        raise WatchError(STALLED, f"neither an event nor a bookmark for {self.stall_timeout:g}s "
+                                  f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
     async def _watch_once(self, res: Resource) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.
@@ -603,7 +683,7 @@ class WatchSource:
             query.append(("timeoutSeconds", str(seconds)))
         timeout = aiohttp.ClientTimeout(total=None, connect=self.request_timeout, sock_connect=self.request_timeout,
                                         sock_read=self.read_timeout)
-        resp = await self._get(res.path, query, timeout)
+        resp = await self._until_stalled(res, self._get(res.path, query, timeout))
         progressed = False
         try:
             if resp.status != 200:
@@ -611,7 +691,7 @@ class WatchSource:
             content = resp.content
             while True:
                 try:
-                    line = await content.readline()
+                    line = await self._until_stalled(res, content.readline())
                 except asyncio.TimeoutError:
                     raise WatchError("watch idle", f"nothing for {self.read_timeout:g}s") from None
                 except (aiohttp.ClientError, ConnectionError) as e:
