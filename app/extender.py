@@ -197,7 +197,7 @@ class Extender:
             charge = filtering.reservation(state, verdict)
             if isinstance(charge, Refuse):
                 return self._refused(pod, charge, nodes, offered, verdict.cluster_queue)
-            state.reserve(pod.uid, charge)
+            state.reserve(pod.uid, charge, self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue,
                                    flavors=dict(flavors), offered=len(offered.names), nodes=len(passing),
                                    outside_flavor=len(offered.names) - len(passing),
@@ -284,7 +284,7 @@ class Extender:
             return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
         passing, encoded = kept
         if pod.uid not in state.reservations:
-            state.reserve(pod.uid, rec.spare_charge(1))
+            state.reserve(pod.uid, rec.spare_charge(1), self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
                                    group=key, flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))
@@ -470,10 +470,15 @@ class Extender:
         try:
             await self.writer.bind(pod, args.node)
         except OutcomeUnknown as e:          # it may have landed: the charge stays until the API says
-            self.unsettled[pod.uid] = args.node
-            reason = f"{e}; Quotient keeps its quota until the API shows whether the Binding landed"
-            self._journal(BindRecord(pod=pod.key, outcome="OutcomeUnknown", reason=reason, node=args.node))
-            return wire.encode_binding(reason)
+            if pod.uid in state.assumed:
+                self.unsettled[pod.uid] = args.node
+                reason = f"{e}; Quotient keeps its quota until the API shows whether the Binding landed"
+                self._journal(BindRecord(pod=pod.key, outcome="OutcomeUnknown", reason=reason, node=args.node))
+                return wire.encode_binding(reason)
+            if state.pods.get(pod.uid, pod).node_name != args.node:      # the watch has spoken meanwhile
+                self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
+                return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+            log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, args.node)
         except Exception as e:      # WriteError, or anything a client library raised: the charge is taken back
             if not isinstance(e, WriteError):
                 log.warning("binding %s to %s: %s: %s", pod.key, args.node, type(e).__name__, e)
@@ -498,6 +503,15 @@ class Extender:
             return ""
         return (f"pod {pod.key} (uid {pod.uid}) is known only from kube-scheduler's requests: the API has not shown "
                 "it to Quotient (its watch event is late, or no such pod exists)")
+
+    def _reservation_timeout(self, pod: PodInfo) -> float | None:
+        """How long filter's reservation lasts (None: reservationTimeout). A pod the API has not shown keeps one at
+        most reservationTimeout from when it was first learned, however often it is asked about again: a made-up
+        pod filtered over and over does not hold quota for ever (a real one is delivered by the watch meanwhile)."""
+        if not self._unseen(pod):
+            return None
+        state = self.state
+        return max(0.0, state.learned[pod.uid] + state.config.reservation_timeout - state.clock())
 
     async def settle_bindings(self) -> int:
         """Read back the bindings whose outcome was not known (OutcomeUnknown), until the API says whether each

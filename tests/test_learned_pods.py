@@ -91,7 +91,10 @@ async def test_a_learned_pods_bind_is_refused_and_its_reservation_expires(tmp_pa
         assert "has not shown" in error, error
         assert not [p for _, p, _ in kit.api.writes if p.endswith("/binding")]
         assert uid(g) not in kit.state.admitted
-        kit.clock.advance(kit.state.config.reservation_timeout + 1)
+        timeout = kit.state.config.reservation_timeout
+        kit.clock.advance(timeout - 5)
+        assert kit.filter(g)["NodeNames"] == ["n1"]          # asked again: no new term for its reservation
+        kit.clock.advance(6)
         kit.state.expire_reservations()
         assert uid(g) not in kit.state.reservations
 
