@@ -516,29 +516,29 @@ class Extender:
     async def settle_bindings(self) -> int:
         """Read back the bindings whose outcome was not known (OutcomeUnknown), until the API says whether each
         landed: bound to its node, its charge stays; not bound (or gone, or elsewhere), the charge is taken back.
-        One read per binding per reconcile, while reads fail. Returns how many were taken back."""
+        One read per binding per reconcile, all at once (each bounded by the writer's API timeout), while reads
+        fail. Returns how many were taken back."""
         read, state, undone = getattr(self.writer, "bound_node", None), self.state, 0
-        if read is None:
+        if read is None or not self.unsettled:
             return 0
+        asked = []
         for uid, node in list(self.unsettled.items()):
             pod = state.pods.get(uid)
             if pod is None or uid not in state.assumed or pod.node_name != node:
                 del self.unsettled[uid]          # the watch has spoken (or the pod is gone)
+            elif uid not in self._binding:       # (a retried bind in flight writes it again and settles it)
+                asked.append((pod, node))
+        answers = await asyncio.gather(*(read(pod) for pod, _ in asked), return_exceptions=True)
+        for (pod, node), shown in zip(asked, answers):
+            if isinstance(shown, BaseException):
+                log.info("binding %s to %s: still not known (%s: %s)", pod.key, node, type(shown).__name__, shown)
                 continue
-            if uid in self._binding:
-                continue                         # a retried bind writes it again and settles it
-            try:
-                shown = await read(pod)
-            except Exception as e:
-                log.info("binding %s to %s: still not known (%s: %s)", pod.key, node, type(e).__name__, e)
-                continue
-            if self.unsettled.get(uid) != node or uid in self._binding:
+            if self.unsettled.get(pod.uid) != node or pod.uid in self._binding:
                 continue                         # settled meanwhile
-            del self.unsettled[uid]
+            del self.unsettled[pod.uid]
             if shown == node:
                 log.info("binding %s to %s: the API shows it landed", pod.key, node)
-                continue
-            if state.undo_binding(uid, node):
+            elif state.undo_binding(pod.uid, node):
                 undone += 1
                 where = "no such pod" if shown is None else f"bound to {shown}" if shown else "not bound"
                 self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=(
