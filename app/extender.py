@@ -511,7 +511,7 @@ class Extender:
         if not self._unseen(pod):
             return None
         state = self.state
-        return max(0.0, state.learned[pod.uid] + state.config.reservation_timeout - state.clock())
+        return max(0.0, state.learned[pod.uid] + state.config.reservation_timeout - state.timer())
 
     async def settle_bindings(self) -> int:
         """Read back the bindings whose outcome was not known (OutcomeUnknown), until the API says whether each
