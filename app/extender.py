@@ -17,7 +17,7 @@ from dataclasses import replace
 import orjson
 
 from .act.intents import Actions
-from .act.writer import CLUSTER_QUEUE_STOPPED, WriteError, Writer
+from .act.writer import CLUSTER_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
 from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
@@ -40,6 +40,7 @@ from .sync import freshness
 log = logging.getLogger("quotient.extender")
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
 CLEARED_CHECKS = 500          # refusals judged per note_cleared call at most
+POD_NOT_SEEN = "PodNotSeen"    # a pod the API has not shown may not preempt (answered as a retry)
 FILTER_TAIL = b',"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}'
 
 
@@ -54,6 +55,7 @@ class Extender:
         self._binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self._planned: list[Evict] | None = None      # a reconcile's evictions, while it plans
         self._timed_out: dict[str, Evict] = {}        # waitForPodsReady's evictions, until the pod goes
+        self.unsettled: dict[str, str] = {}           # pod uid -> node: a Binding whose outcome is not known yet
         self._status_at = float("-inf")      # on state.timer: the first round publishes
         state.on_overrun = lambda o: self._journal(ChargeRecord(
             pod=o.pod, outcome=OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
@@ -173,6 +175,12 @@ class Extender:
             self.offered.remember(encoded, passing)
             return self._filter_answer(nodes, passing, encoded)
         if not verdict.admit and may_reclaim(verdict):
+            unseen = self._unseen(pod)
+            if unseen:
+                reason = f"{verdict.reason}; no preemption: {unseen}; only pods the API shows may cause evictions"
+                self._journal(FilterRecord(pod=pod.key, outcome=POD_NOT_SEEN, reason=reason,
+                                           queue=verdict.cluster_queue, resolvable=False, offered=len(offered.names)))
+                return self._refuse(pod, POD_NOT_SEEN, reason, nodes, offered, verdict.cluster_queue)
             started = self._reclaim(pod, verdict)
             if started:
                 self._journal(FilterRecord(pod=pod.key, outcome="Preempting", reason=started,
@@ -194,7 +202,7 @@ class Extender:
             charge = filtering.reservation(state, verdict)
             if isinstance(charge, Refuse):
                 return self._refused(pod, charge, nodes, offered, verdict.cluster_queue)
-            state.reserve(pod.uid, charge)
+            state.reserve(pod.uid, charge, self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue,
                                    flavors=dict(flavors), offered=len(offered.names), nodes=len(passing),
                                    outside_flavor=len(offered.names) - len(passing),
@@ -281,7 +289,7 @@ class Extender:
             return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
         passing, encoded = kept
         if pod.uid not in state.reservations:
-            state.reserve(pod.uid, rec.spare_charge(1))
+            state.reserve(pod.uid, rec.spare_charge(1), self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
                                    group=key, flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))
@@ -299,6 +307,11 @@ class Extender:
         if isinstance(decision, Refuse):
             return decision
         victims = decision.victims
+        unseen = next((u for u in (self._unseen(state.pods[h.preemptor]) for h in decision.holds) if u), "") \
+            if victims else ""
+        if unseen:
+            return Refuse(POD_NOT_SEEN, f"{describe(key)} would preempt, and {unseen}; only pods the API shows may "
+                          "cause evictions", decision.cluster_queue)
         if victims:
             shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
             self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown,
@@ -361,6 +374,11 @@ class Extender:
         args = wire.decode_preemption_args(raw)
         state = self.state
         pod = self._pod(args.pod)
+        unseen = self._unseen(pod)
+        if unseen:
+            self._journal(PreemptRecord(pod=pod.key, outcome="NoPreemption", candidates=sorted(args.victims),
+                                        reason=f"{unseen}; only pods the API shows may cause evictions"))
+            return wire.encode_preemption({}, {})
         decision = kube_preempt.answer(state, pod, sorted(args.victims))
         if decision.passthrough:
             return wire.encode_preemption(args.victims, args.pdb_violations)
@@ -418,8 +436,9 @@ class Extender:
 
     async def bind(self, raw: bytes) -> bytes:
         """Decide (check, then commit the charge: the pod is assumed bound), write the Binding, and take
-        the decision back if the write fails. One bind per pod is in flight: a second call for the same
-        pod waits for the first and then decides on what it left."""
+        the decision back if the write was refused. One bind per pod is in flight: a second call for the same
+        pod waits for the first and then decides on what it left. A write whose outcome is not known
+        (OutcomeUnknown) keeps the charge until the API says (settle_bindings, the watch, a retried bind)."""
         args = wire.decode_binding_args(raw)
         state = self.state
         key = f"{args.pod_namespace}/{args.pod_name}"
@@ -433,24 +452,45 @@ class Extender:
             return wire.encode_binding(f"pod {key} (uid {args.pod_uid}) is not known to Quotient; it must "
                                        "pass filter first")
         if pod.node_name:
-            if pod.node_name == args.node:      # unless the Pod list is stale (it may have lost that binding)
-                return wire.encode_binding(freshness.refusal_if_stale(state, "Pod"))
-            return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
-        charge, refusal = self.check_binding(pod, args.node)
-        if refusal:
-            self._journal(BindRecord(pod=pod.key, outcome="Refused", reason=refusal))
-            return wire.encode_binding(refusal)
-        refusal = state.commit_binding(pod.uid, args.node, charge)
-        if refusal:
-            refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
-            self._journal(BindRecord(pod=pod.key, outcome="QuotaInvariant", reason=refusal))
-            return wire.encode_binding(refusal)
+            if pod.node_name != args.node:
+                return wire.encode_binding(f"pod {pod.key} is already bound to {pod.node_name}")
+            stale = freshness.refusal_if_stale(state, "Pod")
+            if stale:               # the Pod list is being read again: it may have lost that binding
+                return wire.encode_binding(stale)
+            if pod.uid not in state.assumed:
+                return wire.encode_binding()       # the API shows it bound there
+            charge = state.admitted.get(pod.uid)   # Quotient's word only: the Binding is written again, and checked
+        else:
+            refusal = self._unseen(pod)
+            if refusal:
+                refusal += "; it is bound once the watch delivers it"
+            else:
+                charge, refusal = self.check_binding(pod, args.node)
+            if refusal:
+                self._journal(BindRecord(pod=pod.key, outcome="Refused", reason=refusal))
+                return wire.encode_binding(refusal)
+            refusal = state.commit_binding(pod.uid, args.node, charge)
+            if refusal:
+                refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
+                self._journal(BindRecord(pod=pod.key, outcome="QuotaInvariant", reason=refusal))
+                return wire.encode_binding(refusal)
         done = self._binding[pod.uid] = asyncio.Event()
         try:
             await self.writer.bind(pod, args.node)
+        except OutcomeUnknown as e:          # it may have landed: the charge stays until the API says
+            if pod.uid in state.assumed:
+                self.unsettled[pod.uid] = args.node
+                reason = f"{e}; Quotient keeps its quota until the API shows whether the Binding landed"
+                self._journal(BindRecord(pod=pod.key, outcome="OutcomeUnknown", reason=reason, node=args.node))
+                return wire.encode_binding(reason)
+            if state.pods.get(pod.uid, pod).node_name != args.node:      # the watch has spoken meanwhile
+                self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
+                return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
+            log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, args.node)
         except Exception as e:      # WriteError, or anything a client library raised: the charge is taken back
             if not isinstance(e, WriteError):
                 log.warning("binding %s to %s: %s: %s", pod.key, args.node, type(e).__name__, e)
+            self.unsettled.pop(pod.uid, None)
             if state.undo_binding(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
                 self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
                 return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
@@ -458,9 +498,61 @@ class Extender:
         finally:
             del self._binding[pod.uid]
             done.set()
+        self.unsettled.pop(pod.uid, None)
         self._journal(BindRecord(pod=pod.key, outcome="Bound", reason="", node=args.node,
                                  queue=charge.cluster_queue if charge else ""))
         return wire.encode_binding()
+
+    def _unseen(self, pod: PodInfo) -> str:
+        """Why a pod known only from requests (state.learned) is not taken as one that exists: the API has not
+        shown it, so it may be answered but is never bound and never causes an eviction (issue 31, point 8). ""
+        when a source has shown it, or the writer stands for the API itself (SnapshotWriter)."""
+        if pod.uid not in self.state.learned or getattr(self.writer, "speaks_for_learned", True):
+            return ""
+        return (f"pod {pod.key} (uid {pod.uid}) is known only from kube-scheduler's requests: the API has not shown "
+                "it to Quotient (its watch event is late, or no such pod exists)")
+
+    def _reservation_timeout(self, pod: PodInfo) -> float | None:
+        """How long filter's reservation lasts (None: reservationTimeout). A pod the API has not shown keeps one at
+        most reservationTimeout from when it was first learned, however often it is asked about again: a made-up
+        pod filtered over and over does not hold quota for ever (a real one is delivered by the watch meanwhile)."""
+        if not self._unseen(pod):
+            return None
+        state = self.state
+        return max(0.0, state.learned[pod.uid] + state.config.reservation_timeout - state.timer())
+
+    async def settle_bindings(self) -> int:
+        """Read back the bindings whose outcome was not known (OutcomeUnknown), until the API says whether each
+        landed: bound to its node, its charge stays; not bound (or gone, or elsewhere), the charge is taken back.
+        One read per binding per reconcile, all at once (each bounded by the writer's API timeout), while reads
+        fail. Returns how many were taken back."""
+        read, state, undone = getattr(self.writer, "bound_node", None), self.state, 0
+        if read is None or not self.unsettled:
+            return 0
+        asked = []
+        for uid, node in list(self.unsettled.items()):
+            pod = state.pods.get(uid)
+            if pod is None or uid not in state.assumed or pod.node_name != node:
+                del self.unsettled[uid]          # the watch has spoken (or the pod is gone)
+            elif uid not in self._binding:       # (a retried bind in flight writes it again and settles it)
+                asked.append((pod, node))
+        answers = await asyncio.gather(*(read(pod) for pod, _ in asked), return_exceptions=True)
+        for (pod, node), shown in zip(asked, answers):
+            if isinstance(shown, BaseException):
+                log.info("binding %s to %s: still not known (%s: %s)", pod.key, node, type(shown).__name__, shown)
+                continue
+            if self.unsettled.get(pod.uid) != node or pod.uid in self._binding:
+                continue                         # settled meanwhile
+            del self.unsettled[pod.uid]
+            if shown == node:
+                log.info("binding %s to %s: the API shows it landed", pod.key, node)
+            elif state.undo_binding(pod.uid, node):
+                undone += 1
+                where = "no such pod" if shown is None else f"bound to {shown}" if shown else "not bound"
+                self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=(
+                    f"binding {pod.key} to {node}: its outcome was not known; read back: {where}; "
+                    "the charge is taken back")))
+        return undone
 
     # ---- decisions nobody asks for -------------------------------------------------
     async def reconcile(self) -> int:
@@ -468,6 +560,7 @@ class Extender:
         sees, the evictions preemption decided, waitForPodsReady's and stopPolicy HoldAndDrain's. All of
         it is decided first, without awaiting (plan); then act/ writes it. Returns how many pods were
         evicted."""
+        await self.settle_bindings()
         evicted = await self.actions.evict(self.plan())
         publish = getattr(self.writer, "publish_status", None)
         if publish is not None and self.state.timer() - self._status_at >= STATUS_INTERVAL:
@@ -507,7 +600,7 @@ class Extender:
         state, started = self.state, 0
         if freshness.stale(state):
             return 0        # no eviction is decided on a stale state
-        for head in reclaim.queue_heads(state, self._ready_gate):
+        for head in reclaim.queue_heads(state, lambda p: self._unseen(p) or self._ready_gate(p)):
             key = group_of(head)
             if key:
                 pending = gangs.waiting_members(state, key, head)

@@ -14,7 +14,8 @@ pkg/scheduler/backend/queue/scheduling_queue.go determineSchedulingHintForInFlig
 So a refusal that clears by itself soon is answered as a retry (the Error field): a backoff or preemption
 delay ending within RETRY_HORIZON, victims leaving, room held for a preemptor, a pod group assembling, the
 head of a ClusterQueue waiting for quota in use, a Job's pod whose Job the watch has not delivered yet (for
-jobWaitTimeout at most: then the Job is missing, not late, and the pod is judged as a plain pod).
+jobWaitTimeout at most: then the Job is missing, not late, and the pod is judged as a plain pod), a pod that
+would preempt and whose own watch event has not come yet.
 Every other refusal parks the pod (FailedAndUnresolvableNodes, or FailedNodes where kube-scheduler's
 preemption may help): a queue of thousands retried every 10 s would take kube-scheduler's time from pods
 that can run.
@@ -118,8 +119,8 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
         return "VictimsLeaving"
     if rule in HELD_RULES:
         return "RoomHeld"
-    if rule in ("GroupIncomplete", "JobNotSeen"):
-        return rule                     # the rest of the group comes soon; a Job is waited for jobWaitTimeout
+    if rule in ("GroupIncomplete", "JobNotSeen", "PodNotSeen"):
+        return rule         # the rest of the group comes soon; a Job is waited for jobWaitTimeout; the pod's own event
     cq = state.cluster_queues.get(cluster_queue) if cluster_queue else None
     if cq is None or rule not in QUOTA_RULES:
         return ""

@@ -123,7 +123,8 @@ async def test_a_ghost_whose_bind_the_api_refused_is_forgotten_and_frees_its_quo
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
                 assert (await c.post("/filter", json=extender_args(ghost, ["n1"]))).json()["NodeNames"] == ["n1"]
                 r = (await c.post("/bind", json=binding_args(ghost, "n1"))).json()
-                assert "failed" in r["Error"]                            # the API has no such pod: 404
+                assert "has not shown" in r["Error"]                     # refused before any Binding (issue 31)
+                assert not [p for _, p, _ in fake.writes if p.endswith("/binding")]
                 uid = ghost["metadata"]["uid"]
                 assert uid in state.learned                              # still only learned
                 clock.advance(601)

@@ -24,7 +24,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from ..objects.pod import PodInfo
 from ..observe.status import cluster_queue_statuses
 from .post import ApiPoster
-from .writer import PREEMPTION_REASONS, WriteError
+from .writer import PREEMPTION_REASONS, OutcomeUnknown, WriteError
 
 log = logging.getLogger("quotient.act")
 KUEUE_GROUP = "kueue.x-k8s.io"     # a ClusterQueue's status is written in the version it was read in
@@ -56,6 +56,8 @@ def _is_pdb_refusal(e: ApiException) -> bool:
 
 
 class KubeWriter:
+    speaks_for_learned = False   # the API's pods only: one it has not shown is never bound, never evicts (Extender)
+
     def __init__(self, api: client.ApiClient, state, component: str = "quotient", timeout: float = API_TIMEOUT):
         self.api = api
         self.poster: ApiPoster | None = None     # made at the first write: the proxy is known by then
@@ -84,6 +86,10 @@ class KubeWriter:
         raise WriteError(error)
 
     async def bind(self, pod: PodInfo, node: str) -> None:
+        """Write the Binding; returns once the API says the pod is bound to node (its answer, or a read after an
+        answer that was lost). WriteError when it was not written: a refusal (403, 404, 422, a 409 for another
+        node or pod) or a read showing the pod unbound, elsewhere or gone; OutcomeUnknown when neither an answer
+        nor a read says which (every try answered 5xx or timed out, and so did the read)."""
         # The uid as in kube-scheduler's own Binding: a pod recreated under the same name is not bound by mistake.
         body = orjson.dumps({"apiVersion": "v1", "kind": "Binding",
                              "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
@@ -91,16 +97,40 @@ class KubeWriter:
         path = f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}/binding"
         try:
             await self._retry(f"binding {pod.key}", lambda: self._post(path, body))
+            return
         except ApiException as e:
-            if e.status == 409:          # already bound: fine if to this node (a retry of our own write)
-                try:
-                    current = await self._bounded(self.core.read_namespaced_pod(pod.name, pod.namespace))
-                except (ApiException, asyncio.TimeoutError, OSError):
-                    current = None
-                if current is not None and current.spec.node_name == node:
-                    return
-            self.failures["binding"] += 1
-            raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
+            if e.status != 409:
+                self.failures["binding"] += 1
+                raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
+            lost = f"HTTP 409 {e.reason}"     # already bound: fine if to this node (a retry of our own write)
+        except WriteError as e:               # every try's answer lost: the Binding may have landed
+            lost = str(e)
+        except Exception as e:                # a client library's error mid-request: the same
+            lost = f"{type(e).__name__} {e}"
+        try:
+            shown = await self.bound_node(pod)
+        except Exception as e:
+            raise OutcomeUnknown(f"binding {pod.key} to {node}: its outcome is not known ({lost}; reading the pod "
+                                 f"back failed: {type(e).__name__} {getattr(e, 'status', '') or e})") from None
+        if shown == node:
+            return
+        self.failures["binding"] += 1
+        where = "the API has no such pod" if shown is None else \
+            f"the pod is bound to {shown}" if shown else "the pod is not bound"
+        raise WriteError(f"binding {pod.key} to {node}: {lost}; read back: {where}")
+
+    async def bound_node(self, pod: PodInfo) -> str | None:
+        """Where the API shows the pod bound ("" pending), None when it has no such pod (404, or the name is now
+        another pod's); raises when the read fails. Settles a Binding whose answer was lost."""
+        try:
+            current = await self._bounded(self.core.read_namespaced_pod(pod.name, pod.namespace))
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        if current.metadata is None or current.metadata.uid != pod.uid:
+            return None
+        return (current.spec.node_name if current.spec is not None else "") or ""
 
     async def _post(self, path: str, body: bytes):
         """POST ready JSON bytes with the ApiClient's credentials (a rotated token included): on Quotient's

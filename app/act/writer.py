@@ -21,7 +21,15 @@ class WriteError(RuntimeError):
     """A write the cluster refused; the message is shown to kube-scheduler."""
 
 
+class OutcomeUnknown(WriteError):
+    """A write whose outcome is not known: its answer was lost (a 5xx, a timeout, a cut connection) and no read
+    since said whether it landed. Nothing is taken back on it: a read, the watch or a relist settles it."""
+
+
 class Writer(Protocol):
+    # speaks_for_learned (a class attribute, True when absent): are the pods known only from requests
+    # (ClusterState.learned) the cluster's, so that they may be bound and may preempt? KubeWriter says False: a pod
+    # the API has not shown is never bound and never causes an eviction (Extender._unseen).
     async def bind(self, pod: PodInfo, node: str) -> None: ...
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None: ...
@@ -29,6 +37,8 @@ class Writer(Protocol):
 
 class SnapshotWriter:
     """No API server: a binding is already recorded in the state; an eviction deletes the pod."""
+
+    speaks_for_learned = True    # no API to show pods: those of the requests are the cluster's (the README's demo)
 
     def __init__(self, state):
         self.state = state

@@ -4,7 +4,8 @@ A decision is logged when it changes something: bind Bound (the pod's quota is
 charged: its admission; the line names the flavors filter chose), Evicted,
 Preempting (victims chosen, room and quota held for the preemptor), Preempted (a
 victim evicted), and as warnings bind Refused and WriteFailed (a reservation
-released, a binding undone). The reservation filter takes before the bind is
+released, a binding undone) and OutcomeUnknown (a Binding's answer lost: its
+charge kept until a read says). The reservation filter takes before the bind is
 logged at DEBUG (`--log-level debug`): an INFO line there would double the log and
 cost the filter path more than everything else it records. Refusals (and
 NoPreemption) change nothing and come again on every retry, so they are in
@@ -22,7 +23,7 @@ import orjson
 from .views import rfc3339
 
 LEVELS = {"Bound": logging.INFO, "Evicted": logging.INFO, "Preempting": logging.INFO, "Preempted": logging.INFO,
-          "Refused": logging.WARNING, "WriteFailed": logging.WARNING}
+          "Refused": logging.WARNING, "WriteFailed": logging.WARNING, "OutcomeUnknown": logging.WARNING}
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
