@@ -53,7 +53,9 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   - POST pods/{name}/binding: a v1 Binding; sets spec.nodeName and the PodScheduled condition (MODIFIED),
     answers 201 Status Success. 409 Conflict when spec.nodeName is already set — as the real API, also when
     it is the same node (message: `pod NAME is already assigned to node "NODE"`), so a retrying writer must
-    read that 409 naming its own node as success. A metadata.uid precondition that does not match is 409.
+    read that 409 naming its own node as success. A metadata.uid precondition that does not match is 409, and
+    so is a metadata.resourceVersion precondition that is not the stored one ("the object has been modified"),
+    checked first, as the real registry checks storage preconditions before its update function.
   - POST pods/{name}/eviction: a policy/v1 Eviction (deleteOptions.preconditions.uid checked: 409 for another pod). Every PodDisruptionBudget in the pod's namespace whose
     selector matches the pod's labels is checked (status.disruptionsAllowed when the test set it, else
     computed from minAvailable / maxUnavailable over the matching Running pods); a budget with no
@@ -830,6 +832,12 @@ class FakeApiServer:
         if not target:
             return _status(422, "Invalid", "Binding.target.name: Required value")
         want_uid = ((body or {}).get("metadata") or {}).get("uid")
+        want_rv = ((body or {}).get("metadata") or {}).get("resourceVersion")
+        if want_rv and want_rv != pod["metadata"]["resourceVersion"]:
+            # storage preconditions are checked before the update: a bound pod's own Binding answers this too
+            return _status(409, "Conflict", f'Operation cannot be fulfilled on pods "{key[1]}": the object has been '
+                           "modified; please apply your changes to the latest version and try again",
+                           {"name": key[1], "kind": "pods"})
         if want_uid and want_uid != pod["metadata"]["uid"]:
             return _status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
                            f"Precondition failed: UID in precondition: {want_uid}, "

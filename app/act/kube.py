@@ -21,7 +21,8 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..objects.pod import PodInfo
+from ..objects.errors import InvalidObject
+from ..objects.pod import PodInfo, decode_pod
 from ..observe.status import cluster_queue_statuses
 from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, OutcomeUnknown, WriteError
@@ -49,6 +50,26 @@ async def _checked(response):
             error.body = body.decode("utf-8", "replace")
             raise error
     return response
+
+
+def _node_of(pod: PodInfo, current: dict | None) -> str | None:
+    """Where a read shows the pod bound ("" pending); None when it is gone or the name is another pod's now."""
+    if current is None or current["metadata"].get("uid") != pod.uid:
+        return None
+    spec = current.get("spec")
+    return (spec.get("nodeName") if isinstance(spec, dict) else "") or ""
+
+
+def _same_for_quota(pod: PodInfo, current: dict | None) -> bool:
+    """Nothing a quota decision reads changed between the pod Quotient decided on and the API's version of it:
+    labels (queue, pod group, WorkloadPriorityClass), owner and requests."""
+    if current is None:
+        return False
+    try:
+        now = decode_pod(current)
+    except InvalidObject:
+        return False
+    return now.labels == pod.labels and now.requests == pod.requests and now.owner == pod.owner
 
 
 def _is_pdb_refusal(e: ApiException) -> bool:
@@ -88,49 +109,79 @@ class KubeWriter:
     async def bind(self, pod: PodInfo, node: str) -> None:
         """Write the Binding; returns once the API says the pod is bound to node (its answer, or a read after an
         answer that was lost). WriteError when it was not written: a refusal (403, 404, 422, a 409 for another
-        node or pod) or a read showing the pod unbound, elsewhere or gone; OutcomeUnknown when neither an answer
-        nor a read says which (every try answered 5xx or timed out, and so did the read)."""
-        # The uid as in kube-scheduler's own Binding: a pod recreated under the same name is not bound by mistake.
-        body = orjson.dumps({"apiVersion": "v1", "kind": "Binding",
-                             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-                             "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        node or pod, or for a pod changed since Quotient decided on it) or a read showing the pod unbound,
+        elsewhere or gone; OutcomeUnknown when neither an answer nor a read says which (every try answered 5xx
+        or timed out, and so did the read).
+
+        The Binding carries the pod's uid and the resourceVersion Quotient decided on, as preconditions the API
+        server checks atomically with the write (pods/binding: storage preconditions UID and ResourceVersion):
+        a pod whose queue label or requests changed after bind's last look is not bound on a decision made for
+        another pod, however late the watch is. A conflict where nothing quota reads changed (kube-scheduler's
+        own nominatedNodeName or a status write moved the version) is written once more on the newer version."""
         path = f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}/binding"
+        version = pod.resource_version
+        for attempt in range(2):
+            lost, current = await self._write_binding(pod, node, path, version)
+            if lost is None:
+                return
+            shown = _node_of(pod, current)
+            if shown == node:
+                return
+            if attempt == 0 and shown == "" and version and current["metadata"].get("resourceVersion") != version \
+                    and _same_for_quota(pod, current):
+                version = current["metadata"].get("resourceVersion") or ""
+                continue
+            break
+        self.failures["binding"] += 1
+        where = "the API has no such pod" if shown is None else f"the pod is bound to {shown}" if shown else \
+            "the pod is not bound" + ("" if _same_for_quota(pod, current) else
+                                      ", and its labels, owner or requests changed since Quotient decided on it")
+        raise WriteError(f"binding {pod.key} to {node}: {lost}; read back: {where}")
+
+    async def _write_binding(self, pod: PodInfo, node: str, path: str, version: str) -> tuple[str | None, dict | None]:
+        """One Binding, retried on what may pass: (None, None) when the API answered that it is written, else what
+        went wrong and the pod as a read shows it now (None: no such pod). WriteError on a definite refusal,
+        OutcomeUnknown when the read fails too."""
+        meta = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+        if version:
+            meta["resourceVersion"] = version
+        body = orjson.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                             "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         try:
             await self._retry(f"binding {pod.key}", lambda: self._post(path, body))
-            return
+            return None, None
         except ApiException as e:
             if e.status != 409:
                 self.failures["binding"] += 1
                 raise WriteError(f"binding {pod.key} to {node}: HTTP {e.status} {e.reason}") from None
-            lost = f"HTTP 409 {e.reason}"     # already bound: fine if to this node (a retry of our own write)
+            lost = f"HTTP 409 {e.reason}"     # already bound (fine if to this node: a retry of our own write), or changed
         except WriteError as e:               # every try's answer lost: the Binding may have landed
             lost = str(e)
         except Exception as e:                # a client library's error mid-request: the same
             lost = f"{type(e).__name__} {e}"
         try:
-            shown = await self.bound_node(pod)
+            return lost, await self.read_pod(pod)
         except Exception as e:
             raise OutcomeUnknown(f"binding {pod.key} to {node}: its outcome is not known ({lost}; reading the pod "
                                  f"back failed: {type(e).__name__} {getattr(e, 'status', '') or e})") from None
-        if shown == node:
-            return
-        self.failures["binding"] += 1
-        where = "the API has no such pod" if shown is None else \
-            f"the pod is bound to {shown}" if shown else "the pod is not bound"
-        raise WriteError(f"binding {pod.key} to {node}: {lost}; read back: {where}")
 
     async def bound_node(self, pod: PodInfo) -> str | None:
         """Where the API shows the pod bound ("" pending), None when it has no such pod (404, or the name is now
         another pod's); raises when the read fails. Settles a Binding whose answer was lost."""
-        try:
-            current = await self._bounded(self.core.read_namespaced_pod(pod.name, pod.namespace))
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        if current.metadata is None or current.metadata.uid != pod.uid:
+        return _node_of(pod, await self.read_pod(pod))
+
+    async def read_pod(self, pod: PodInfo) -> dict | None:
+        """The pod as the API has it now (its JSON), None when it has none of that name; raises when the read fails."""
+        async with asyncio.timeout(self.timeout):
+            answer = await self.core.read_namespaced_pod(pod.name, pod.namespace, _preload_content=False)
+            body = await answer.read()
+            answer.release()
+        if answer.status == 404:
             return None
-        return (current.spec.node_name if current.spec is not None else "") or ""
+        if not 200 <= answer.status < 300:
+            raise ApiException(status=answer.status, reason=answer.reason)
+        current = orjson.loads(body)
+        return current if isinstance(current, dict) and isinstance(current.get("metadata"), dict) else None
 
     async def _post(self, path: str, body: bytes):
         """POST ready JSON bytes with the ApiClient's credentials (a rotated token included): on Quotient's
