@@ -244,6 +244,34 @@ async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_pat
         await live.equal_to_a_fresh_list()
 
 
+async def test_a_watch_that_resumes_after_a_restore_is_relisted_when_another_kind_saw_versions_go_back(tmp_path):
+    """Found by tests/test_api_truth_faults.py: after a restore, the Pod watch's reconnect is late, and meanwhile the
+    restored server's versions climb past the one it resumes from. The server then takes that watch without an
+    error, and the pods written in between would never reach Quotient. Another kind's watch was answered 504 "too
+    large resource version" first: etcd has one revision counter for every kind, so Quotient relists them all,
+    trusting no version."""
+    async with started(tmp_path, ONE_QUEUE, read_timeout=30.0, request_timeout=30.0) as live:
+        for n in range(3):
+            live.api.apply(Pod(f"before-{n}").queue("lq").cpu("1").obj())
+        backup = live.api.backup()
+        live.api.apply(Pod("lost").queue("lq").cpu("1").obj())      # only the backup lacks it
+        await until(lambda: "uid-team-a-lost" in live.state.pods, what="the pod")
+        live.api.bookmark()                                 # every kind's watch has seen the newest version
+        await until(lambda: live.source.rv.get("Node") == str(live.api.rv), what="a bookmark")
+        resumes_from = int(live.source.rv["Pod"])
+        live.api.fault("pause", resource="pods", verb="watch")
+        live.api.restore(backup)
+        await live.api.paused_request()
+        await until(lambda: live.source.relist_reasons[("Node", "http 504")] >= 1,
+                    what="another kind saw the versions go back")
+        while live.api.rv <= resumes_from:                  # the restored server writes past the Pod watch's version
+            live.api.apply(Pod(f"after-{live.api.rv}").queue("lq").cpu("1").obj())
+        live.api.resume()
+        await until(lambda: live.source.ready and live.source.relists["Pod"] >= 1, what="the Pod relist")
+        assert "uid-team-a-lost" not in live.state.pods
+        await live.equal_to_a_fresh_list()
+
+
 async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client):
     seed(fake_api, pods=1)
     async with Running(api_client) as source:

@@ -241,6 +241,7 @@ class WatchSource:
         self.stall_timeout = stall_timeout
         self.seen: dict[str, float] = {}          # kind -> monotonic time of its last list, event or bookmark
         self.absent: set[str] = set()             # optional kinds the API server does not serve
+        self._streams: dict[str, aiohttp.ClientResponse] = {}    # kind -> its open watch, cut when versions go back
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
@@ -637,7 +638,9 @@ class WatchSource:
                 continue                            # relist at once: nothing to wait for
             except WatchError as e:
                 self._error(res, e.cause, e.detail)
-                if res.kind in self.stale or e.cause not in RESUMABLE:
+                if e.cause == WENT_BACK:
+                    self._went_back()
+                elif (res.kind in self.stale or e.cause not in RESUMABLE) and self.stale.get(res.kind) != WENT_BACK:
                     self.stale[res.kind] = e.cause      # the server said no: resuming would fail again
             except asyncio.CancelledError:
                 raise
@@ -648,6 +651,17 @@ class WatchSource:
             self._restarted(res)
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
+
+    def _went_back(self) -> None:
+        """The server is behind a resourceVersion this source saw (restored from a backup; etcd's one revision
+        counter is every kind's): every kind is relisted trusting no version, and the watches still open are cut,
+        since one that resumed after the restored server's versions climbed past its own would miss what came
+        between without an error."""
+        for r in self.resources:
+            if r.kind not in self.absent:
+                self.stale[r.kind] = WENT_BACK
+        for resp in list(self._streams.values()):
+            resp.close()
 
     async def _relist(self, res: Resource) -> None:
         """List `res` again and reconcile the state with it; ready again once every stale kind is relisted."""
@@ -685,6 +699,7 @@ class WatchSource:
                                         sock_read=self.read_timeout)
         resp = await self._until_stalled(res, self._get(res.path, query, timeout))
         progressed = False
+        self._streams[res.kind] = resp
         try:
             if resp.status != 200:
                 raise await self._status_error(resp, res)
@@ -711,4 +726,6 @@ class WatchSource:
                 self._handle(res, event)
                 progressed = True
         finally:
+            if self._streams.get(res.kind) is resp:
+                del self._streams[res.kind]
             resp.release()
