@@ -51,7 +51,18 @@ class LargeBodies:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:      # one per event loop (tests run several in turn)
             self._one, self._loop = asyncio.Semaphore(1), loop
-        return self._one
+        return self._admitted(scope)
+
+    @contextlib.asynccontextmanager
+    async def _admitted(self, scope):
+        from .connections import waiting_on_server
+
+        with waiting_on_server(scope):  # the wait is the server's: the connection's read timeout stops meanwhile
+            await self._one.acquire()
+        try:
+            yield
+        finally:
+            self._one.release()
 
 
 class BodyTooLarge(Exception):
