@@ -108,13 +108,15 @@ class ConvertApp:
             return await answer(send, 405, orjson.dumps({"error": "convert: use POST"}))
         try:
             async with _large.admit(scope):
-                body = await read_body(scope, receive, CONVERT_BODY)
+                large = _large.is_large(scope)
+                body = await read_body(scope, receive, CONVERT_BODY, bytearray() if large else None)
                 if len(body) > INLINE_BODY:
                     return await self._converted_apart(body, send)
         except BodyTooLarge as e:
             return await refuse(send, "convert", e.limit)
         except ClientGone:
             return None
+        body = bytes(body)      # a small one that came without a declared length
         crowded = too_many_items(body)
         if crowded:
             return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
