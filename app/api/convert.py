@@ -136,7 +136,23 @@ class ConvertApp:
             return await answer(send, 500, orjson.dumps({"error": f"convert: {e}"}))
         del body
         if kind == ANSWERED:
-            return await answer(send, 200, out)
+            return await _answer_in_pieces(send, out)
         return await answer(send, 413 if kind == CROWDED else 400,
                             orjson.dumps({"error": f"convert: {out.decode(errors='replace')}"}))
 
+
+
+ANSWER_PIECE = 2**20
+
+
+async def _answer_in_pieces(send, out: bytearray) -> None:
+    """A large answer written a MiB at a time (views, not copies): the transport never takes the whole of it in
+    one call, which would copy it on the event loop, and a slow reader is paced by uvicorn's flow control."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]})
+    view = memoryview(out)
+    for start in range(0, len(out), ANSWER_PIECE):
+        await send({"type": "http.response.body", "body": view[start:start + ANSWER_PIECE],
+                    "more_body": start + ANSWER_PIECE < len(out)})
+    if not out:
+        await send({"type": "http.response.body", "body": b""})
