@@ -16,7 +16,6 @@ import pytest
 
 from serving import free_port, served
 from test_conversion_webhook import review_body
-from test_tls import pki  # noqa: F401  (the fixture)
 
 IDLE, READ = 1.0, 1.0
 
@@ -136,14 +135,3 @@ def test_a_flag_that_is_not_a_duration_is_refused():
     with pytest.raises(SystemExit):
         main(["serve", "--max-connections", "none"])
 
-
-def test_a_connection_stuck_in_its_tls_handshake_is_counted_and_closed_after_the_read_timeout(pki):
-    """Before: uvicorn's TLS layer held a connection that never finished its handshake for 60 s, outside the
-    port's count. Now the handshake is timed as a request (--read-timeout) and counts against --max-connections."""
-    from test_tls import serve_tls
-
-    with serve_tls(pki, "--tls-cert", str(pki / "server.crt"), "--tls-key", str(pki / "server.key"),
-                   "--read-timeout", "1", "--idle-timeout", "120") as port:
-        with connect(port) as silent, connect(port) as half:
-            half.sendall(b"\x16\x03\x01")           # the first bytes of a ClientHello, then nothing
-            assert closed_within(silent, 6)[0] and closed_within(half, 3)[0]

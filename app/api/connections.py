@@ -3,19 +3,21 @@ nothing or sending slowly, and thousands of such connections cost the event loop
 
 uvicorn starts its keep-alive timer only after a first response, so a connection that sends nothing, or half a
 request, was held for ever; and its limit_concurrency answers 503 to everyone once such connections fill it.
-Each port's server speaks HTTP through a protocol made by `guarded(limits, tls)`, which adds:
+Each port's server speaks HTTP through a protocol made by `guarded(limits)`, which adds:
 
 - an idle timeout (`idle`): a connection with no request under way (before its first byte, or between two
   requests on a kept-alive one) is closed;
 - a read timeout (`read`): a request must arrive whole, headers and body, within this many seconds of its
-  first byte, else 408 (when nothing is answering it yet) and the connection is closed; a TLS handshake must
-  end within as long; an answer the client does not read (writing paused) is dropped after as long. Time the
+  first byte, else 408 (when nothing is answering it yet) and the connection is closed; an answer the client does not read (writing paused) is dropped after as long. Time the
   server itself makes a request wait (for the one-large-body slot, app/api/limits.py) does not count;
-- a cap (`cap`) on the connections a port holds at once, counted from the accept (a connection still in its
-  TLS handshake counts). At the cap a new connection is not refused: the port closes the connection that has
+- a cap (`cap`) on the connections a port holds at once. At the cap a new connection is not refused: the port closes the connection that has
   been quiet longest among those with no request being answered (idle ones, or ones still sending a request),
   so connections that send nothing cannot keep out the ones that call. Each port has its own cap: the
   conversion webhook, the view port and the verbs cannot starve each other.
+
+A connection that waits for its TLS handshake is not yet seen here (uvicorn's TLS layer calls connection_made
+after it): the event loop closes it after 60 s. (Starting the handshake here with loop.start_tls loses a
+ClientHello that arrives before start_tls takes the transport: uvloop starts reading after connection_made.)
 
 Cheap per connection, because an attacker opens and reopens them by the thousand: until its request headers are
 whole, a connection is a small `_Gate` (a buffer and a deadline; no HTTP parser, no ASGI state, no timer of its
@@ -61,9 +63,8 @@ class _Port:
     """The connections one port holds: those idle and those reading a request, each queue oldest first (its
     deadline order); answering ones are counted but in neither queue."""
 
-    def __init__(self, limits: ConnectionLimits, tls=None):
+    def __init__(self, limits: ConnectionLimits):
         self.limits = limits
-        self.tls = tls                          # an ssl.SSLContext: the port's handshakes are started here
         self.idle: collections.OrderedDict[_Gate, float] = collections.OrderedDict()
         self.reading: collections.OrderedDict[_Gate, float] = collections.OrderedDict()
         self.count = 0
@@ -128,12 +129,12 @@ class _Gate:
     """One connection from its accept: until its request head is whole it is only this (a buffer, a phase, a
     place in its port's queues); then uvicorn's protocol (GuardedProtocol) is made and takes the transport."""
 
-    __slots__ = ("factory", "loop", "transport", "phase", "buffer", "http", "handshake", "lost", "__weakref__")
+    __slots__ = ("factory", "loop", "transport", "phase", "buffer", "http", "lost", "__weakref__")
     port: _Port
 
     def __init__(self, factory, loop):
         self.factory, self.loop = factory, loop
-        self.transport = self.http = self.handshake = None
+        self.transport = self.http = None
         self.phase, self.buffer, self.lost = IDLE, None, False
 
     # deadlines
@@ -145,7 +146,7 @@ class _Gate:
         port.idle[self] = time.monotonic() + port.limits.idle
 
     def reading(self, restart: bool = False) -> None:
-        """A request (or handshake) is under way: its read deadline starts now, unless it already runs."""
+        """A request is under way: its read deadline starts now, unless it already runs."""
         port = self.port
         if self.phase != READING or restart or self not in port.reading:
             port.idle.pop(self, None)
@@ -166,7 +167,7 @@ class _Gate:
         if self.transport is None or self.transport.is_closing():
             return
         cycle = self.http.cycle if self.http is not None else None
-        if reading and self.handshake is None and (cycle is None or cycle.response_complete) \
+        if reading and (cycle is None or cycle.response_complete) \
                 and not (self.http is not None and self.http.flow is not None and self.http.flow.write_paused):
             limit = self.port.limits.read
             body = b'{"error":"request not received whole within %s s"}' % (b"%g" % limit)
@@ -189,32 +190,7 @@ class _Gate:
             transport.close()
             return
         self.factory.connections.add(self)      # uvicorn's shutdown closes it
-        if self.port.tls is not None:
-            self.reading()                      # the handshake is timed as a request
-            transport.pause_reading()           # the ClientHello is for start_tls, which resumes reading
-            self.handshake = self.loop.create_task(self._handshake(transport))
-        else:
-            self.idle()
-
-    async def _handshake(self, raw) -> None:
-        try:
-            tls = await self.loop.start_tls(raw, self, self.port.tls, server_side=True,
-                                            ssl_handshake_timeout=self.port.limits.read)
-        except Exception as e:  # a failed or timed-out handshake: the client is told by TLS itself
-            log.debug("TLS handshake failed: %s", e)
-            self.handshake = None
-            raw.close()
-            self._lost()
-            return
-        self.handshake = None
-        if tls is None or self.lost:
-            return
-        self.transport = tls
-        if self.buffer:
-            self.reading(restart=True)
-            self._hand_over_if_whole(0)
-        else:
-            self.idle()
+        self.idle()
 
     def data_received(self, data: bytes) -> None:
         if self.buffer is None:
@@ -223,8 +199,6 @@ class _Gate:
         else:
             seen = len(self.buffer)
             self.buffer += data
-        if self.handshake is not None:          # app data that came with the handshake's end
-            return
         if self.phase != READING:
             self.reading()
         self._hand_over_if_whole(max(0, seen - 3))
@@ -333,10 +307,9 @@ class _Factory:
         return http
 
 
-def guarded(limits: ConnectionLimits, tls=None) -> _Factory:
-    """The protocol factory of one port: its own cap and connections; with `tls` (an ssl.SSLContext; or set
-    `.port.tls` before serving) the port's handshakes start in the gate, so one under way is counted and timed."""
-    return _Factory(_Port(limits, tls))
+def guarded(limits: ConnectionLimits) -> _Factory:
+    """The protocol factory of one port: its own cap and connections."""
+    return _Factory(_Port(limits))
 
 
 def waiting_on_server(scope):

@@ -22,17 +22,7 @@ from .convert import ConvertApp
 # time (app/api/limits.py, LargeBodies).
 
 
-class _Guarded(uvicorn.Server):
-    """uvicorn listening on plain TCP: the port's connections (app/api/connections.py) do the TLS handshakes
-    with the SSLContext uvicorn built from the --tls-* options."""
-
-    async def startup(self, sockets=None) -> None:
-        if self.config.ssl is not None:
-            self.config.http_protocol_class.port.tls, self.config.ssl = self.config.ssl, None
-        await super().startup(sockets)
-
-
-class _Main(_Guarded):
+class _Main(uvicorn.Server):
     """The main server: it takes SIGINT and SIGTERM and stops, but does not raise the signal again once stopped
     (uvicorn does, and the default handler would then kill the process before serve_live's cleanup: the
     leader's Lease released for a quick hand-over, the watches closed)."""
@@ -48,13 +38,12 @@ def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main,
            limits: ConnectionLimits = ConnectionLimits(), **options) -> uvicorn.Server:
     """A uvicorn server as Quotient runs them: uvicorn's lines through the root handler (log_config=None),
     no access log, no proxy headers (create_app adds their middleware where a route needs them), connections
-    bounded by `limits` (app/api/connections.py), which also does the TLS handshakes (so a connection in its
-    handshake is counted and timed; _Guarded.startup hands it uvicorn's SSLContext)."""
+    bounded by `limits` (app/api/connections.py)."""
     return cls(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                               proxy_headers=False, log_config=None, http=guarded(limits), **tls, **options))
 
 
-class _Beside(_Guarded):
+class _Beside(uvicorn.Server):
     """A server beside the main one: the main one takes SIGINT and SIGTERM (two would replace each other's
     handlers), and serve_all stops this one when the main one stops."""
 
