@@ -134,3 +134,4 @@ def test_a_flag_that_is_not_a_duration_is_refused():
         main(["serve", "--idle-timeout", "0"])
     with pytest.raises(SystemExit):
         main(["serve", "--max-connections", "none"])
+

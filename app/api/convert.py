@@ -108,13 +108,15 @@ class ConvertApp:
             return await answer(send, 405, orjson.dumps({"error": "convert: use POST"}))
         try:
             async with _large.admit(scope):
-                body = await read_body(scope, receive, CONVERT_BODY)
+                large = _large.is_large(scope)
+                body = await read_body(scope, receive, CONVERT_BODY, bytearray() if large else None)
                 if len(body) > INLINE_BODY:
                     return await self._converted_apart(body, send)
         except BodyTooLarge as e:
             return await refuse(send, "convert", e.limit)
         except ClientGone:
             return None
+        body = bytes(body)      # a small one that came without a declared length
         crowded = too_many_items(body)
         if crowded:
             return await answer(send, 413, orjson.dumps({"error": f"convert: {crowded}"}))
@@ -134,7 +136,23 @@ class ConvertApp:
             return await answer(send, 500, orjson.dumps({"error": f"convert: {e}"}))
         del body
         if kind == ANSWERED:
-            return await answer(send, 200, out)
+            return await _answer_in_pieces(send, out)
         return await answer(send, 413 if kind == CROWDED else 400,
                             orjson.dumps({"error": f"convert: {out.decode(errors='replace')}"}))
 
+
+
+ANSWER_PIECE = 2**20
+
+
+async def _answer_in_pieces(send, out: bytearray) -> None:
+    """A large answer written a MiB at a time (views, not copies): the transport never takes the whole of it in
+    one call, which would copy it on the event loop, and a slow reader is paced by uvicorn's flow control."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]})
+    view = memoryview(out)
+    for start in range(0, len(out), ANSWER_PIECE):
+        await send({"type": "http.response.body", "body": view[start:start + ANSWER_PIECE],
+                    "more_body": start + ANSWER_PIECE < len(out)})
+    if not out:
+        await send({"type": "http.response.body", "body": b""})
