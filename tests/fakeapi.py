@@ -86,7 +86,8 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
   "slow"     watch: each event is delayed by `delay` seconds (default 0.2)
   "stall"    watch: the headers, then nothing (no event, no bookmark, no error) with the connection open
              until api.release(), as a stuck watch cache or a proxy that holds the stream
-  "error"    answers `code` (default 500) with a Status (reason InternalError for 500)
+  "error"    answers `code` (default 500) with a Status (reason InternalError for 500); written=True: the
+             request is carried out first (a write that lands, whose answer says it failed)
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
 api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
 resourceVersion newer than the server's answers 504 "Too large resource version".
@@ -583,6 +584,8 @@ class FakeApiServer:
             if f.action == "hang":
                 return await self._hang()
             if f.action == "error":
+                if f.params.get("written"):          # the write lands, its answer is an error all the same
+                    await self._serve(request, k, ns, name, sub, verb, None)
                 code = f.params.get("code", 500)
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests",
                           403: "Forbidden", 404: "NotFound"}.get(code, "InternalError")
