@@ -223,7 +223,9 @@ class FaultRun:
             api.expire()
         elif what == "backup":
             self.backup = api.backup()
-        elif what == "restore" and self.backup is not None:
+        elif what == "restore" and self.backup is not None:    # the API server restarts on an older backup
+            api.drop_watches()
+            await asyncio.sleep(0.01)
             api.restore(self.backup)
             self.backup = None
             bound = {o["metadata"]["uid"] for o in self.api_pods(pending=False)}

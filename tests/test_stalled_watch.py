@@ -106,3 +106,26 @@ def test_the_stall_timeout_is_a_positive_duration():
     assert decode_configuration({**doc, "watchStallTimeout": "90s"}).watch_stall_timeout == 90.0
     with pytest.raises(ConfigError, match="watchStallTimeout"):
         decode_configuration({**doc, "watchStallTimeout": "0s"})
+
+
+async def test_a_watch_whose_connection_broke_admits_nothing_until_it_is_answered_again(tmp_path):
+    """An API server that restarts (restored from a backup, say) may take binds before Quotient's watch hears from
+    it again: while a watch reconnects after a broken connection, filter and bind of a queued pod refuse with
+    SourceStale naming it; /readyz stays 200 (a reconnect is routine, no reason to take the replica out)."""
+    async with quickly(tmp_path, "8") as live, readyz(live) as http:
+        p = Pod("p").queue("lq").cpu("1").obj()
+        live.api.apply(p)
+        await until(lambda: live.knows(p), what="the pod")
+        live.api.fault("pause", resource="pods", verb="watch")      # the reconnect is held at the server
+        live.api.drop_watches()
+        await live.api.paused_request()
+        await until(lambda: "Pod" in live.source.reconnecting, what="the broken connection noticed")
+        answer = live.filter(p)
+        assert answer["NodeNames"] == [] and "SourceStale" in answer["Error"], answer
+        assert "the Pod watch is reconnecting" in answer["Error"]
+        assert "SourceStale" in await live.bind(p)
+        assert (await http.get("/readyz")).status_code == 200
+        live.api.resume()
+        await until(lambda: "Pod" not in live.source.reconnecting, what="the watch answered again")
+        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
+        assert api_cpu(live.api, {"team-a/lq": "cq"}) == {"cq": 1000}

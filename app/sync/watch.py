@@ -242,6 +242,9 @@ class WatchSource:
         self.seen: dict[str, float] = {}          # kind -> monotonic time of its last list, event or bookmark
         self.absent: set[str] = set()             # optional kinds the API server does not serve
         self._streams: dict[str, aiohttp.ClientResponse] = {}    # kind -> its open watch, cut when versions go back
+        # kind -> why its watch broke (a dropped or failed connection, a timeout), until it is answered again:
+        # an API server restarting (restored from a backup, say) may take binds before this source hears of it.
+        self.reconnecting: dict[str, str] = {}
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
@@ -271,7 +274,7 @@ class WatchSource:
         the kinds whose watch has shown nothing for too long."""
         if not self._ready:
             return "initial lists not yet applied"
-        why = self.staleness()
+        why = self.staleness(reconnecting=False)     # a watch reconnecting is not a replica to take out
         return f"stale: {why}" if why else ""
 
     def silent(self) -> dict[str, float]:
@@ -283,10 +286,11 @@ class WatchSource:
         ages = {r.kind: now - self.seen.get(r.kind, now) for r in self.resources if r.kind not in self.absent}
         return {kind: age for kind, age in ages.items() if age > self.stall_timeout}
 
-    def staleness(self, kind: str | None = None) -> str:
+    def staleness(self, kind: str | None = None, reconnecting: bool = True) -> str:
         """"" when every source is fresh; else, for each stale kind, why: how long its watch has shown
-        nothing, or the relist it waits for (the server refused to go on from its resourceVersion, or the
-        watch stalled); kind: that kind only."""
+        nothing, the relist it waits for (the server refused to go on from its resourceVersion, or the
+        watch stalled), or (reconnecting) the watch whose connection broke and is not back yet; kind: that
+        kind only."""
         silent = self.silent()
         if kind is not None:
             silent = {k: v for k, v in silent.items() if k == kind}
@@ -294,6 +298,9 @@ class WatchSource:
                  for k in sorted(silent)]
         parts += [f"the {k} list is being read again ({why})" for k, why in sorted(self.stale.items())
                   if k not in silent and kind in (None, k)]
+        if reconnecting:
+            parts += [f"the {k} watch is reconnecting ({why})" for k, why in sorted(self.reconnecting.items())
+                      if k not in silent and k not in self.stale and kind in (None, k)]
         return "; ".join(parts) + ("; Quotient relists it" if len(parts) == 1 else "; Quotient relists them") \
             if parts else ""
 
@@ -628,6 +635,7 @@ class WatchSource:
                 continue
             except Absent:
                 absent = True
+                self.reconnecting.pop(res.kind, None)
                 self.rv.pop(res.kind, None)
                 self.stale.pop(res.kind, None)
                 self._apply_lists([(res, (None, ""))])     # none served: absent, never stale
@@ -638,6 +646,8 @@ class WatchSource:
                 continue                            # relist at once: nothing to wait for
             except WatchError as e:
                 self._error(res, e.cause, e.detail)
+                if e.cause in RESUMABLE:
+                    self.reconnecting[res.kind] = e.cause
                 if e.cause == WENT_BACK:
                     self._went_back()
                 elif (res.kind in self.stale or e.cause not in RESUMABLE) and self.stale.get(res.kind) != WENT_BACK:
@@ -703,6 +713,7 @@ class WatchSource:
         try:
             if resp.status != 200:
                 raise await self._status_error(resp, res)
+            self.reconnecting.pop(res.kind, None)
             content = resp.content
             while True:
                 try:
