@@ -9,7 +9,9 @@ a ConversionReview with a uid gets a 400.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 
 import orjson
 
@@ -109,7 +111,8 @@ class ConvertApp:
         try:
             async with _large.admit(scope):
                 large = _large.is_large(scope)
-                body = await read_body(scope, receive, CONVERT_BODY, bytearray() if large else None)
+                body = await read_body(scope, _paced(receive) if large else receive, CONVERT_BODY,
+                                       bytearray() if large else None)
                 if len(body) > INLINE_BODY:
                     return await self._converted_apart(body, send)
         except BodyTooLarge as e:
@@ -142,16 +145,52 @@ class ConvertApp:
 
 
 
-ANSWER_PIECE = 2**20
+# A large review is read and answered at most this fast (bytes a second each way, whole process): the verbs'
+# event loop then spends a bounded share of its time on conversion traffic, in short slices, and the conversion
+# worker converts no faster than that (tests/bench/bench_connections.py: unpaced, 4 connections sending 32 MiB
+# reviews took filter's p99 to 4-6x its idle value; paced at 16 MiB/s, under 2x). The largest review the limit
+# admits then takes about 4 s in all, well within kube-apiserver's webhook timeout (10 s by default, 30 at most);
+# a real one (a few KiB per object) is not paced at all.
+CONVERT_RATE = 16 * 2**20
+ANSWER_PIECE = 128 * 2**10
+
+
+class _Pace:
+    """A token bucket with no burst: take(n) returns once n more bytes fit in CONVERT_RATE since the last take."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self._next = 0.0
+
+    async def take(self, n: int) -> None:
+        now = time.monotonic()
+        self._next = max(now, self._next) + n / self.rate
+        if self._next - now > 0.001:
+            await asyncio.sleep(self._next - now)
+
+
+_pace = _Pace(CONVERT_RATE)
+
+
+def _paced(receive):
+    """receive, paced: uvicorn stops reading the socket meanwhile (its flow control), so the body waits in the
+    client and the kernel, not in this process."""
+    async def paced():
+        message = await receive()
+        await _pace.take(len(message.get("body", b"")))
+        return message
+    return paced
 
 
 async def _answer_in_pieces(send, out: bytearray) -> None:
-    """A large answer written a MiB at a time (views, not copies): the transport never takes the whole of it in
-    one call, which would copy it on the event loop, and a slow reader is paced by uvicorn's flow control."""
+    """A large answer written ANSWER_PIECE at a time (views, not copies) at CONVERT_RATE: the transport never
+    takes much of it in one call, which would copy it on the event loop, and a slow reader is paced by uvicorn's
+    flow control."""
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]})
     view = memoryview(out)
     for start in range(0, len(out), ANSWER_PIECE):
+        await _pace.take(min(ANSWER_PIECE, len(out) - start))
         await send({"type": "http.response.body", "body": view[start:start + ANSWER_PIECE],
                     "more_body": start + ANSWER_PIECE < len(out)})
     if not out:
