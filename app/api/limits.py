@@ -91,8 +91,16 @@ async def read_body(scope, receive, limit: int = VERB_BODY, into: bytearray | No
     if declared is not None and declared > limit:
         raise BodyTooLarge(limit)
     if into is not None:
-        return await _read_into(receive, limit, into)
-    chunks, seen = [], 0
+        async for chunk in _chunks(receive, limit):
+            into += chunk
+        return into
+    chunks = [chunk async for chunk in _chunks(receive, limit)]
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _chunks(receive, limit: int):
+    """The body's chunks as they come; BodyTooLarge as soon as they pass the limit, ClientGone on a disconnect."""
+    seen = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -101,22 +109,9 @@ async def read_body(scope, receive, limit: int = VERB_BODY, into: bytearray | No
         seen += len(chunk)
         if seen > limit:
             raise BodyTooLarge(limit)
-        chunks.append(chunk)
+        yield chunk
         if not message.get("more_body"):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-async def _read_into(receive, limit: int, into: bytearray) -> bytearray:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone()
-        into += message.get("body", b"")
-        if len(into) > limit:
-            raise BodyTooLarge(limit)
-        if not message.get("more_body"):
-            return into
+            return
 
 
 class BodyLimit:
