@@ -572,6 +572,7 @@ class Extender:
         """Everything a reconcile decides, at once on one consistent state: the evictions to write."""
         state = self.state
         state.expire_reservations()
+        state.expire_assumed()
         self.actions.prune(state.pods)
         self._planned = []
         try:

@@ -694,6 +694,20 @@ class ClusterState:
             self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
         return ""
 
+    def expire_assumed(self) -> int:
+        """Take the API's word for the bindings it has not shown within ASSUMED_TTL when it sent an unbinding
+        event meanwhile (held back): the newest such event is applied now, as _stale would apply the next one. A pod
+        the API shows unbound (its Binding lost, or undone by a restored API server) would otherwise stay charged
+        until some later event of it came, and a pending pod may get none. Returns how many."""
+        now = self.timer()
+        late = [uid for uid, since in self.assumed.items() if now - since >= ASSUMED_TTL and uid in self.held_back]
+        for uid in late:
+            latest = self.held_back[uid]
+            self._confirmed(uid)
+            self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
+            self.upsert_pod(latest)
+        return len(late)
+
     def _confirmed(self, uid: str) -> None:
         """The API has spoken about a pod Quotient assumed bound: its word stands from now on."""
         self.assumed.pop(uid, None)
