@@ -124,7 +124,9 @@ class Extender:
         kube-scheduler tries the pod again after its backoff instead of parking it (app/refusals.py);
         any other parks it, with FailedNodes when kube-scheduler's preemption may help."""
         state = self.state
-        retry = retry_cause(state, pod, rule, cluster_queue, resolvable, assignment)
+        state.tried(pod.uid, refused=True)
+        retry = retry_cause(state, pod, rule, cluster_queue, resolvable, assignment,
+                            every_node=len(offered.names) >= len(state.nodes))
         holds = frozenset(state.holds) if rule == "RoomHeld" else frozenset()
         self.refusals.refused(pod.uid, rule, reason, state.clock(), retry, holds)
         if retry:
@@ -133,6 +135,10 @@ class Extender:
         if resolvable:
             return self._filter_answer(nodes, [], b"[]", failed=dict.fromkeys(offered.names, reason))
         return self._refuse_all(nodes, offered, reason)
+
+    def _passed(self, pod: PodInfo) -> None:
+        self.refusals.passed(pod.uid, self.state.clock())
+        self.state.tried(pod.uid, refused=False)
 
     def _refused(self, pod: PodInfo, r: Refuse, nodes: dict | None, offered: OfferedNodes, queue: str) -> bytes:
         """A core refusal after the verdict admitted: journaled and answered (no node passes)."""
@@ -163,12 +169,19 @@ class Extender:
         if waiting:
             return self._refuse(pod, "WaitingForVictims", waiting, nodes, offered)
         charge = state.admitted.get(pod.uid)
+
+        def has_nodes(flavor: str) -> bool:
+            return offered.has_nodes(state, flavor)
+
         if charge is not None:   # already bound by Quotient: only its flavors' nodes
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
             flavors = charge.flavors
         else:
             state.drop_reservation(pod.uid)
-            verdict = decide(state, pod, lambda flavor: offered.has_nodes(state, flavor))
+            known = state.blocked.lookup(state, pod, has_nodes)
+            if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
+                return self._refuse_behind(pod, known, nodes, offered)
+            verdict = decide(state, pod, has_nodes)
             flavors = verdict.assignment.flavors if verdict.assignment else {}
         if not verdict.managed:
             passing, encoded = offered.on_offer(state, frozenset())
@@ -187,6 +200,9 @@ class Extender:
                                            queue=verdict.cluster_queue, resolvable=False, offered=len(offered.names),
                                            tried=list(verdict.assignment.reasons)))
                 return self._refuse(pod, "Preempting", started, nodes, offered)
+            state.blocked.remember(state, pod, verdict, has_nodes, reclaim_tried=True)
+        elif not verdict.admit:
+            state.blocked.remember(state, pod, verdict, has_nodes)
         if not verdict.admit:
             self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason=verdict.reason,
                                        queue=verdict.cluster_queue, resolvable=verdict.resolvable,
@@ -210,9 +226,21 @@ class Extender:
                                    tried=list(verdict.assignment.reasons) if verdict.assignment else []))
         # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
         # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
-        self.refusals.passed(pod.uid, self.state.clock())
+        self._passed(pod)
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
+
+    def _refuse_behind(self, pod: PodInfo, known, nodes: dict | None, offered: OfferedNodes) -> bytes:
+        """A refusal that stands for a pod of the same shape at or ahead of this one (state.blocked): answered
+        as it was decided, preemption included (none was found then), naming the pod it was decided for."""
+        v = known.verdict
+        reason = v.reason if known.pod == pod.key else (
+            f"{v.reason} (as decided for {known.pod}, of the same requests and priority and ahead of this pod in "
+            f"ClusterQueue {v.cluster_queue}; nothing has freed quota in its cohort since)")
+        self._journal(FilterRecord(pod=pod.key, outcome=v.rule, reason=reason, queue=v.cluster_queue,
+                                   resolvable=v.resolvable, offered=len(offered.names),
+                                   tried=list(v.assignment.reasons) if v.assignment else []))
+        return self._refuse(pod, v.rule, reason, nodes, offered, v.cluster_queue, v.resolvable, v.assignment)
 
     def _flavor_nodes(self, pod: PodInfo, flavors: frozenset, offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
         """The offered nodes of the pod's flavors it may take (core.filtering.nodes_for), and their JSON."""
@@ -239,7 +267,7 @@ class Extender:
             return self._refuse(pod, r.rule, r.reason, nodes, offered, r.cluster_queue or None)
 
         def passes(node: str) -> bytes:
-            self.refusals.passed(pod.uid, self.state.clock())
+            self._passed(pod)
             return self._filter_answer(nodes, [node], orjson.dumps([node]))
 
         if pod.node_name:          # already bound: its own node only, the group is not admitted again
@@ -293,7 +321,7 @@ class Extender:
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
                                    group=key, flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))
-        self.refusals.passed(pod.uid, state.clock())
+        self._passed(pod)
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
 

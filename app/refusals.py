@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from .core import preemption, readiness
 from .core.decisions import QUOTA_RULES
-from .core.flavors import PREEMPT
 from .core.gangs import group_of
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
@@ -101,10 +100,12 @@ def retry_message(reason: str, cause: str) -> str:
     return reason + RETRY_NOTE.format(cause=cause)
 
 
-def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bool, assignment=None) -> str:
+def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bool, assignment=None,
+                every_node: bool = False) -> str:
     """Why a refusal of pod by rule clears by itself soon, so kube-scheduler should try the pod again after its
     backoff rather than park it: the label of the retry, or "" to park it. assignment: the flavors filter
-    found, whose mode PREEMPT says the pod fits once quota in use is freed (not so a pod that never fits)."""
+    found (a pod that never fits is parked); every_node: every node passed kube-scheduler's own filters, so its
+    preemption can do nothing for the pod (its dry run finds the pod fits without evicting anyone)."""
     now = state.clock()
     if rule == "SourceStale":
         return rule                     # the relist comes within seconds
@@ -125,11 +126,11 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     if cq is None or rule not in QUOTA_RULES:
         return ""
     left = preemption.delay_left(cq, pod, now)
-    if resolvable:      # kube-scheduler's own preemption may act on it: parked, unless only a delay stops it
+    if resolvable and not every_node:   # kube-scheduler's own preemption may act: parked, unless a delay stops it
         return "PreemptionDelay" if 0 < left <= RETRY_HORIZON else ""
-    if assignment is None or assignment.mode != PREEMPT:
-        return ""
+    if assignment is not None and (assignment.unresolvable or assignment.no_nodes):
+        return ""                       # it never fits this ClusterQueue's quota, or no node of its flavors
     head = next(state.pending_pods(cq.name), None)
     if head is not None and (head.uid == pod.uid or (group_of(pod) and group_of(head) == group_of(pod))):
         return "QueueHead"
-    return ""
+    return "QuotaInUse"

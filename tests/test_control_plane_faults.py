@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import app.api.app as app_module
+from app.sync import freshness
 from app.act.kube import KubeWriter
 from app.act.writer import SnapshotWriter, WriteError
 from app.api.app import Loops, create_app
@@ -199,7 +200,8 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         assert (await live.bind(p)).startswith("SourceStale: the Pod list is being read again (http 504)")
         assert len(live.api.writes) == writes
         live.api.resume()
-        await until(lambda: live.source.relists["Pod"] >= 1 and live.source.ready, what="the relist")
+        await until(lambda: live.source.relists["Pod"] >= 1 and live.source.ready
+                    and not freshness.stale(live.state), what="the relist, every watch connected again")
         assert sum(live.source.relists.values()) > relists
         assert live.knows(p, node_name=""), "the relist is believed, whatever its resourceVersions say"
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0 == api_cpu(live.api, {}).get("cq", 0)

@@ -170,22 +170,39 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue) -> Iterato
 
 
 def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
-    """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order.
+    """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: those
+    kube-scheduler brings now, not one backing off from a refusal (ClusterView.away).
 
     Each one that fits is charged virtually. One that does not fit blocks every pod
     behind it under StrictFIFO and is passed over under BestEffortFIFO. A pod its
-    ClusterQueue would refuse anyway (namespace not selected) never blocks."""
+    ClusterQueue would refuse anyway (namespace not selected) never blocks.
+
+    A pod of a shape (PodInfo.shape) that did not fit is not assigned again further down: the charges only
+    grow along the walk, so no later pod of that shape fits either, and a queue of thousands costs one
+    assignment per shape past the pods that fit."""
+    passed_over: set = set()
+    strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
         for other in _ahead(state, pod, cq):
+            shape = other.uid if group_of(other) else other.shape     # a group is its own
+            if shape in passed_over:
+                continue
+            away = state.away(other.uid)
+            if away and not strict:
+                continue         # kube-scheduler will not bring it for a while: it keeps no quota meanwhile
             if resolve(state, other)[1] is not None:
+                passed_over.add(shape)
                 continue
             a = assign(state, other, cq)
             if a.mode == FIT:
-                _charge_one_more(overlay, charges, (cq.name, a.usage, other.key))
-            elif cq.queueing_strategy == "StrictFIFO":
+                if not away:         # (StrictFIFO: one away still blocks the queue when it does not fit)
+                    _charge_one_more(overlay, charges, (cq.name, a.usage, other.key))
+            elif strict:
                 why = a.reasons[-1] if a.reasons else "it does not fit"
                 return (f"StrictFIFO: {other.key} is ahead in ClusterQueue {cq.name} and does not fit "
                         f"({why}); pods behind it wait")
+            else:
+                passed_over.add(shape)
     return ""
 
 
@@ -227,11 +244,17 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
     holders, by_share = [], False
     with virtual_charges(state, charges) as overlay:
         for other_cq, current in _cohort_queues(state, cq):
+            passed_over: set = set()         # shapes that did not fit: none behind them does (queue_ahead)
             for other in state.pending_pods(current.name):
+                shape = other.uid if group_of(other) else other.shape     # a group is its own
+                if shape in passed_over or state.away(other.uid):
+                    continue
                 if resolve(state, other)[1] is not None:
+                    passed_over.add(shape)
                     continue   # other_cq would refuse it (e.g. namespace not selected): it cannot come first
                 a = assign(state, other, other_cq)
                 if a.mode != FIT:
+                    passed_over.add(shape)
                     continue
                 level = borrowing_level(current, a.usage)
                 lower = fair and a.borrowing and \

@@ -53,7 +53,11 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
             return ""
         verdict = decide(state, gangs.as_workload(key, pending))
     else:
+        if state.blocked.lookup(state, pod) is not None:
+            return ""          # one of its shape ahead of it is refused, and nothing has freed since (state.blocked)
         verdict = decide(state, pod)
+        if not may_reclaim(verdict):
+            state.blocked.remember(state, pod, verdict)
     if verdict.admit and verdict.managed:
         a = verdict.assignment
         if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):

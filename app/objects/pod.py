@@ -68,10 +68,28 @@ class PodInfo:
     group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
     job: str = ""                       # the workload key of the Kueue-managed Job that owns it (state/jobs)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
+    _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def shape(self) -> tuple:
+        """Everything admission reads of the pod but who it is and when it came: two pods of one shape fit, or
+        do not, alike in one ClusterQueue at one moment, and the later one in queue order never sooner
+        (core.admission's walks and core.blocked rely on it). Worked out once per pod object."""
+        found = self._shape
+        if found is None:
+            owner = self.owner
+            found = self._shape = (
+                self.namespace, self.queue_name, tuple(sorted(self.requests.items())), self.priority,
+                self.pod_priority, self.preemption_policy, self.priority_class, self.workload_priority_class,
+                self.missing_priority_class, tuple(sorted(self.node_selector.items())), repr(self.tolerations),
+                repr(self.affinity_terms), self.job, owner.uid if owner is not None and owner.is_batch_job else "",
+                self.group_total, self.labels.get("kueue.x-k8s.io/pod-group-name", ""),
+                self.labels.get("scheduling.x-k8s.io/pod-group", ""))
+        return found
 
     @property
     def queue_name(self) -> str:

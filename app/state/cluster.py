@@ -35,9 +35,13 @@ from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
 from ..objects.podgroup import PodGroup
 from .budgets import Budgets
+from .blocked import BlockedQueues
 from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree, mirror
 
+MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
+AT_THE_DOOR = 1.0      # a pod due within this (kube-scheduler's backoff ordering window, 1 s) keeps its place
+OVERDUE = 5.0          # a pod not tried this long after it was due is away until it is
 log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
@@ -200,6 +204,10 @@ class ClusterState:
         self._learned_sweep = 0.0
         self.skips: Counter = Counter()
         self.generation = 0     # bumps on every change; the simulator watches it
+        self.policy_generation = 0    # bumps when an object admission reads other than pods changes (state.blocked)
+        self.pending_left: Counter = Counter()    # ClusterQueue -> pending pods that left its queue unadmitted
+        self.blocked = BlockedQueues()            # refusals remembered per pod shape (state.blocked)
+        self.tries: dict[str, tuple[int, float]] = {}   # pending pod uid -> kube-scheduler's attempts, its next (timer)
         self._bulk = 0
 
     # ---- bulk loading -------------------------------------------------
@@ -344,18 +352,22 @@ class ClusterState:
     def upsert_namespace(self, name: str, labels: dict[str, str]) -> None:
         self.namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_namespace(self, name: str) -> None:
         self.namespaces.pop(name, None)
         self.generation += 1
+        self.policy_generation += 1
 
     def upsert_priority_class(self, pc: PriorityClassInfo) -> None:
         self.priority_classes[pc.name] = pc
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
         self.generation += 1
+        self.policy_generation += 1
 
     def upsert_job(self, job: JobInfo) -> None:
         """A Job made or changed: its pods take its queue and WorkloadPriorityClass labels anew (jobs.inherit)."""
@@ -372,6 +384,7 @@ class ClusterState:
             self._infer_job_admission(job.uid)      # its pods run already, admitted before it came: its workload
         self._sync_job(job.uid)
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_job(self, key: str) -> None:
         uid = next((u for u, j in self.jobs.items() if j.key == key), None)
@@ -382,6 +395,7 @@ class ClusterState:
             self._relabel(uid)
             self._sync_job(uid)
         self.generation += 1
+        self.policy_generation += 1
 
     # ---- Jobs not on the API: late, or missing ------------------------------------
     def _wait_for_job(self, pod: PodInfo) -> None:
@@ -521,27 +535,33 @@ class ClusterState:
             self.resolve_priority(pod)
             self._index_pending(pod)
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_workload_priority_class(self, name: str) -> None:
         """Deleted: the pods it gave a priority keep it, as Kueue's Workloads keep their spec.priority."""
         self.workload_priority_classes.pop(name, None)
         self.generation += 1
+        self.policy_generation += 1
 
     def upsert_budget(self, pdb: PodDisruptionBudget) -> None:
         self.budgets.upsert(pdb, self.pods.values())
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_budget(self, key: str) -> None:
         self.budgets.remove(key)
         self.generation += 1
+        self.policy_generation += 1
 
     def upsert_pod_group(self, pg: PodGroup) -> None:
         self.pod_groups[pg.key] = pg
         self.generation += 1
+        self.policy_generation += 1
 
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
         self.generation += 1
+        self.policy_generation += 1
 
     # ---- Kueue objects -----------------------------------------------------
     def _kueue_table(self, kind: str) -> dict:
@@ -559,11 +579,13 @@ class ClusterState:
 
     def _kueue_changed(self) -> None:
         self.generation += 1
+        self.policy_generation += 1
         if not self._bulk:
             self._rebuild()
 
     def _rebuild(self) -> None:
         """Rebuild the tree and flavor node sets, then charge every holder again."""
+        self.policy_generation += 1
         self.tree = build_tree(self.cluster_queues, self.cohorts, self.flavors)
         self._decisions, self._unmirrored = mirror(self.tree), set(self.tree.queues)     # charged again below
         self.membership_generation += 1
@@ -645,6 +667,25 @@ class ClusterState:
         record = self.requeues.get(key)
         if record is not None and record.owner_uid and pod.owner is not None and pod.owner.uid != record.owner_uid:
             del self.requeues[key]
+
+    def tried(self, uid: str, refused: bool) -> None:
+        """kube-scheduler tried the pod (filter was asked): refused, it backs off as kube-scheduler v1.36 does,
+        1 s doubling with each attempt up to 10 s (podInitialBackoff, podMaxBackoff), before it is tried again."""
+        attempts = self.tries.get(uid, (0, 0.0))[0] + 1
+        backoff = min(MAX_BACKOFF, 2.0 ** min(attempts - 1, 8)) if refused else 0.0
+        self.tries[uid] = (attempts, self.timer() + backoff)
+
+    def away(self, uid: str) -> bool:
+        """kube-scheduler will not try the pod for a while: it backs off from a refusal (tried), or was expected
+        more than OVERDUE ago and did not come. A pending pod that is away keeps no quota from the pods behind it
+        that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as Kueue admits
+        in order among the workloads it has, quota never waits idle for a pod that is not coming; a pod of
+        higher priority that finds it taken preempts, as in Kueue. One never tried is not away."""
+        found = self.tries.get(uid)
+        if found is None:
+            return False
+        now = self.timer()
+        return now < found[1] - AT_THE_DOOR or now > found[1] + OVERDUE
 
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
@@ -728,6 +769,7 @@ class ClusterState:
         self.resolve_priority(pod, old)
         if not force:
             self.learned.pop(pod.uid, None)     # a source now speaks for it (Quotient's own bind does not)
+        was = self._pending_of.get(pod.uid)
         if old is not None:
             self._unlink(old)
         self.pods[pod.uid] = pod
@@ -750,6 +792,8 @@ class ClusterState:
                     and pod.node_name and pod.node_name != old.node_name:
                 # Another's binding won over Quotient's: the admission is when the API says it was bound.
                 charge.admitted_at, charge.admitted_from = pod.observed_admission()
+        if pod.node_name or pod.terminal:
+            self.tries.pop(pod.uid, None)
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
@@ -761,11 +805,14 @@ class ClusterState:
         if pod.terminal:
             self.going.discard(pod.uid)
         self._index_pending(pod)
+        if was is not None and self._pending_of.get(pod.uid) != was and not (pod.node_name and not pod.terminal):
+            self.pending_left[was[0]] += 1      # left its place other than by binding: room ahead of others may free
         self.track_readiness(pod)
         self._pod_job_changed(pod.uid)
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
+        self.tries.pop(uid, None)
         self._confirmed(uid)
         self.release_hold(uid)
         pod = self.pods.pop(uid, None)
@@ -775,6 +822,8 @@ class ClusterState:
         self.going.discard(uid)
         self.drop_reservation(uid)
         if pod is not None:
+            if uid in self._pending_of:
+                self.pending_left[self._pending_of[uid][0]] += 1
             self._unlink(pod)
             if self.budgets:
                 self.budgets.pod_removed(pod)

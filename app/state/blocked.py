@@ -1,0 +1,134 @@
+"""What blocks each ClusterQueue: a quota refusal remembered per pod shape until something frees quota.
+
+kube-scheduler asks about every pending pod again after its backoff, so a backlog of thousands is asked
+about hundreds of times a second, and deciding each from scratch walks its queue and its cohort (issue 32).
+Two pods of one shape (PodInfo.shape) in one ClusterQueue fit, or do not, alike, and the later one in queue
+order never sooner: so once a pod is refused for quota or queue order, every pod of its shape behind it is
+refused for the same reason, for as long as nothing has freed quota in its cohort tree since:
+
+- no ClusterQueue of the tree plans with less usage than then (a pod finished, a reservation or hold ended,
+  victims chosen);
+- no pending pod of the tree left its queue other than by binding (deleted, finished, relabelled), so no
+  pod ahead that was counted is gone;
+- no Kueue object, namespace, class, Job, PodGroup or PodDisruptionBudget changed (policy_generation),
+  nor which nodes a flavor holds (membership_generation), nor which flavors have nodes on offer;
+- it is at most MAX_AGE old: what only time changes (a preemption delay running out) and what
+  BestEffortFIFO gives a pod behind when one ahead stops fitting are seen within that.
+
+Only refusals are remembered; an admission is always decided anew on the state as it is, so nothing here
+can admit a pod beyond quota. A refusal answered from here costs a few dictionary lookups, whatever the
+length of the queue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+REMEMBERED = frozenset({"QuotaExceeded", "StrictFIFO", "NominalQuotaFirst", "BorrowingLevelOrder",
+                        "FairSharingOrder", "StrictFIFOReservation"})
+MAX_AGE = 1.0          # seconds on state.timer
+MAX_REMEMBERED = 10_000
+
+
+@dataclass(slots=True)
+class Blocked:
+    """One remembered refusal: the pod it was decided for, where it stood, and what it was decided on."""
+    place: tuple               # the refused pod's queue key (ClusterState.queue_key)
+    pod: str                   # its namespace/name, named in the answers given from here
+    verdict: object            # core.admission.Verdict, reason included
+    usage: list                # (ClusterQueue node of the decisions' tree, its usage then) for the cohort tree
+    left: int                  # the tree's pending pods gone unadmitted then (ClusterState.pending_left)
+    policy: tuple              # (policy_generation, membership_generation, the decisions' tree) then
+    at: float                  # state.timer then
+    reclaim_tried: bool        # the verdict allowed preemption and none was found
+
+
+def _tree_queues(state, cq_name: str) -> list:
+    """The ClusterQueue nodes of cq_name's cohort tree in the decisions' tree (itself alone without a cohort)."""
+    node = state.quota_node(cq_name)
+    if node is None:
+        return []
+    stack, out = [node.root()], []
+    while stack:
+        current = stack.pop()
+        if current.is_cohort:
+            stack.extend(current.children)
+        else:
+            out.append(current)
+    return out
+
+
+class BlockedQueues:
+    """(ClusterQueue, pod shape, flavors with nodes on offer) -> Blocked."""
+
+    def __init__(self):
+        self._by: dict[tuple, Blocked] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _key(self, state, pod, has_nodes: Callable[[str], bool] | None) -> tuple | None:
+        lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+        cq = state.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        if cq is None or pod.uid in state.holds:
+            return None
+        offered = tuple(has_nodes(f.name) for g in cq.resource_groups for f in g.flavors) if has_nodes else ()
+        return cq.name, pod.shape, offered
+
+    def _policy(self, state) -> tuple:
+        return state.policy_generation, state.membership_generation, id(state.quota_tree())
+
+    def lookup(self, state, pod, has_nodes: Callable[[str], bool] | None = None) -> Blocked | None:
+        """The refusal that still stands for pod (one of its shape at or ahead of its place, with nothing
+        freed since), or None: then it is decided anew."""
+        key = self._key(state, pod, has_nodes)
+        found = self._by.get(key) if key is not None else None
+        if found is None:
+            return None
+        if not self._holds(state, found, key[0]):
+            del self._by[key]
+            self.misses += 1
+            return None
+        if state.queue_key(pod) < found.place:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return found
+
+    def _holds(self, state, b: Blocked, cq_name: str) -> bool:
+        if state.timer() - b.at > MAX_AGE or self._policy(state) != b.policy:     # (_policy brings the tree up to date)
+            return False
+        queues = _tree_queues(state, cq_name)
+        if sum(state.pending_left[q.name] for q in queues) != b.left:
+            return False
+        for node, then in b.usage:
+            usage = node.usage
+            for fr, v in then.items():
+                if usage.get(fr, 0) < v:
+                    return False
+        return True
+
+    def remember(self, state, pod, verdict, has_nodes: Callable[[str], bool] | None = None,
+                 reclaim_tried: bool = False) -> None:
+        """Keep a refusal decided for pod, for the pods of its shape behind it (REMEMBERED rules only; a pod
+        of a group or holding room is never answered from here)."""
+        if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or pod.uid.startswith("group:"):
+            return
+        key = self._key(state, pod, has_nodes)
+        if key is None or key[0] != verdict.cluster_queue:
+            return
+        place = state.queue_key(pod)
+        old = self._by.get(key)
+        if old is not None and old.place < place and self._holds(state, old, key[0]):
+            return          # one ahead of it stands already, and covers more
+        if len(self._by) >= MAX_REMEMBERED:
+            self._by.clear()         # shapes long gone: starting afresh costs one decision per shape
+        queues = _tree_queues(state, key[0])
+        self._by[key] = Blocked(place, pod.key, verdict, [(q, dict(q.usage)) for q in queues],
+                                sum(state.pending_left[q.name] for q in queues), self._policy(state),
+                                state.timer(), reclaim_tried)
+
+    def forget(self) -> None:
+        self._by.clear()
+
+    def __len__(self) -> int:
+        return len(self._by)
