@@ -131,6 +131,9 @@ class Extender:
         self.refusals.refused(pod.uid, rule, reason, state.clock(), retry, holds)
         if retry:
             self.refusals.retries[retry] += 1
+            mine = self.journal.by_pod.get(pod.key)
+            if mine and mine[-1]["verb"] == "filter" and mine[-1]["outcome"] == rule:
+                mine[-1]["retry"] = retry          # /debug/pods shows the answer as it was sent
             return wire.encode_filter(nodes, [], {}, {}, retry_message(reason, retry))
         if resolvable:
             return self._filter_answer(nodes, [], b"[]", failed=dict.fromkeys(offered.names, reason))

@@ -10,15 +10,22 @@ pkg/scheduler/backend/queue/scheduling_queue.go determineSchedulingHintForInFlig
   is such an event, and an update of the pod itself (UpdatePodOther) is accepted by no default plugin.
 - an extender's "Error" is not a FitError: the attempt has no rejecting plugin, so the pod always goes to
   the backoff queue and is tried again after 1 s, doubling to 10 s (wire/README.md, section 6).
+- either way, a pod refused with no in-tree rejector has neither unschedulable nor pending plugins, so it
+  waits in the error backoff queue (backoff_queue.go, add), which SchedulerPopFromBackoffQ never pops early:
+  it is tried again once its backoff is over, at most every 10 s, and never sooner.
 
-So a refusal that clears by itself soon is answered as a retry (the Error field): a backoff or preemption
-delay ending within RETRY_HORIZON, victims leaving, room held for a preemptor, a pod group assembling, the
-head of a ClusterQueue waiting for quota in use, a Job's pod whose Job the watch has not delivered yet (for
-jobWaitTimeout at most: then the Job is missing, not late, and the pod is judged as a plain pod), a pod that
-would preempt and whose own watch event has not come yet.
-Every other refusal parks the pod (FailedAndUnresolvableNodes, or FailedNodes where kube-scheduler's
-preemption may help): a queue of thousands retried every 10 s would take kube-scheduler's time from pods
-that can run.
+So a refusal that clears by itself is answered as a retry (the Error field): a backoff or preemption delay
+ending within RETRY_HORIZON, victims leaving, room held for a preemptor, a pod group assembling, a Job's pod
+whose Job the watch has not delivered yet (for jobWaitTimeout at most: then the Job is missing, not late, and
+the pod is judged as a plain pod), a pod that would preempt and whose own watch event has not come yet, and
+quota in use or queue order (QueueHead, QuotaInUse): the pod fits its ClusterQueue once quota frees, which
+pods finishing do all the time, and that is no event kube-scheduler's hints take: parked by a rejector (a
+tainted control-plane node is enough), it would wait up to 5 minutes. As a retry it costs one filter every 10 s,
+answered from what blocks its queue (state.blocked) without walking it, and is tried within 10 s of its refusal
+clearing (issue 32). Every other refusal
+parks the pod (FailedAndUnresolvableNodes, or FailedNodes where kube-scheduler's preemption may help: some
+node failed kube-scheduler's own filters, so its dry run may find victims there): a pod that never fits its
+ClusterQueue, a missing queue, a stopped ClusterQueue, a deactivated workload.
 """
 from __future__ import annotations
 

@@ -239,15 +239,21 @@ async def test_second_flavor_when_the_first_is_used_up(load_extender, api):
 # ---- refusals ------------------------------------------------------------------------------------------
 
 async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(load_extender, api):
+    """FailedNodes where kube-scheduler's preemption may act: a node failed its own filters (here one not offered),
+    so its dry run may find victims there. With every node offered it can do nothing (its dry run finds the pod
+    fits without evicting anyone): a retry, as the pod fits once quota in use frees."""
     ext = load_extender(SMALL.replace("{preemption}", LOWER_PRIORITY) + RUNNING_3)
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
     pod = Pod("big").queue("q").cpu("2").wire()
     async with api(ext) as client:
-        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
+        every = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES[1:]))).json()
+    assert every["NodeNames"] == [] and not every["FailedNodes"] and not every["FailedAndUnresolvableNodes"]
+    assert "request 2 > 1 available" in every["Error"] and every["Error"].endswith("after its backoff, QueueHead)")
     assert answer["NodeNames"] == []
     assert answer["Error"] == ""
     assert not answer["FailedAndUnresolvableNodes"]
-    assert set(answer["FailedNodes"]) == set(ALL_NODES)
+    assert set(answer["FailedNodes"]) == set(ALL_NODES[1:])
     for reason in answer["FailedNodes"].values():
         assert "ClusterQueue small-cq" in reason
         assert "cpu" in reason
@@ -257,20 +263,25 @@ async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(load_extend
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
 
 
-async def test_quota_exceeded_without_preemption_policy_is_unresolvable(load_extender, api):
-    """Behind the queue's head: parked (FailedAndUnresolvableNodes). The head itself, which fits once quota in
-    use is freed, is answered as a retry (the Error field: kube-scheduler tries it after its backoff)."""
+async def test_quota_exceeded_without_preemption_policy_is_a_retry_and_one_that_never_fits_parks(load_extender, api):
+    """The queue's head and the pods behind it fit once quota in use is freed: answered as retries (the Error
+    field: kube-scheduler tries them after their backoff), QueueHead and QuotaInUse. A pod larger than the
+    ClusterQueue's quota never fits: parked (FailedAndUnresolvableNodes)."""
     ext = load_extender(SMALL.replace("{preemption}", NO_PREEMPTION) + RUNNING_3)
     head = Pod("first").queue("q").cpu("2").created_at("2025-12-31T00:00:00Z").wire()
     pod = Pod("big").queue("q").cpu("2").wire()
+    huge = Pod("huge").queue("q").cpu("5").wire()
     async with api(ext) as client:
         first = (await client.post("/filter", json=extender_args(head, ALL_NODES))).json()
-        answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
-    assert answer["NodeNames"] == []
+        behind = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
+        answer = (await client.post("/filter", json=extender_args(huge, ALL_NODES))).json()
+    assert behind["NodeNames"] == [] and not behind["FailedNodes"] and not behind["FailedAndUnresolvableNodes"]
+    assert "request 2 > 1 available" in behind["Error"] and behind["Error"].endswith("backoff, QuotaInUse)")
+    assert answer["NodeNames"] == [] and answer["Error"] == ""
     assert not answer["FailedNodes"]
     assert set(answer["FailedAndUnresolvableNodes"]) == set(ALL_NODES)
     for reason in answer["FailedAndUnresolvableNodes"].values():
-        assert "ClusterQueue small-cq" in reason and "cpu" in reason and "request 2 > 1 available" in reason
+        assert "ClusterQueue small-cq" in reason and "cpu" in reason and "request 5" in reason
     assert first["NodeNames"] == [] and not first["FailedNodes"] and not first["FailedAndUnresolvableNodes"]
     assert "request 2 > 1 available" in first["Error"] and first["Error"].endswith("after its backoff, QueueHead)")
 

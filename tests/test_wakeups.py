@@ -31,7 +31,7 @@ RETRY_SCENARIOS = {"ready-timeout-backoff": "PodsReadyBackoff", "wake-preemption
 
 def no_retries(monkeypatch):
     """Every refusal parks the pod, as before issue 20."""
-    monkeypatch.setattr(app.extender, "retry_cause", lambda *args: "")
+    monkeypatch.setattr(app.extender, "retry_cause", lambda *args, **kw: "")
 
 
 # ---- the simulator: kube-scheduler's queue, and the scenarios that need a retry -----------------------
@@ -127,7 +127,10 @@ def pod_writes(kit) -> list:
     return [(m, p) for m, p, _ in kit.api.writes if "/pods/" in p and p.rsplit("/", 2)[-2] == "pods"]
 
 
-async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp_path, api):
+async def test_the_queue_head_and_the_pods_behind_it_retry_and_nothing_is_written(tmp_path, api):
+    """Quota in use frees as pods finish, an event no in-tree plugin's hint takes: every pod that fits once it
+    frees is answered as a retry, the head (QueueHead) and those behind it (QuotaInUse), so each is tried within
+    kube-scheduler's 10 s backoff of its refusal clearing (issue 32)."""
     async with started(tmp_path, objects()) as kit, api(kit.ext) as http:
         running = Pod("big").queue("lq").cpu("4").node("n1").obj()
         first, second = Pod("p").queue("lq").cpu("2").obj(), Pod("q").queue("lq").cpu("2").obj()
@@ -137,7 +140,7 @@ async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp
         await pending(kit, second)
         assert "cpu request 2 > 0 available" in retried(kit.filter(first))        # the head: a retry
         assert "tries it again after its backoff, QueueHead" in retried(kit.filter(first))
-        assert "cpu request 2 > 0 available" in refusal(kit.filter(second))       # behind it: parked
+        assert "backoff, QuotaInUse" in retried(kit.filter(second))                 # behind it: a retry too
         for _ in range(3):
             kit.clock.advance(1)
             assert kit.ext.note_cleared() == 0                                      # the quota is still taken
@@ -147,7 +150,7 @@ async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp
         kit.clock.advance(3)
         assert kit.filter(first)["NodeNames"] == ["n1"]                              # kube-scheduler's retry passes
         shown = (await http.get("/debug/pods/team-a/q")).json()["refusal"]
-        assert shown["rule"] == "QuotaExceeded" and shown["answer"] == "park"
+        assert shown["rule"] == "QuotaExceeded" and shown["answer"] == "retry (QuotaInUse)"
         assert shown["clearedBecause"] == "QuotaFreed" and shown["retriedAt"] is None
         assert kit.filter(second)["NodeNames"] == ["n1"]
         shown = (await http.get("/debug/pods/team-a/q")).json()["refusal"]
@@ -155,6 +158,7 @@ async def test_the_queue_head_retries_the_others_park_and_nothing_is_written(tmp
         assert "Tried again:" in (await http.get("/debug/pods/team-a/q?format=text")).text
         metrics = (await http.get("/metrics")).text
         assert 'quotient_refusal_retries_total{cause="QueueHead"} 2.0' in metrics
+        assert 'quotient_refusal_retries_total{cause="QuotaInUse"} 1.0' in metrics
         assert 'quotient_refusals_cleared_total{cause="QuotaFreed"} 2.0' in metrics
         assert "quotient_refusal_cleared_to_retry_seconds_count 2.0" in metrics
         assert "quotient_refusal_cleared_to_retry_seconds_sum 6.0" in metrics       # 3 s each, as kube-scheduler

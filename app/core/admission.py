@@ -170,8 +170,9 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue) -> Iterato
 
 
 def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
-    """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: those
-    kube-scheduler brings now, not one backing off from a refusal (ClusterView.away).
+    """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
+    BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (ClusterView.away);
+    under StrictFIFO every one, as the strategy promises.
 
     Each one that fits is charged virtually. One that does not fit blocks every pod
     behind it under StrictFIFO and is passed over under BestEffortFIFO. A pod its
@@ -187,16 +188,14 @@ def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: lis
             shape = other.uid if group_of(other) else other.shape     # a group is its own
             if shape in passed_over:
                 continue
-            away = state.away(other.uid)
-            if away and not strict:
+            if not strict and state.away(other.uid):
                 continue         # kube-scheduler will not bring it for a while: it keeps no quota meanwhile
             if resolve(state, other)[1] is not None:
                 passed_over.add(shape)
                 continue
             a = assign(state, other, cq)
             if a.mode == FIT:
-                if not away:         # (StrictFIFO: one away still blocks the queue when it does not fit)
-                    _charge_one_more(overlay, charges, (cq.name, a.usage, other.key))
+                _charge_one_more(overlay, charges, (cq.name, a.usage, other.key))
             elif strict:
                 why = a.reasons[-1] if a.reasons else "it does not fit"
                 return (f"StrictFIFO: {other.key} is ahead in ClusterQueue {cq.name} and does not fit "

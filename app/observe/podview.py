@@ -45,7 +45,8 @@ def filter_section(entry: dict) -> dict:
         rejected = [{"reason": f"not in the pod's flavor(s) {', '.join(sorted(set(flavors.values())))} "
                                "(left out of NodeNames)", "nodes": outside}] if outside else []
     else:
-        answer = "FailedNodes" if entry.get("resolvable") else "FailedAndUnresolvableNodes"
+        answer = f"Error (retry: {entry['retry']})" if entry.get("retry") else \
+            "FailedNodes" if entry.get("resolvable") else "FailedAndUnresolvableNodes"
         rejected = [{"reason": entry.get("reason", ""), "nodes": offered if offered is not None else "all offered"}]
     return {
         "at": rfc3339(entry.get("time")), "outcome": entry["outcome"], "reason": entry.get("reason", ""),
