@@ -4,13 +4,15 @@ must rebuild nothing; a real change rebuilds only what depends on it, ending whe
 Quotient does not write a status the API already holds."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from app.act.kube import KubeWriter
 from app.core.flavors import Charge
 from app.state.cluster import ClusterState
 from app.sync.watch import make_api_client
-from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from builders import ClusterQueue, Cohort, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from fakeapi import FakeApiServer
 from helpers import CPU, apply, decide_pod, delete, make_state
 from live import Running, fingerprint, until
@@ -40,6 +42,7 @@ def rebuilt_alike(state: ClusterState) -> None:
         fp["bound"] = {name: {fr: v for fr, v in n.bound.items() if v} for name, n in state.tree.queues.items()}
         fp["reservations"] = {uid: r.charge for uid, r in state.reservations.items()}
         fp["pending_of"] = dict(state._pending_of)
+        fp["jobs"] = {uid: (r.size, r.charge, r.spare, r.started) for uid, r in state.job_admissions.items()}
         return fp
     before = seen()
     ClusterState._rebuild(state)
@@ -229,3 +232,44 @@ def test_quota_cohort_and_flavor_changes_still_rebuild():
     delete(state, ClusterQueue("cq-c").obj())
     assert counts["rebuild"] == 6 and "cq-c" not in state.tree.queues
     rebuilt_alike(state)
+
+
+@pytest.mark.parametrize("seed_value", range(4))
+def test_local_queue_changes_end_where_a_rebuild_ends(seed_value):
+    """Seeded LocalQueue additions, repointings (to a missing ClusterQueue too) and removals, with running and
+    pending pods, reserved pods and a Job's admitted workload in them, and ClusterQueue policy changes between:
+    none rebuilds, and after each the state equals what a full rebuild makes of it."""
+    rng = random.Random(seed_value)
+    cqs = ["cq-a", "cq-b", "cq-c", "cq-missing"]
+    job = Job("j").queue("lq0").parallelism(3)
+    objs = [Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
+            *[ClusterQueue(q).cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", "10")).obj()
+              for q in cqs[:3]],
+            *[LocalQueue(f"lq{i}", "team-a").cluster_queue(cqs[i]).obj() for i in range(3)],
+            job.obj(), *[Pod(f"j-{i}").of_job(job).cpu("1").node("n1").phase("Running").obj() for i in range(2)],
+            Pod("j-2").of_job(job).cpu("1").obj()]
+    for i in range(12):
+        p = Pod(f"p{i}").queue(f"lq{i % 4}").cpu(str(1 + i % 2)).priority(i % 3).created(i)
+        objs.append((p.node("n1").phase("Running") if i % 3 == 0 else p).obj())
+    state = make_state(*objs)
+    assert state.job_admissions
+    counts = counting(state)
+    for step in range(30):
+        lq = LocalQueue(f"lq{rng.randrange(4)}", "team-a")
+        op = rng.random()
+        if op < 0.15:
+            name = rng.choice(cqs[:3])
+            apply(state, ClusterQueue(name).cohort("co").resource_group(FlavorQuotas("default-flavor")
+                  .resource("cpu", "10")).spec(stopPolicy=rng.choice(["None", "Hold"])).obj())
+        elif op < 0.35:
+            delete(state, lq.cluster_queue("cq-a").obj())
+        else:
+            apply(state, lq.cluster_queue(rng.choice(cqs)).obj())
+        pending = [u for u in state._pending_of if u not in state.reservations]
+        if pending and rng.random() < 0.3:
+            uid = rng.choice(pending)
+            cq, _ = state._pending_of[uid]
+            state.reserve(uid, Charge(cq, {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+        assert counts["rebuild"] == 0, f"step {step}"
+        rebuilt_alike(state)
+        counts["rebuild"] = 0
