@@ -273,3 +273,14 @@ def test_local_queue_changes_end_where_a_rebuild_ends(seed_value):
         assert counts["rebuild"] == 0, f"step {step}"
         rebuilt_alike(state)
         counts["rebuild"] = 0
+
+
+def test_bench_kueue_events_runs_tiny():
+    """tests/bench/bench_kueue_events.py at a tiny size: it runs and its events end with the pods still queued."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+    import bench_kueue_events
+
+    results = bench_kueue_events.main(["--pods", "120", "--rounds", "1"])
+    assert set(results) == {"status", "policy", "localqueue", "quota"}
