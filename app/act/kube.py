@@ -23,7 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..objects.errors import InvalidObject
 from ..objects.pod import PodInfo, decode_pod
-from ..observe.status import cluster_queue_statuses
+from ..observe.status import already_written, cluster_queue_statuses
 from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, OutcomeUnknown, WriteError
 
@@ -274,12 +274,15 @@ class KubeWriter:
         return await self.events.create_namespaced_event(pod.namespace, event, _preload_content=False)
 
     async def publish_status(self) -> int:
-        """Write each ClusterQueue's status (observe.status computes it); returns how many were written."""
+        """Write each ClusterQueue's status (observe.status computes it) that differs from the one the API holds;
+        returns how many were written."""
         written = 0
         for name, status in cluster_queue_statuses(self.state).items():
             cq = self.state.cluster_queues.get(name)
             if cq is None:
                 continue                # deleted meanwhile: nothing to write to
+            if already_written(cq.status, status):
+                continue                # the API holds it: a write would be an event for nothing
             try:
                 await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
                     KUEUE_GROUP, cq.api_version, "clusterqueues", name, status, _preload_content=False,

@@ -98,6 +98,9 @@ class ClusterQueue:
     fence: bool = False                 # the preemption fence annotation (objects.annotations)
     preemption_delay: float = 0.0       # seconds, the preemption delay annotation
     api_version: str = V1BETA1          # the version it was read in (its status is written back in it)
+    # .status as the API last showed it: Quotient writes it (observe.status) and reads it only to skip a write
+    # that would change nothing; never part of equality, so an event that changes only it changes nothing.
+    status: dict = field(default_factory=dict, compare=False, repr=False)
 
     def covered_resources(self) -> dict[str, int]:
         """resource name -> index of the resource group that covers it."""
@@ -328,6 +331,7 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
         fence=fenced(annotations),
         preemption_delay=preemption_delay(annotations),
         api_version=version,
+        status=obj["status"] if isinstance(obj.get("status"), dict) else {},
     )
 
 

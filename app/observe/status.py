@@ -1,5 +1,6 @@
 """The ClusterQueue .status Quotient publishes, so `kubectl get clusterqueues` is truthful: flavorsUsage
-(total and borrowed), pending, reserving and admitted workloads, and the fair-sharing share."""
+(total and borrowed), pending, reserving and admitted workloads, and the fair-sharing share. A status the API
+already holds is not written again: every write, even one that changes nothing, is an event to every watcher."""
 from __future__ import annotations
 
 from ..core.fairsharing import dominant_resource_share
@@ -28,3 +29,22 @@ def cluster_queue_statuses(state) -> dict[str, dict]:
                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
                                 "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
     return out
+
+
+def _merged(target: object, patch: object) -> object:
+    """target with an RFC 7386 merge patch applied (what the API server makes of Quotient's status patch)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merged(out.get(k), v)
+    return out
+
+
+def already_written(stored: dict, body: dict) -> bool:
+    """Whether the status patch body would leave the status the API holds (as the watch last showed it) as it is."""
+    status = body.get("status") or {}
+    return _merged(stored, status) == stored

@@ -3,8 +3,9 @@
 Mutated only on the event loop, by sync/ (objects added, changed, deleted) and
 by committed decisions (reservations, bindings). Totals are kept incrementally:
 quota usage per ClusterQueue and Cohort, requests per node, pending pods per
-ClusterQueue in queue order; nothing is recomputed per request except when a
-Kueue object changes, which rebuilds the quota tree.
+ClusterQueue in queue order; nothing is recomputed per request. A Kueue object
+change rebuilds only what depends on it: the quota tree when its shape or quotas
+change, a LocalQueue's own pods when it moves, nothing for a status-only event.
 """
 from __future__ import annotations
 
@@ -140,6 +141,23 @@ def _change(previous: Charge | None, charge: Charge, observed: bool) -> str:
     if any(v > previous.usage.get(fr, 0) for fr, v in charge.usage.items()):
         return "was resized in place (pods/resize)"
     return ""
+
+
+def _shapes_tree(kind: str, old, new) -> bool:
+    """Whether a Kueue object's change reaches what _rebuild derives: the quota tree (ClusterQueues and Cohorts,
+    their cohort or parent and quotas; a flavor's existence makes a ClusterQueue active), the flavors' node sets
+    (nodeLabels) and the charges read against them. Anything else (stopPolicy, queueingStrategy, preemption,
+    flavorFungibility, namespaceSelector, fairSharing weight, annotations, a flavor's taints and tolerations) is
+    read off the stored object by each decision; the queue order does not depend on the ClusterQueue."""
+    if old is None or new is None:
+        return True
+    if kind == "ClusterQueue":
+        return old.cohort != new.cohort or old.resource_groups != new.resource_groups
+    if kind == "Cohort":
+        return old.parent != new.parent or old.resource_groups != new.resource_groups
+    if kind == "ResourceFlavor":
+        return old.node_labels != new.node_labels
+    return True
 
 
 class ClusterState:
@@ -569,19 +587,52 @@ class ClusterState:
                 "Cohort": self.cohorts, "LocalQueue": self.local_queues}[kind]
 
     def upsert_kueue(self, kind: str, key: str, obj) -> None:
-        """Add or replace a ResourceFlavor, ClusterQueue, Cohort or LocalQueue (key: name, or ns/name)."""
-        self._kueue_table(kind)[key] = obj
-        self._kueue_changed()
+        """Add or replace a ResourceFlavor, ClusterQueue, Cohort or LocalQueue (key: name, or ns/name). The new
+        object is stored; one equal to the stored one in all Quotient decodes (an event of the .status Quotient
+        writes every ClusterQueue every 10 s, or of metadata) changes nothing else."""
+        table = self._kueue_table(kind)
+        old = table.get(key)
+        table[key] = obj
+        if old != obj:
+            self._kueue_changed(kind, key, old, obj)
 
     def remove_kueue(self, kind: str, key: str) -> None:
-        self._kueue_table(kind).pop(key, None)
-        self._kueue_changed()
+        old = self._kueue_table(kind).pop(key, None)
+        if old is not None:
+            self._kueue_changed(kind, key, old, None)
 
-    def _kueue_changed(self) -> None:
+    def _kueue_changed(self, kind: str, key: str, old, new) -> None:
+        """Rebuild what depends on the change: a LocalQueue moves only its own pods (_local_queue_changed); a
+        change of the quota tree's shape rebuilds everything (_shapes_tree); any other change is a policy that
+        decisions read off the object when they are made."""
         self.generation += 1
         self.policy_generation += 1
-        if not self._bulk:
+        if self._bulk:
+            return          # end_bulk rebuilds
+        if kind == "LocalQueue":
+            self._local_queue_changed(key)
+        elif _shapes_tree(kind, old, new):
             self._rebuild()
+
+    def _local_queue_changed(self, key: str) -> None:
+        """A LocalQueue added, repointed or removed: its pods (its namespace, its name as their queue) go where
+        a rebuild would put them, the pending ones queued in the ClusterQueue it names now (or in none), the
+        running ones charged there (their flavors kept where still valid: _charge_running), their Jobs' workloads
+        brought up to date. The tree, reservations and holds do not depend on LocalQueues and stay."""
+        namespace, _, name = key.partition("/")
+        jobs = set()
+        for pod in [p for p in self.pods.values() if p.queue_name == name and p.namespace == namespace]:
+            self._unindex_pending(pod.uid)
+            if pod.node_name and not pod.terminal:
+                charge = self.admitted.pop(pod.uid, None)
+                if charge is not None:
+                    self._release(charge, planned=pod.uid not in self.going)
+                self._charge_running(pod, charge)
+            self._index_pending(pod)
+            if pod.owner is not None and pod.owner.uid in self.job_admissions:
+                jobs.add(pod.owner.uid)
+        for job_uid in jobs:
+            self._sync_job(job_uid)
 
     def _rebuild(self) -> None:
         """Rebuild the tree and flavor node sets, then charge every holder again."""
