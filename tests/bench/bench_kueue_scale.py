@@ -61,6 +61,7 @@ import asyncio
 import heapq
 import itertools
 import math
+import re
 import os
 import shutil
 import subprocess
@@ -269,6 +270,9 @@ class Stats:
     status_patches: int = 0
     early_pops: int = 0
     api_errors: int = 0
+    reasons: Counter = field(default_factory=Counter)    # refusal messages, digits as N
+    filter_s: list = field(default_factory=list)          # each filter's round trip, seconds
+    bind_s: list = field(default_factory=list)
 
 
 class Scheduler:
@@ -298,6 +302,7 @@ class Scheduler:
         self.rv = "0"
         self.admissions: list[float] = []        # times of first admissions
         self.last_admission = 0.0
+        self.bound_cpu = self.peak_cpu = 0      # cpu of the pods bound and not finished, and its peak
 
     # -- queue moves
     def _key(self, p: QPod) -> tuple[str, str]:
@@ -406,6 +411,7 @@ class Scheduler:
             was = p.where
             self.remove(p, "gone")
             if was in ("bound", "inflight") and p.node:
+                self.bound_cpu -= p.wl.cpu if was == "bound" else 0
                 self.free[p.node] += p.wl.cpu
                 self.node_freed()
             if not p.finished:          # evicted by Quotient: Kueue's test requeues the workload
@@ -493,6 +499,7 @@ class Scheduler:
         if await self.patch_status(p, {"phase": "Succeeded", "conditions": [
                 {"type": "Ready", "status": "False", "reason": "PodCompleted"}]}):
             p.where = "done"
+            self.bound_cpu -= p.wl.cpu
             self.free[p.node] += p.wl.cpu
             self.node_freed()
 
@@ -500,6 +507,7 @@ class Scheduler:
     def fail(self, p: QPod, reason: str, message: str, rejectors: bool = False) -> None:
         """handleSchedulingFailure: requeue, and patch PodScheduled=False when the condition changed."""
         p.timestamp = time.time()
+        self.stats.reasons[re.sub(r"\d+", "N", message)[:160]] += 1
         if rejectors:
             p.gen += 1
             p.where = "unschedulable"
@@ -532,9 +540,10 @@ class Scheduler:
                       f"{len(self.nodes)} Insufficient cpu.", rejectors=True)
             return
         self.stats.filter_calls += 1
+        body, sent = self.sent_body(p, nodes), time.perf_counter()
         try:
-            status, data = await asyncio.wait_for(self.filter_conn.post("/filter", self.sent_body(p, nodes)),
-                                                  EXTENDER_TIMEOUT)
+            status, data = await asyncio.wait_for(self.filter_conn.post("/filter", body), EXTENDER_TIMEOUT)
+            self.stats.filter_s.append(time.perf_counter() - sent)
         except (OSError, asyncio.TimeoutError, ValueError, asyncio.IncompleteReadError) as e:
             self.filter_conn.close()
             self.stats.outcomes["filter transport error"] += 1
@@ -571,9 +580,10 @@ class Scheduler:
         self.stats.bind_calls += 1
         body = orjson.dumps({"PodName": p.name, "PodNamespace": p.wl.ns, "PodUID": p.obj["metadata"]["uid"],
                              "Node": node})
-        error = ""
+        error, sent = "", time.perf_counter()
         try:
             status, data = await self.binds.post("/bind", body)
+            self.stats.bind_s.append(time.perf_counter() - sent)
             if status != 200:
                 error = f"failed bind with extender, code {status}"
             else:
@@ -591,6 +601,8 @@ class Scheduler:
             return
         self.stats.outcomes["bind ok"] += 1
         p.where = "bound"
+        self.bound_cpu += p.wl.cpu
+        self.peak_cpu = max(self.peak_cpu, self.bound_cpu)
         now = time.time()
         self.last_admission = now
         if p.wl.admitted is None:
@@ -661,7 +673,8 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
             await asyncio.sleep(0.2)
             elapsed = time.time() - start
             if profile and spy is None and elapsed >= min(60.0, timeout / 2):
-                spy = subprocess.Popen(["py-spy", "record", "--pid", str(quotient_pid), "-d", "10", "-r", "100",
+                found = Path(sys.executable).with_name("py-spy")
+                spy = subprocess.Popen([str(found) if found.exists() else "py-spy", "record", "--pid", str(quotient_pid), "-d", "10", "-r", "100",
                                         "--nonblocking", "-f", "raw", "-o", profile],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if create.done() and len(sched.admissions) == len(plan) and \
@@ -692,6 +705,7 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
     return {"wall": wall, "timed_out": timed_out, "planned": len(plan), "created": len(workloads),
             "admitted": len(sched.admissions), "classes": per_class,
             "cpu": {k: cpu1[k] - cpu0[k] for k in cpu0}, "run_seconds": end - start, "stats": sched.stats,
+            "peak_cpu": sched.peak_cpu, "quota": NOMINAL * len({w.ns for w in workloads}),
             "timeline": timeline}
 
 
@@ -739,7 +753,19 @@ def report(r: dict, scale: float) -> None:
     print(f"  filter calls {s.filter_calls} = {s.filter_calls / admitted:.1f} per admitted workload; binds "
           f"{s.bind_calls}; evictions {s.evictions}; PodScheduled patches {s.status_patches}; early pops from "
           f"podBackoffQ {s.early_pops}; API errors {s.api_errors}")
+    for verb, lat in (("filter", s.filter_s), ("bind", s.bind_s)):
+        if lat:
+            lat = sorted(lat)
+            print(f"  {verb} round trip p50 {lat[len(lat) // 2] * 1000:.1f} ms  p99 "
+                  f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f} ms  max {lat[-1] * 1000:.0f} ms  "
+                  f"(filter is inside the serial scheduling cycle: {sum(s.filter_s):.0f} s of the run waited on it)"
+                  if verb == "filter" else
+                  f"  {verb} round trip p50 {lat[len(lat) // 2] * 1000:.1f} ms  p99 "
+                  f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f} ms  max {lat[-1] * 1000:.0f} ms")
+    print(f"  peak cpu bound at once {r['peak_cpu']} (the cohorts' nominal quota {r['quota']})")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
+    for reason, n in s.reasons.most_common(6):
+        print(f"    refused {n:6d}x  {reason}")
     ok = not r["timed_out"] and wall <= RANGESPEC["wall"] and cpu["quotient"] / span < CPU_TARGET and \
         all(r["classes"][c]["avg"] <= RANGESPEC[c] for c in ("small", "medium", "large"))
     print(f"  within Kueue's rangespec and the CPU target: {'yes' if ok else 'no'}", flush=True)
@@ -752,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up after S seconds and print what was reached")
     ap.add_argument("--baseline", metavar="CHECKOUT", help="first run Quotient from this other checkout (PYTHONPATH), "
                     "then this one's")
-    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy on PATH)")
+    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy next to python or on PATH)")
     ap.add_argument("--keep", metavar="DIR", help="keep the logs and the cluster here")
     a = ap.parse_args(argv)
     tmp = None if a.keep else tempfile.TemporaryDirectory(prefix="quotient-bench-kueue-")
