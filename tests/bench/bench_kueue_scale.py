@@ -271,6 +271,7 @@ class Stats:
     early_pops: int = 0
     api_errors: int = 0
     reasons: Counter = field(default_factory=Counter)    # refusal messages, digits as N
+    last_reason: dict = field(default_factory=dict)       # the last message of each, verbatim
     filter_s: list = field(default_factory=list)          # each filter's round trip, seconds
     bind_s: list = field(default_factory=list)
 
@@ -507,7 +508,9 @@ class Scheduler:
     def fail(self, p: QPod, reason: str, message: str, rejectors: bool = False) -> None:
         """handleSchedulingFailure: requeue, and patch PodScheduled=False when the condition changed."""
         p.timestamp = time.time()
-        self.stats.reasons[re.sub(r"\d+", "N", message)[:160]] += 1
+        shape = re.sub(r"\d+", "N", message)[:160]
+        self.stats.reasons[shape] += 1
+        self.stats.last_reason[shape] = message
         if rejectors:
             p.gen += 1
             p.where = "unschedulable"
@@ -766,6 +769,8 @@ def report(r: dict, scale: float) -> None:
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
     for reason, n in s.reasons.most_common(6):
         print(f"    refused {n:6d}x  {reason}")
+    for reason, _ in s.reasons.most_common(2):
+        print(f"    last of them: {s.last_reason[reason][:700]}")
     ok = not r["timed_out"] and wall <= RANGESPEC["wall"] and cpu["quotient"] / span < CPU_TARGET and \
         all(r["classes"][c]["avg"] <= RANGESPEC[c] for c in ("small", "medium", "large"))
     print(f"  within Kueue's rangespec and the CPU target: {'yes' if ok else 'no'}", flush=True)
