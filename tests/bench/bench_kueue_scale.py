@@ -168,7 +168,9 @@ class Conn:
         self.writer: asyncio.StreamWriter | None = None
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        if self.writer is None:
+        if self.reader is not None and self.reader.at_eof():
+            self.close()                 # the server closed it while idle (uvicorn's keep-alive timeout):
+        if self.writer is None:          # Go's transport notices that before reusing it, and so do we
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         self.writer.write(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUser-Agent: Go-http-client/1.1\r\n"
                           b"Content-Length: %d\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n"
