@@ -34,6 +34,7 @@ from .journal import BindRecord, ChargeRecord, FilterRecord, Journal, PreemptRec
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
 from .refusals import Refusals, retry_cause, retry_message
+from .state.blocked import REMEMBERED
 from .state.cluster import ClusterState
 from .sync import freshness
 
@@ -708,10 +709,13 @@ class Extender:
     def note_cleared(self) -> int:
         """Note the refusals that no longer hold in Quotient's own state (for /debug/pods and
         quotient_refusals_cleared_total): at most CLEARED_CHECKS per call, the oldest first, then the others.
-        Nothing is written: a pod answered as a retry is tried again by kube-scheduler by itself, and no
-        write would move a parked one (app/refusals.py). Returns how many cleared in this call."""
+        A quota or queue-order refusal is judged once per ClusterQueue and pod shape, in queue order: once one
+        still stands, so do those of its shape behind it (state.blocked), so a backlog of thousands costs a few
+        decisions a call. Nothing is written: a pod answered as a retry is tried again by kube-scheduler by
+        itself, and no write would move a parked one (app/refusals.py). Returns how many cleared in this call."""
         state, now, cleared = self.state, self.state.clock(), 0
         state.expire_reservations()           # a hold or reservation past its time clears refusals too
+        batch: dict[tuple, list] = {}
         for uid in list(itertools.islice(self.refusals, CLEARED_CHECKS)):
             r, pod = self.refusals.pop(uid), state.pods.get(uid)
             if pod is None or pod.node_name or pod.terminal or pod.deleting:
@@ -719,10 +723,16 @@ class Extender:
             self.refusals[uid] = r                       # judged again after the others
             if r.cleared_at is not None:
                 continue                                 # once per refusal; filter's next answer books anew
-            if pod.uid not in state.holds:
-                state.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone
-            cause = cleared_cause(state, pod, r.rule, r.reason, r.holds)
-            if cause:
+            alike = (pod.queue_name, pod.shape, r.rule) if r.rule in REMEMBERED and not group_of(pod) else (uid,)
+            batch.setdefault(alike, []).append((pod, r))
+        for refused in batch.values():
+            refused.sort(key=lambda pr: state.queue_key(pr[0]))
+            for pod, r in refused:
+                if pod.uid not in state.holds:
+                    state.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone
+                cause = cleared_cause(state, pod, r.rule, r.reason, r.holds)
+                if not cause:
+                    break                                # it stands: so do those of its shape behind it
                 r.cleared_at, r.cause = now, cause
                 self.refusals.cleared[cause] += 1
                 cleared += 1

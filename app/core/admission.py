@@ -243,9 +243,12 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
     holders, by_share = [], False
     with virtual_charges(state, charges) as overlay:
         for other_cq, current in _cohort_queues(state, cq):
-            passed_over: set = set()         # shapes that did not fit: none behind them does (queue_ahead)
+            passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
+            shapes = state.pending_shapes.get(current.name, ())
             for other in state.pending_pods(current.name):
-                shape = other.uid if group_of(other) else other.shape     # a group is its own
+                if len(passed_over) >= len(shapes):
+                    break                    # every shape of its queue is passed over: so is every pod left
+                shape = other.uid if group_of(other) else other.shape     # a group member is its own
                 if shape in passed_over or state.away(other.uid):
                     continue
                 if resolve(state, other)[1] is not None:
@@ -262,6 +265,8 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
                     _charge_one_more(overlay, charges, (other_cq.name, a.usage, other.key))
                     holders.append((other.key, level))
                     by_share = by_share or lower
+                else:
+                    passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
     return holders, by_share
 
 

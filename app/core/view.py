@@ -48,6 +48,7 @@ class ClusterView(Protocol):
     holds: dict                             # preemptor uid -> Hold (room and quota kept for it)
     going: set[str]                         # victims chosen, still running
     pending: dict                           # ClusterQueue -> its pending pods in queue order
+    pending_shapes: dict                    # ClusterQueue -> Counter of its pending pods' shapes
     node_pods: dict[str, set[str]]
     flavor_nodes: dict[str, set[str] | None]
     readiness: dict[str, Readiness]         # waitForPodsReady: admitted workloads

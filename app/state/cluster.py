@@ -205,7 +205,8 @@ class ClusterState:
         self.reservations: dict[str, Reservation] = {}
         self._expiry: list[tuple[float, str]] = []
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
-        self._pending_of: dict[str, tuple[str, tuple]] = {}
+        self._pending_of: dict[str, tuple[str, tuple, object]] = {}    # uid -> (ClusterQueue, entry, shape)
+        self.pending_shapes: dict[str, Counter] = {}    # ClusterQueue -> its pending pods' shapes (a group's: uids)
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
         self.going: set[str] = set()                      # victims of holds, out of the planning usage
         self.assumed: dict[str, float] = {}               # uid -> when (timer) Quotient bound it, until the API shows it
@@ -648,7 +649,7 @@ class ClusterState:
             self.flavor_nodes[fname] = {n.name for n in self.nodes.values() if flavor.selects(n.labels)}
         admitted, self.admitted = self.admitted, Admissions()
         reservations, self.reservations = self.reservations, {}
-        self.pending, self._pending_of = {}, {}
+        self.pending, self._pending_of, self.pending_shapes = {}, {}, {}
         self.going = self.victims()
         tracked = self.config.wait_for_pods_ready is not None
         one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
@@ -1045,17 +1046,23 @@ class ClusterState:
             return
         entry = (self.queue_key(pod), pod.uid)
         bisect.insort(self.pending.setdefault(cq.name, []), entry)
-        self._pending_of[pod.uid] = (cq.name, entry)
+        shape = pod.uid if group_of(pod) else pod.shape
+        self._pending_of[pod.uid] = (cq.name, entry, shape)
+        self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
 
     def _unindex_pending(self, uid: str) -> None:
         found = self._pending_of.pop(uid, None)
         if found is None:
             return
-        cq_name, entry = found
+        cq_name, entry, shape = found
         items = self.pending.get(cq_name, [])
         i = bisect.bisect_left(items, entry)
         if i < len(items) and items[i] == entry:
             items.pop(i)
+        shapes = self.pending_shapes[cq_name]
+        shapes[shape] -= 1
+        if not shapes[shape]:
+            del shapes[shape]
 
     def pending_pods(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
         """Pending pods of a ClusterQueue in queue order (only those ahead of `before`), reserved ones
