@@ -123,13 +123,14 @@ class Extender:
                 cluster_queue: str | None = None, resolvable: bool = False, assignment=None) -> bytes:
         """No node passes; the refusal booked. One that clears by itself soon is answered as an error, so
         kube-scheduler tries the pod again after its backoff instead of parking it (app/refusals.py);
-        any other parks it, with FailedNodes when kube-scheduler's preemption may help."""
+        any other parks it, with FailedNodes when kube-scheduler's preemption may help. A pod refused again
+        for the rule it was refused for last is answered in the same words (Refusals.refused)."""
         state = self.state
         state.tried(pod.uid, refused=True)
         retry = retry_cause(state, pod, rule, cluster_queue, resolvable, assignment,
                             every_node=len(offered.names) >= len(state.nodes))
         holds = frozenset(state.holds) if rule == "RoomHeld" else frozenset()
-        self.refusals.refused(pod.uid, rule, reason, state.clock(), retry, holds)
+        reason = self.refusals.refused(pod.uid, rule, reason, state.clock(), retry, holds)
         if retry:
             self.refusals.retries[retry] += 1
             mine = self.journal.by_pod.get(pod.key)

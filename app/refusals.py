@@ -66,12 +66,21 @@ class Refusals(dict):
         self.waited = [0, 0.0]              # kube-scheduler's tries after a clearing: count, seconds in all
 
     def refused(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
-                holds: frozenset[str] = frozenset()) -> None:
+                holds: frozenset[str] = frozenset()) -> str:
+        """Book a refusal; returns the words to answer it with. The same refusal asked again keeps its time, and
+        for quota and queue order (the refusals of a waiting backlog) its first words: kube-scheduler writes the answer into the pod's PodScheduled condition and an Event
+        whenever the words change, so words that followed every number of the moment (quota in use, pods ahead)
+        cost a status write and an Event per retry of every waiting pod (issue 32). Journal entries and
+        /debug/pods' "now" carry the numbers of each decision."""
         old = self.get(uid)
         if old is not None and old.rule == rule and old.cleared_at is None:
-            old.reason, old.retry = reason, retry     # the same refusal, asked again: it keeps its time
-            return
+            old.retry = retry
+            if rule in QUOTA_RULES:
+                return old.reason
+            old.reason = reason
+            return reason
         self[uid] = Refusal(rule, reason, now, retry, holds)
+        return reason
 
     def asked(self, uid: str, now: float) -> Refusal | None:
         """kube-scheduler asks about the pod again: the first time since its refusal cleared is noted."""

@@ -42,6 +42,7 @@ def rebuilt_alike(state: ClusterState) -> None:
         fp["bound"] = {name: {fr: v for fr, v in n.bound.items() if v} for name, n in state.tree.queues.items()}
         fp["reservations"] = {uid: r.charge for uid, r in state.reservations.items()}
         fp["pending_of"] = dict(state._pending_of)
+        fp["pending_shapes"] = {cq: dict(c) for cq, c in state.pending_shapes.items() if c}
         fp["jobs"] = {uid: (r.size, r.charge, r.spare, r.started) for uid, r in state.job_admissions.items()}
         return fp
     before = seen()
@@ -268,7 +269,7 @@ def test_local_queue_changes_end_where_a_rebuild_ends(seed_value):
         pending = [u for u in state._pending_of if u not in state.reservations]
         if pending and rng.random() < 0.3:
             uid = rng.choice(pending)
-            cq, _ = state._pending_of[uid]
+            cq = state._pending_of[uid][0]
             state.reserve(uid, Charge(cq, {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
         assert counts["rebuild"] == 0, f"step {step}"
         rebuilt_alike(state)
