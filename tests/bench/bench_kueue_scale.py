@@ -131,6 +131,17 @@ def cluster(scale: float) -> tuple[list[dict], list[str], list[str]]:
     return docs, nodes, cqs
 
 
+KINDS = (("would borrow, but pending pods within their own nominal", "NominalQuotaFirst"),
+         ("preempting", "Preempting"), ("waiting for", "WaitingForVictims"), ("held", "RoomHeld"),
+         ("StrictFIFO", "StrictFIFO"), ("no preemption", "QuotaExceeded, no preemption"),
+         ("available", "QuotaExceeded"))
+
+
+def refusal_kind(message: str) -> str:
+    """The kind of a refusal's message, for the per-class summary."""
+    return next((kind for phrase, kind in KINDS if phrase in message), message[:40])
+
+
 def new_pod(name: str, ns: str, cls: str) -> dict:
     """The pod of one workload as a client POSTs it (the API server adds uid, times, resourceVersion)."""
     _, _, _, _, prio, cpu = next(c for c in CLASSES if c[0] == cls)
@@ -274,6 +285,7 @@ class Stats:
     api_errors: int = 0
     reasons: Counter = field(default_factory=Counter)    # refusal messages, digits as N
     last_reason: dict = field(default_factory=dict)       # the last message of each, verbatim
+    kinds: Counter = field(default_factory=Counter)       # (class, kind of refusal): refusals per workload class
     filter_s: list = field(default_factory=list)          # each filter's round trip, seconds
     bind_s: list = field(default_factory=list)
 
@@ -513,6 +525,8 @@ class Scheduler:
         shape = re.sub(r"\d+", "N", message)[:160]
         self.stats.reasons[shape] += 1
         self.stats.last_reason[shape] = message
+        self.stats.kinds[p.wl.cls, refusal_kind(message)] += 1
+        self.stats.last_reason[p.wl.cls, refusal_kind(message)] = message
         if rejectors:
             p.gen += 1
             p.where = "unschedulable"
@@ -769,6 +783,12 @@ def report(r: dict, scale: float) -> None:
                   f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.1f} ms  max {lat[-1] * 1000:.0f} ms")
     print(f"  peak cpu bound at once {r['peak_cpu']} (the cohorts' nominal quota {r['quota']})")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())))
+    for cls in ("large", "medium", "small"):
+        kinds = sorted(((n, k) for (c, k), n in s.kinds.items() if c == cls), reverse=True)
+        print(f"  {cls} refused: " + ", ".join(f"{k} {n}" for n, k in kinds[:6]))
+        if os.environ.get("BENCH_EXAMPLES"):
+            for _, k in kinds[:3]:
+                print(f"      e.g. {s.last_reason[cls, k][:600]}")
     for reason, n in s.reasons.most_common(6):
         print(f"    refused {n:6d}x  {reason}")
     for reason, _ in s.reasons.most_common(2):
