@@ -652,6 +652,7 @@ class ClusterState:
         self.pending, self._pending_of, self.pending_shapes = {}, {}, {}
         self.going = self.victims()
         tracked = self.config.wait_for_pods_ready is not None
+        now = self.timer()
         one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal:
@@ -663,6 +664,8 @@ class ClusterState:
                 if self._charge_valid(r.charge):
                     self._hold(uid, r)
             self._index_pending(pod)
+            if uid in self._pending_of and uid not in self.tries:
+                self.tries[uid] = (0, now)      # a pod loaded pending is expected at once, as a new one (away)
         for pod in one_per_unit.values():
             self.track_readiness(pod)
         for rec in self.job_admissions.values():      # the tree is new: the spare slots are charged again
@@ -732,7 +735,8 @@ class ClusterState:
         more than OVERDUE ago and did not come. A pending pod that is away keeps no quota from the pods behind it
         that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as Kueue admits
         in order among the workloads it has, quota never waits idle for a pod that is not coming; a pod of
-        higher priority that finds it taken preempts, as in Kueue. One never tried is not away."""
+        higher priority that finds it taken preempts, as in Kueue. A new pod is expected at once: one that
+        kube-scheduler's activeQ holds longer than OVERDUE (a burst of thousands) is away until it is tried."""
         found = self.tries.get(uid)
         if found is None:
             return False
@@ -846,6 +850,8 @@ class ClusterState:
                 charge.admitted_at, charge.admitted_from = pod.observed_admission()
         if pod.node_name or pod.terminal:
             self.tries.pop(pod.uid, None)
+        elif old is None and pod.queue_name:
+            self.tries[pod.uid] = (0, self.timer())     # kube-scheduler tries a new pod at once (its activeQ)
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
