@@ -36,6 +36,8 @@ from .wire import MAX_NODES
 
 MARKER = b',"NodeNames":['
 CAPACITY = 32                       # node lists remembered (a few per scheduler profile is typical)
+SMALL_SEGMENT = 4096                # bytes of NodeNames (about 200 names) kept by their bytes, unscanned
+SMALL_CAPACITY = 1024               # such lists: every rotation of a few lists
 MAX_SEGMENT = 1 << 19               # bytes of NodeNames fingerprinted (about 35,000 names); longer: ordinary path
 MAX_NAME = 253                      # a Node's name is a DNS subdomain; a longer one is no node: ordinary path
 WORDS = (MAX_NAME + 1 + 7) // 8     # 64-bit words that hold the longest name and its closing quote
@@ -201,6 +203,7 @@ class OfferedNodeCache:
         self.capacity = capacity
         self.entries: OrderedDict[tuple, tuple[bytes, OfferedNodes]] = OrderedDict()   # key -> (canonical, nodes)
         self.answered: OrderedDict[bytes, OfferedNodes] = OrderedDict()
+        self.small: dict[bytes, OfferedNodes] = {}     # short lists by their bytes: no scan (SMALL_SEGMENT)
         self._answered_sizes: set[int] = set()     # hashing 60 kB is not free: compare sizes first
         self.hits = self.misses = self.collisions = 0
         self._skip = skip                          # the state's skip counter: a collision is counted and logged
@@ -212,6 +215,14 @@ class OfferedNodeCache:
             if len(self.answered) > self.capacity:
                 self.answered.popitem(last=False)
             self._answered_sizes = {len(b) for b in self.answered}
+
+    def _small(self, segment: bytes, entry: OfferedNodes) -> None:
+        """Remember a short list by its bytes, in each order kube-scheduler sends it (it rotates the first node
+        from one cycle to the next): found again by a dictionary lookup, which compares the bytes whole."""
+        if len(segment) <= SMALL_SEGMENT:
+            self.small[segment] = entry
+            if len(self.small) > SMALL_CAPACITY:
+                self.small.pop(next(iter(self.small)))
 
     def split(self, raw: bytes) -> tuple[dict, OfferedNodes] | None:
         """(decoded body without NodeNames, the offered nodes) for a compact kube-scheduler body, else None.
@@ -229,6 +240,8 @@ class OfferedNodeCache:
         if not isinstance(body, dict):
             return None
         entry = self.answered.get(segment) if len(segment) in self._answered_sizes else None
+        if entry is None and len(segment) <= SMALL_SEGMENT:
+            entry = self.small.get(segment)
         if entry is not None:
             self.hits += 1
             return body, entry
@@ -241,6 +254,7 @@ class OfferedNodeCache:
             if known[0] == canonical:
                 self.entries.move_to_end(names.key)
                 self.hits += 1
+                self._small(segment, known[1])
                 return body, known[1]
             self.collisions += 1          # same fingerprint, other names: decoded below like a new list
             if self._skip is not None:
@@ -253,6 +267,7 @@ class OfferedNodeCache:
         if len(decoded) > MAX_NODES:
             return None      # more than any cluster: the ordinary path refuses it with the reason
         entry = OfferedNodes(decoded)
+        self._small(segment, entry)
         self.entries[names.key] = (canonical, entry)
         self.entries.move_to_end(names.key)
         self.misses += 1

@@ -145,14 +145,16 @@ def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
     return None
 
 
-def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue) -> Iterator[PodInfo]:
+def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: bool = False) -> Iterator[PodInfo]:
     """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order
-    (all of them when pod is None). A group that cannot be admitted (members missing, or naming
-    different queues) holds nothing and is passed over."""
+    (all of them when pod is None; with present, only those kube-scheduler brings now: ClusterView.away).
+    A group that cannot be admitted (members missing, or naming different queues) holds nothing and is
+    passed over."""
     own, seen = (group_of(pod) if pod is not None else ""), set()
     cfg = state.config.wait_for_pods_ready
     before = state.queue_key(pod) if pod is not None else None
-    for other in state.pending_pods(cq.name, before=before):
+    walk = state.present_pending if present else state.pending_pods
+    for other in walk(cq.name, before=before):
         if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
                                                           state.clock(), "")[0]:
             continue        # backing off or deactivated: it is not admitted first, so it holds nothing
@@ -184,12 +186,10 @@ def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: lis
     passed_over: set = set()
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
-        for other in _ahead(state, pod, cq):
+        for other in _ahead(state, pod, cq, present=not strict):   # one backing off keeps no quota meanwhile
             shape = other.uid if group_of(other) else other.shape     # a group is its own
             if shape in passed_over:
                 continue
-            if not strict and state.away(other.uid):
-                continue         # kube-scheduler will not bring it for a while: it keeps no quota meanwhile
             if resolve(state, other)[1] is not None:
                 passed_over.add(shape)
                 continue
@@ -245,11 +245,11 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
         for other_cq, current in _cohort_queues(state, cq):
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
             shapes = state.pending_shapes.get(current.name, ())
-            for other in state.pending_pods(current.name):
+            for other in state.present_pending(current.name):    # one backing off keeps nothing (ClusterView.away)
                 if len(passed_over) >= len(shapes):
                     break                    # every shape of its queue is passed over: so is every pod left
                 shape = other.uid if group_of(other) else other.shape     # a group member is its own
-                if shape in passed_over or state.away(other.uid):
+                if shape in passed_over:
                     continue
                 if resolve(state, other)[1] is not None:
                     passed_over.add(shape)

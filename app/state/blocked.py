@@ -71,7 +71,7 @@ class BlockedQueues:
         cq = state.cluster_queues.get(lq.cluster_queue) if lq is not None else None
         if cq is None or pod.uid in state.holds:
             return None
-        offered = tuple(has_nodes(f.name) for g in cq.resource_groups for f in g.flavors) if has_nodes else ()
+        offered = tuple(has_nodes(f.name) if has_nodes else True for g in cq.resource_groups for f in g.flavors)
         return cq.name, pod.shape, offered
 
     def _policy(self, state) -> tuple:

@@ -41,8 +41,7 @@ from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree, mirror
 
 MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
-AT_THE_DOOR = 1.0      # a pod due within this (kube-scheduler's backoff ordering window, 1 s) keeps its place
-OVERDUE = 5.0          # a pod not tried this long after it was due is away until it is
+OVERDUE = 5.0          # a pod not tried this long after it was due (or new) is away until it is
 log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
@@ -732,7 +731,7 @@ class ClusterState:
 
     def away(self, uid: str) -> bool:
         """kube-scheduler will not try the pod for a while: it backs off from a refusal (tried), or was expected
-        more than OVERDUE ago and did not come. A pending pod that is away keeps no quota from the pods behind it
+        more than OVERDUE ago and did not come (kube-scheduler's activeQ holds it behind others). A pending pod that is away keeps no quota from the pods behind it
         that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as Kueue admits
         in order among the workloads it has, quota never waits idle for a pod that is not coming; a pod of
         higher priority that finds it taken preempts, as in Kueue. A new pod is expected at once: one that
@@ -741,7 +740,20 @@ class ClusterState:
         if found is None:
             return False
         now = self.timer()
-        return now < found[1] - AT_THE_DOOR or now > found[1] + OVERDUE
+        return now < found[1] or now > found[1] + OVERDUE
+
+    def present_pending(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
+        """pending_pods(cq_name, before) less those away: the walk of queue order over the pods kube-scheduler
+        brings now, with the test inlined (a decision walks hundreds of entries, most of them away)."""
+        items = self.pending.get(cq_name, ())
+        end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
+        tries, reservations, pods, now = self.tries, self.reservations, self.pods, self.timer()
+        for _, uid in itertools.islice(items, min(end, self.config.max_queue_scan)):
+            if uid in reservations:
+                continue
+            found = tries.get(uid)
+            if found is None or found[1] <= now <= found[1] + OVERDUE:
+                yield pods[uid]
 
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
