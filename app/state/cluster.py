@@ -41,7 +41,7 @@ from .nodetable import NodeTable
 from .tree import QuotaTree, build_tree, mirror
 
 MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
-OVERDUE = 5.0          # a pod not tried this long after it was due (or new) is away until it is
+OVERDUE = 1.0          # a pod not tried this long after it was due (or new) is away until it is
 log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
