@@ -38,10 +38,9 @@ from ..objects.podgroup import PodGroup
 from .budgets import Budgets
 from .blocked import BlockedQueues
 from .nodetable import NodeTable
+from .presence import Presence
 from .tree import QuotaTree, build_tree, mirror
 
-MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
-OVERDUE = 1.0          # a pod not tried this long after it was due (or new) is away until it is
 log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 ASSUMED_TTL = 60.0      # seconds a binding Quotient made outranks watch events that do not show it yet
@@ -225,7 +224,7 @@ class ClusterState:
         self.policy_generation = 0    # bumps when an object admission reads other than pods changes (state.blocked)
         self.pending_left: Counter = Counter()    # ClusterQueue -> pending pods that left its queue unadmitted
         self.blocked = BlockedQueues()            # refusals remembered per pod shape (state.blocked)
-        self.tries: dict[str, tuple[int, float]] = {}   # pending pod uid -> kube-scheduler's attempts, its next (timer)
+        self.presence = Presence(self.timer, self._pending_of.get)   # which pending pods kube-scheduler brings now
         self._bulk = 0
 
     # ---- bulk loading -------------------------------------------------
@@ -648,7 +647,9 @@ class ClusterState:
             self.flavor_nodes[fname] = {n.name for n in self.nodes.values() if flavor.selects(n.labels)}
         admitted, self.admitted = self.admitted, Admissions()
         reservations, self.reservations = self.reservations, {}
-        self.pending, self._pending_of, self.pending_shapes = {}, {}, {}
+        self.pending, self.pending_shapes = {}, {}
+        self._pending_of.clear()                # (the same dict: Presence reads it)
+        self.presence.reset_index()
         self.going = self.victims()
         tracked = self.config.wait_for_pods_ready is not None
         now = self.timer()
@@ -663,8 +664,8 @@ class ClusterState:
                 if self._charge_valid(r.charge):
                     self._hold(uid, r)
             self._index_pending(pod)
-            if uid in self._pending_of and uid not in self.tries:
-                self.tries[uid] = (0, now)      # a pod loaded pending is expected at once, as a new one (away)
+            if uid in self._pending_of and uid not in self.presence.tries:
+                self.presence.expect(uid, now)      # a pod loaded pending is expected at once, as a new one
         for pod in one_per_unit.values():
             self.track_readiness(pod)
         for rec in self.job_admissions.values():      # the tree is new: the spare slots are charged again
@@ -723,37 +724,31 @@ class ClusterState:
             del self.requeues[key]
 
     def tried(self, uid: str, refused: bool) -> None:
-        """kube-scheduler tried the pod (filter was asked): refused, it backs off as kube-scheduler v1.36 does,
-        1 s doubling with each attempt up to 10 s (podInitialBackoff, podMaxBackoff), before it is tried again."""
-        attempts = self.tries.get(uid, (0, 0.0))[0] + 1
-        backoff = min(MAX_BACKOFF, 2.0 ** min(attempts - 1, 8)) if refused else 0.0
-        self.tries[uid] = (attempts, self.timer() + backoff)
+        """kube-scheduler tried the pod (filter was asked); refused, it backs off (state.presence)."""
+        self.presence.tried(uid, refused)
 
     def away(self, uid: str) -> bool:
-        """kube-scheduler will not try the pod for a while: it backs off from a refusal (tried), or was expected
-        more than OVERDUE ago and did not come (kube-scheduler's activeQ holds it behind others). A pending pod that is away keeps no quota from the pods behind it
-        that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as Kueue admits
-        in order among the workloads it has, quota never waits idle for a pod that is not coming; a pod of
-        higher priority that finds it taken preempts, as in Kueue. A new pod is expected at once: one that
-        kube-scheduler's activeQ holds longer than OVERDUE (a burst of thousands) is away until it is tried."""
-        found = self.tries.get(uid)
-        if found is None:
-            return False
-        now = self.timer()
-        return now < found[1] or now > found[1] + OVERDUE
+        """kube-scheduler will not try the pod for a while: it backs off from a refusal, or was due more than
+        OVERDUE ago and did not come (state.presence). A pending pod that is away keeps no quota from the pods
+        behind it that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as
+        Kueue admits in order among the workloads it has, quota never waits idle for a pod that is not coming;
+        a pod of higher priority that finds it taken preempts, as in Kueue."""
+        return self.presence.away(uid)
 
     def present_pending(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
-        """pending_pods(cq_name, before) less those away: the walk of queue order over the pods kube-scheduler
-        brings now, with the test inlined (a decision walks hundreds of entries, most of them away)."""
+        """pending_pods(cq_name, before) less those away, from the present pods alone (state.presence)."""
         items = self.pending.get(cq_name, ())
         end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
-        tries, reservations, pods, now = self.tries, self.reservations, self.pods, self.timer()
-        for _, uid in itertools.islice(items, min(end, self.config.max_queue_scan)):
-            if uid in reservations:
-                continue
-            found = tries.get(uid)
-            if found is None or found[1] <= now <= found[1] + OVERDUE:
-                yield pods[uid]
+        end = min(end, self.config.max_queue_scan)
+        if not end:
+            return
+        last = items[end - 1]
+        reservations, pods = self.reservations, self.pods
+        for entry in list(self.presence.present(cq_name)):
+            if entry > last:
+                break
+            if entry[1] not in reservations:
+                yield pods[entry[1]]
 
     def learn_pod(self, pod: PodInfo) -> None:
         """A pending pod known only because kube-scheduler asked about it (no source lists it)."""
@@ -861,9 +856,9 @@ class ClusterState:
                 # Another's binding won over Quotient's: the admission is when the API says it was bound.
                 charge.admitted_at, charge.admitted_from = pod.observed_admission()
         if pod.node_name or pod.terminal:
-            self.tries.pop(pod.uid, None)
+            self.presence.forget(pod.uid)
         elif old is None and pod.queue_name:
-            self.tries[pod.uid] = (0, self.timer())     # kube-scheduler tries a new pod at once (its activeQ)
+            self.presence.expect(pod.uid, self.timer())     # kube-scheduler tries a new pod at once (its activeQ)
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:
@@ -882,7 +877,7 @@ class ClusterState:
 
     def remove_pod(self, uid: str) -> None:
         self.learned.pop(uid, None)
-        self.tries.pop(uid, None)
+        self.presence.forget(uid)
         self._confirmed(uid)
         self.release_hold(uid)
         pod = self.pods.pop(uid, None)
@@ -1067,11 +1062,13 @@ class ClusterState:
         shape = pod.uid if group_of(pod) else pod.shape
         self._pending_of[pod.uid] = (cq.name, entry, shape)
         self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
+        self.presence.indexed(pod.uid)
 
     def _unindex_pending(self, uid: str) -> None:
         found = self._pending_of.pop(uid, None)
         if found is None:
             return
+        self.presence.unindexed(uid)
         cq_name, entry, shape = found
         items = self.pending.get(cq_name, [])
         i = bisect.bisect_left(items, entry)

@@ -1,0 +1,112 @@
+"""Which pending pods kube-scheduler brings now: each pod's attempts and when it is due, and per ClusterQueue the
+pods present now in queue order, kept as time passes rather than found by walking the whole queue.
+
+kube-scheduler v1.36 tries a new pod at once and a refused one again after its backoff, 1 s doubling with each
+attempt up to 10 s (podInitialBackoff, podMaxBackoff). A pod is present from when it is due until it is tried,
+for OVERDUE at most: kube-scheduler's activeQ may hold it behind a burst of thousands, and it is away until it
+is tried. A pending pod with no attempt noted (its binding undone, say) is present. ClusterState.away says it of
+one pod; ClusterState.present_pending walks the present pods of a queue in order, at a cost that follows how
+many are present, not how many wait (issue 32: a decision walked hundreds of entries, most of them away).
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+from typing import Callable
+
+MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
+OVERDUE = 1.0          # a pod not tried this long after it was due (or new) is away until it is
+
+
+class Presence:
+    def __init__(self, timer: Callable[[], float], entry_of: Callable[[str], tuple | None]):
+        self.timer = timer
+        self._entry_of = entry_of                      # uid -> (ClusterQueue, pending entry, ...) or None
+        self.tries: dict[str, tuple[int, float]] = {}  # pending pod uid -> (attempts, when it is due)
+        self._arrivals: list[tuple[float, str]] = []   # (due, uid), stale ones skipped
+        self._leavings: list[tuple[float, str]] = []   # (due + OVERDUE, uid), stale ones skipped
+        self._present: dict[str, list[tuple]] = {}     # ClusterQueue -> its present pods' entries, in order
+        self._where: dict[str, tuple[str, tuple]] = {}  # uid -> (ClusterQueue, entry) while present
+
+    # ---- what kube-scheduler did -------------------------------------------------
+    def expect(self, uid: str, due: float, attempts: int = 0) -> None:
+        """The pod is due at `due` (now for a new pod, after its backoff for one just refused)."""
+        self.tries[uid] = (attempts, due)
+        self._leave(uid)
+        heapq.heappush(self._arrivals, (due, uid))
+
+    def tried(self, uid: str, refused: bool) -> None:
+        attempts = self.tries.get(uid, (0, 0.0))[0] + 1
+        backoff = min(MAX_BACKOFF, 2.0 ** min(attempts - 1, 8)) if refused else 0.0
+        self.expect(uid, self.timer() + backoff, attempts)
+
+    def forget(self, uid: str) -> None:
+        """Bound, finished or gone."""
+        self.tries.pop(uid, None)
+        self._leave(uid)
+
+    # ---- the pending index ----------------------------------------------------------
+    def indexed(self, uid: str) -> None:
+        """The pod took its place in its queue (ClusterState._index_pending)."""
+        if self.away(uid):
+            return
+        found = self.tries.get(uid)
+        if found is not None and found[1] > self.timer() - OVERDUE:
+            heapq.heappush(self._leavings, (found[1] + OVERDUE, uid))
+        self._join(uid)
+
+    def unindexed(self, uid: str) -> None:
+        self._leave(uid)
+
+    def reset_index(self) -> None:
+        """The pending index is built anew (ClusterState._rebuild): every pod is indexed again."""
+        self._present.clear()
+        self._where.clear()
+
+    # ---- reading ---------------------------------------------------------------------
+    def away(self, uid: str) -> bool:
+        found = self.tries.get(uid)
+        if found is None:
+            return False
+        now = self.timer()
+        return now < found[1] or now > found[1] + OVERDUE
+
+    def present(self, cq_name: str) -> list[tuple]:
+        """The present pods' entries of the ClusterQueue, in queue order, as of now."""
+        self._advance()
+        return self._present.get(cq_name, [])
+
+    # ---- inside ----------------------------------------------------------------------
+    def _advance(self) -> None:
+        now = self.timer()
+        arrivals, leavings, tries = self._arrivals, self._leavings, self.tries
+        while arrivals and arrivals[0][0] <= now:
+            due, uid = heapq.heappop(arrivals)
+            found = tries.get(uid)
+            if found is not None and found[1] == due and now <= due + OVERDUE:
+                heapq.heappush(leavings, (due + OVERDUE, uid))
+                self._join(uid)
+        while leavings and leavings[0][0] < now:
+            until, uid = heapq.heappop(leavings)
+            found = tries.get(uid)
+            if found is not None and found[1] + OVERDUE == until:
+                self._leave(uid)
+
+    def _join(self, uid: str) -> None:
+        if uid in self._where:
+            return
+        found = self._entry_of(uid)
+        if found is None:
+            return
+        cq_name, entry = found[0], found[1]
+        bisect.insort(self._present.setdefault(cq_name, []), entry)
+        self._where[uid] = (cq_name, entry)
+
+    def _leave(self, uid: str) -> None:
+        found = self._where.pop(uid, None)
+        if found is None:
+            return
+        items = self._present.get(found[0], [])
+        i = bisect.bisect_left(items, found[1])
+        if i < len(items) and items[i] == found[1]:
+            items.pop(i)

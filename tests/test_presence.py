@@ -1,0 +1,87 @@
+"""Which pending pods kube-scheduler brings now (state.presence, issue 32): the present pods a decision walks
+are exactly the pending pods that are not away, whatever happened in between, so that kept index can stand in
+for a walk of the whole queue."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.state.presence import MAX_BACKOFF, OVERDUE
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
+from helpers import apply, delete, make_state, uid
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cluster() -> list[dict]:
+    return [ResourceFlavor("default-flavor").obj(), Namespace("team-a").obj(), Node("n1").cpu("1000").obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "1")).obj(),
+            ClusterQueue("cq2").resource_group(FlavorQuotas("default-flavor").resource("cpu", "1")).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(), LocalQueue("lq2", "team-a").cluster_queue("cq2").obj()]
+
+
+def brute_force(state, cq: str) -> list[str]:
+    return [p.uid for p in state.pending_pods(cq) if not state.away(p.uid)]
+
+
+def test_a_new_pod_is_present_then_away_once_overdue_and_back_when_due_again():
+    clock = Clock()
+    state = make_state(*cluster(), clock=clock)
+    p = Pod("p").queue("lq").cpu("2").obj()
+    apply(state, p)
+    assert [x.uid for x in state.present_pending("cq")] == [uid(p)] and not state.away(uid(p))
+    clock.now += OVERDUE + 0.5                       # kube-scheduler's activeQ holds it: away until tried
+    assert state.away(uid(p)) and list(state.present_pending("cq")) == []
+    state.tried(uid(p), refused=True)                # refused: backs off 1 s
+    assert state.away(uid(p))
+    clock.now += 1.0
+    assert [x.uid for x in state.present_pending("cq")] == [uid(p)]
+    for attempt in range(2, 8):                      # 2, 4, 8, then 10 s
+        state.tried(uid(p), refused=True)
+        clock.now += min(MAX_BACKOFF, 2 ** (attempt - 1)) - 0.01
+        assert state.away(uid(p)), attempt
+        clock.now += 0.01
+        assert not state.away(uid(p)), attempt
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
+    rng = random.Random(seed)
+    clock = Clock()
+    state = make_state(*cluster(), clock=clock)
+    pods: dict[str, dict] = {}
+    for step in range(600):
+        op = rng.random()
+        names = sorted(pods)
+        if op < 0.25 or not names:
+            name = f"p{step}"
+            pods[name] = Pod(name).queue(rng.choice(["lq", "lq2"])).cpu("2").priority(rng.choice([0, 10])).obj()
+            apply(state, pods[name])
+        elif op < 0.55:
+            p = pods[rng.choice(names)]
+            if uid(p) in state.pods and not state.pods[uid(p)].node_name:
+                state.tried(uid(p), refused=rng.random() < 0.9)
+        elif op < 0.75:
+            clock.now += rng.choice([0.1, 0.5, 1.0, 2.5, 7.0])
+        elif op < 0.82:
+            p = pods.pop(rng.choice(names))
+            delete(state, p)
+        elif op < 0.88:
+            p = pods[rng.choice(names)]
+            p["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = rng.choice(["lq", "lq2"])
+            apply(state, p)
+        elif op < 0.93:
+            p = pods.pop(rng.choice(names))
+            p["spec"]["nodeName"] = "n1"
+            apply(state, p)
+        else:                                        # a LocalQueue repointed: its pods move queues
+            apply(state, LocalQueue("lq2", "team-a").cluster_queue(rng.choice(["cq", "cq2"])).obj())
+        for cq in ("cq", "cq2"):
+            assert [p.uid for p in state.present_pending(cq)] == brute_force(state, cq), f"step {step}"
