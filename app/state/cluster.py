@@ -206,6 +206,9 @@ class ClusterState:
         self._pending_of: dict[str, tuple[str, tuple, object]] = {}    # uid -> (ClusterQueue, entry, shape)
         self.pending_shapes: dict[str, Counter] = {}    # ClusterQueue -> its pending pods' shapes (a group's: uids)
         self.holds: dict[str, Hold] = {}                  # preemptor uid -> what was freed for it
+        self._holds_version = 0                           # bumps when a hold is taken or ends (victims)
+        self._victims: tuple[int, frozenset[str]] = (-1, frozenset())
+        self._rooms: tuple[tuple, dict] = ((), {})        # (holds version, generation, holder) -> the room changes
         self.going: set[str] = set()                      # victims of holds, out of the planning usage
         self.assumed: dict[str, float] = {}               # uid -> when (timer) Quotient bound it, until the API shows it
         self.held_back: dict[str, PodInfo] = {}           # uid -> the newest unbinding event ignored meanwhile
@@ -304,7 +307,11 @@ class ClusterState:
         return self.rooms(holder)(node)
 
     def rooms(self, holder: str = ""):
-        """room(node) for many nodes: the holds are added up per node once, not once per node."""
+        """room(node) for many nodes: the holds are added up per node once, not once per node, and again only
+        when the holds or the state changed."""
+        key = (self._holds_version, self.generation, holder)
+        if self._rooms[0] == key:
+            return self._room_of(self._rooms[1])
         change: dict[str, dict[str, int]] = {}
         for uid, hold in self.holds.items():
             if uid != holder:
@@ -318,6 +325,10 @@ class ClusterState:
                 for r, v in pod.requests.items():
                     back[r] = back.get(r, 0) + v
 
+        self._rooms = (key, change)
+        return self._room_of(change)
+
+    def _room_of(self, change: dict[str, dict[str, int]]):
         def room(node: str) -> dict[str, int]:
             free = self.node_free(node)
             for r, v in change.get(node, {}).items():
@@ -650,7 +661,7 @@ class ClusterState:
         self.pending, self.pending_shapes = {}, {}
         self._pending_of.clear()                # (the same dict: Presence reads it)
         self.presence.reset_index()
-        self.going = self.victims()
+        self.going = set(self.victims())
         tracked = self.config.wait_for_pods_ready is not None
         now = self.timer()
         one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
@@ -1094,6 +1105,7 @@ class ClusterState:
         """Keep the quota and room a preemption frees for the preemptor, for preemption.holdTimeout."""
         timeout = self.config.preemption_hold_timeout
         held = self.holds[uid] = Hold(node, dict(requests), self.timer() + timeout, victims, set() if evicted is None else evicted)
+        self._holds_version += 1
         self.evict_jobs_of(victims)
         for victim in victims:      # plans count their quota as the preemptor's now; it runs until they are gone
             running = self.admitted.get(victim)
@@ -1110,6 +1122,7 @@ class ClusterState:
         their quota back."""
         held = self.holds.pop(uid, None)
         if held is not None:
+            self._holds_version += 1
             still = self.victims() if held.victims else ()
             for victim in held.victims:
                 if victim in self.going and victim not in still:
@@ -1126,8 +1139,11 @@ class ClusterState:
         return any(self.pods[uid].deleting for uid in held.left(self.pods))
 
     def victims(self) -> set[str]:
-        """Pods chosen as victims by a hold still in force."""
-        return {uid for held in self.holds.values() for uid in held.victims}
+        """Pods chosen as victims by a hold still in force (worked out again only when the holds change: every
+        decision that needs room asks, and hundreds of holds can stand in a busy cohort)."""
+        if self._victims[0] != self._holds_version:
+            self._victims = (self._holds_version, frozenset(uid for held in self.holds.values() for uid in held.victims))
+        return self._victims[1]
 
     def expire_reservations(self) -> int:
         """Drop reservations whose bind never came, and holds past their time; returns how many."""
