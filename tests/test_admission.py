@@ -347,7 +347,12 @@ def test_reservation_holds_quota_until_it_expires():
     clock.advance(2)
     assert s.expire_reservations() == 1
     assert all_usage(s) == {}
-    # "first" is still pending and older: in queue order it takes its quota before "second" does.
+    # "first" is still pending and older, but kube-scheduler has not brought it since it passed filter (issue 32:
+    # it is away): it keeps no quota from "second", which kube-scheduler brings now.
+    assert s.away(first.uid)
+    assert decide(s, pod_info(s, "team-a", "second")).admit is True
+    # Brought again (its backoff over), it takes its quota before "second" does, in queue order.
+    s.presence.expect(first.uid, clock())
     v3 = decide(s, pod_info(s, "team-a", "second"))
     assert v3.admit is False and "ahead of it in queue order (team-a/first)" in v3.reason
     delete(s, Pod("first").queue("lq").cpu("5").obj())

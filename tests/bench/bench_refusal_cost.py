@@ -134,7 +134,7 @@ def run(backlog: int, asks: int, churn: int, frees: int) -> dict:
         times.append(time.perf_counter() - t0)
         refused += b'"NodeNames":[]' in answer
     times.sort()
-    return {"backlog": len(pending), "asks": asks, "refused": refused,
+    return {"backlog": len(pending), "asks": asks, "refused": refused, "blocked_hits": state.blocked.hits,
             "mean_us": sum(times) / len(times) * 1e6, "p50_us": times[len(times) // 2] * 1e6,
             "p99_us": times[int(len(times) * 0.99)] * 1e6}
 
