@@ -11,7 +11,6 @@ import pytest
 from app.act.kube import KubeWriter
 from app.core.flavors import Charge
 from app.state.cluster import ClusterState
-from app.sync.watch import make_api_client
 from builders import ClusterQueue, Cohort, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from fakeapi import FakeApiServer
 from helpers import CPU, apply, decide_pod, delete, make_state
@@ -52,17 +51,7 @@ def rebuilt_alike(state: ClusterState) -> None:
 
 # ---- the live path: Quotient's own status writes come back as watch events ------------------------
 
-@pytest.fixture
-async def fake_api():
-    async with FakeApiServer(bookmark_interval=0.3) as api:
-        yield api
-
-
-@pytest.fixture
-async def api_client(fake_api, tmp_path):
-    client = await make_api_client(fake_api.kubeconfig_path(tmp_path))
-    yield client
-    await client.close()
+from test_watch import api_client, fake_api  # noqa: E402,F401  (the fake API server and a client of it)
 
 
 def seed(api: FakeApiServer, pending: int = 20) -> None:
