@@ -85,3 +85,17 @@ def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
             apply(state, LocalQueue("lq2", "team-a").cluster_queue(rng.choice(["cq", "cq2"])).obj())
         for cq in ("cq", "cq2"):
             assert [p.uid for p in state.present_pending(cq)] == brute_force(state, cq), f"step {step}"
+
+
+def test_what_is_kept_stays_as_short_as_what_is_due_when_nothing_reads_it():
+    """A cluster whose decisions never walk present pods (StrictFIFO, no cohort) still notes every attempt: the
+    kept times do not pile up."""
+    clock = Clock()
+    state = make_state(*cluster(), clock=clock)
+    p = Pod("p").queue("lq").cpu("2").obj()
+    apply(state, p)
+    for _ in range(5_000):
+        state.tried(uid(p), refused=True)
+        clock.now += MAX_BACKOFF + OVERDUE + 0.1
+    presence = state.presence
+    assert len(presence._arrivals) + len(presence._leavings) <= 4

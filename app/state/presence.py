@@ -31,6 +31,7 @@ class Presence:
     # ---- what kube-scheduler did -------------------------------------------------
     def expect(self, uid: str, due: float, attempts: int = 0) -> None:
         """The pod is due at `due` (now for a new pod, after its backoff for one just refused)."""
+        self._advance()              # (here too: the heaps stay as short as what is due, read or not)
         self.tries[uid] = (attempts, due)
         self._leave(uid)
         heapq.heappush(self._arrivals, (due, uid))
