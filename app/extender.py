@@ -724,7 +724,7 @@ class Extender:
             self.refusals[uid] = r                       # judged again after the others
             if r.cleared_at is not None:
                 continue                                 # once per refusal; filter's next answer books anew
-            alike = (pod.queue_name, pod.shape, r.rule) if r.rule in REMEMBERED and not group_of(pod) else (uid,)
+            alike = (pod.shape, r.rule) if r.rule in REMEMBERED and not group_of(pod) else (uid,)
             batch.setdefault(alike, []).append((pod, r))
         for refused in batch.values():
             refused.sort(key=lambda pr: state.queue_key(pr[0]))

@@ -20,12 +20,13 @@ whose Job the watch has not delivered yet (for jobWaitTimeout at most: then the 
 the pod is judged as a plain pod), a pod that would preempt and whose own watch event has not come yet, and
 quota in use or queue order (QueueHead, QuotaInUse): the pod fits its ClusterQueue once quota frees, which
 pods finishing do all the time, and that is no event kube-scheduler's hints take: parked by a rejector (a
-tainted control-plane node is enough), it would wait up to 5 minutes. As a retry it costs one filter every 10 s,
-answered from what blocks its queue (state.blocked) without walking it, and is tried within 10 s of its refusal
-clearing (issue 32). Every other refusal
-parks the pod (FailedAndUnresolvableNodes, or FailedNodes where kube-scheduler's preemption may help: some
-node failed kube-scheduler's own filters, so its dry run may find victims there): a pod that never fits its
-ClusterQueue, a missing queue, a stopped ClusterQueue, a deactivated workload.
+tainted control-plane node is enough), it would wait up to 5 minutes. As a retry it costs one filter every
+10 s, answered from what blocks its queue (state.blocked) without walking it, and is tried within 10 s of its
+refusal clearing (issue 32).
+
+Every other refusal parks the pod (FailedAndUnresolvableNodes, or FailedNodes where kube-scheduler's
+preemption may help: some node failed kube-scheduler's own filters, so its dry run may find victims there): a
+pod that never fits its ClusterQueue, a missing queue, a stopped ClusterQueue, a deactivated workload.
 """
 from __future__ import annotations
 
@@ -68,10 +69,11 @@ class Refusals(dict):
     def refused(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
                 holds: frozenset[str] = frozenset()) -> str:
         """Book a refusal; returns the words to answer it with. The same refusal asked again keeps its time, and
-        for quota and queue order (the refusals of a waiting backlog) its first words: kube-scheduler writes the answer into the pod's PodScheduled condition and an Event
-        whenever the words change, so words that followed every number of the moment (quota in use, pods ahead)
-        cost a status write and an Event per retry of every waiting pod (issue 32). Journal entries and
-        /debug/pods' "now" carry the numbers of each decision."""
+        for quota and queue order (the refusals of a waiting backlog) its first words: kube-scheduler writes the
+        answer into the pod's PodScheduled condition and an Event whenever the words change, so words that
+        followed every number of the moment (quota in use, pods ahead) cost a status write and an Event per
+        retry of every waiting pod (issue 32). Journal entries and /debug/pods' "now" carry the numbers of each
+        decision."""
         old = self.get(uid)
         if old is not None and old.rule == rule and old.cleared_at is None:
             old.retry = retry

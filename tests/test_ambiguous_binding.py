@@ -64,6 +64,17 @@ async def pending(kit: Live, obj: dict) -> None:
     await until(lambda: kit.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
 
 
+async def filtered_low_and_high_pending(kit: Live) -> tuple[dict, dict]:
+    """A low-priority pod that passed filter for all of the quota (4 cpu on n1), and a high-priority one pending
+    beside it that would fit the same quota."""
+    low = Pod("low").queue("lq").cpu("4").priority(1).obj()
+    high = Pod("high").queue("lq").cpu("4").priority(100).obj()
+    await pending(kit, low)
+    assert kit.filter(low)["NodeNames"] == ["n1"]
+    await pending(kit, high)
+    return low, high
+
+
 async def slow_pod_watch(kit: Live, delay: float = 0.8) -> None:
     """From now on the pods watch delivers each event `delay` seconds late (until it is next reopened)."""
     kit.api.fault("slow", resource="pods", verb="watch", delay=delay)
@@ -75,11 +86,7 @@ async def test_a_binding_written_but_answered_500_keeps_its_charge_while_the_wat
     """Before: the re-read's failure made the outcome a failure, the charge was taken back, and a higher-priority
     pod bound into the quota the first still used on the API: 8,000m of 4,000m, for good."""
     async with live(tmp_path) as kit:
-        low = Pod("low").queue("lq").cpu("4").priority(1).obj()
-        high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-        await pending(kit, low)
-        assert kit.filter(low)["NodeNames"] == ["n1"]
-        await pending(kit, high)
+        low, high = await filtered_low_and_high_pending(kit)
         await slow_pod_watch(kit)
         kit.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=500)
         kit.api.fault("error", resource="pods", verb="get", code=500, times=3)     # the 409's re-read fails
@@ -109,11 +116,7 @@ async def test_a_binding_never_written_whose_read_fails_is_settled_by_the_next_r
     """Every try answered 500 (none written), the read after them fails: unknown. The charge stays until a
     reconcile reads the pod unbound, then it is taken back and the other pod may use the quota."""
     async with live(tmp_path) as kit:
-        low = Pod("low").queue("lq").cpu("4").priority(1).obj()
-        high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-        await pending(kit, low)
-        assert kit.filter(low)["NodeNames"] == ["n1"]
-        await pending(kit, high)
+        low, high = await filtered_low_and_high_pending(kit)
         kit.api.fault("error", resource="pods", verb="write", sub="binding", code=500, times=3)
         kit.api.fault("error", resource="pods", verb="get", code=500, times=1)
         error = await kit.bind(low)

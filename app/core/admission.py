@@ -18,7 +18,7 @@ from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
 from .drift import OVER_QUOTA
 from .fairsharing import dominant_resource_share
 from .preemption.oracle import oracle as preemption_oracle
-from .gangs import as_workload, group_of, waiting_members
+from .gangs import as_workload, group_of, waiting_members, walk_shape
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
@@ -187,7 +187,7 @@ def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: lis
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
         for other in _ahead(state, pod, cq, present=not strict):   # one backing off keeps no quota meanwhile
-            shape = other.uid if group_of(other) else other.shape     # a group is its own
+            shape = walk_shape(other)
             if shape in passed_over:
                 continue
             if resolve(state, other)[1] is not None:
@@ -248,7 +248,7 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
             for other in state.present_pending(current.name):    # one backing off keeps nothing (ClusterView.away)
                 if len(passed_over) >= len(shapes):
                     break                    # every shape of its queue is passed over: so is every pod left
-                shape = other.uid if group_of(other) else other.shape     # a group member is its own
+                shape = walk_shape(other)
                 if shape in passed_over:
                     continue
                 if resolve(state, other)[1] is not None:

@@ -43,6 +43,12 @@ def group_of(pod: PodInfo) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
+def walk_shape(pod: PodInfo) -> object:
+    """What a walk of queue order passes over alike (PodInfo.shape): a pod group's member, or a group taken as one
+    workload (as_workload), is its own, since its members are admitted together or not at all."""
+    return pod.uid if group_of(pod) else pod.shape
+
+
 def pending_members(state: ClusterView, members: list[PodInfo]) -> list[PodInfo]:
     """The members still to be placed: not on a node, no node held for them."""
     return [m for m in members if not m.node_name and m.uid not in state.holds]

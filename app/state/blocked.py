@@ -67,8 +67,7 @@ class BlockedQueues:
         self.misses = 0
 
     def _key(self, state, pod, has_nodes: Callable[[str], bool] | None) -> tuple | None:
-        lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
-        cq = state.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        _, cq = state.queue_of(pod)
         if cq is None or pod.uid in state.holds:
             return None
         offered = tuple(has_nodes(f.name) if has_nodes else True for g in cq.resource_groups for f in g.flavors)

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from ..config import Configuration
 from ..core.drift import Decided, Overrun, decided_on, usage_note
 from ..core.flavors import Charge, quota_usage, running_flavors
-from ..core.gangs import expected_size, group_of
+from ..core.gangs import expected_size, group_of, walk_shape
 from ..core.quantity import format_quantity
 from ..core.readiness import Readiness, RequeueRecord, all_ready, queue_order, requeue_key, unit_of
 from ..core.priority import resolve
@@ -230,6 +230,12 @@ class ClusterState:
         self.presence = Presence(self.timer, self._pending_of.get)   # which pending pods kube-scheduler brings now
         self._bulk = 0
 
+    def _policy_changed(self) -> None:
+        """An object admission reads, other than a pod, changed: the remembered refusals (state.blocked) no longer
+        stand."""
+        self.generation += 1
+        self.policy_generation += 1
+
     # ---- bulk loading -------------------------------------------------
     def begin_bulk(self) -> None:
         """Defer tree rebuilds while a snapshot or initial list is applied."""
@@ -379,23 +385,19 @@ class ClusterState:
     # ---- namespaces, priority classes, other kinds ----------------------
     def upsert_namespace(self, name: str, labels: dict[str, str]) -> None:
         self.namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_namespace(self, name: str) -> None:
         self.namespaces.pop(name, None)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def upsert_priority_class(self, pc: PriorityClassInfo) -> None:
         self.priority_classes[pc.name] = pc
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def upsert_job(self, job: JobInfo) -> None:
         """A Job made or changed: its pods take its queue and WorkloadPriorityClass labels anew (jobs.inherit)."""
@@ -411,8 +413,7 @@ class ClusterState:
         if old is None and not self._bulk and all(u in self.admitted for u in self.owned.get(job.uid, ())):
             self._infer_job_admission(job.uid)      # its pods run already, admitted before it came: its workload
         self._sync_job(job.uid)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_job(self, key: str) -> None:
         uid = next((u for u, j in self.jobs.items() if j.key == key), None)
@@ -422,8 +423,7 @@ class ClusterState:
                 self.jobs_missing.add(uid)      # deleted (--cascade=orphan): its pods are not waiting for it
             self._relabel(uid)
             self._sync_job(uid)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     # ---- Jobs not on the API: late, or missing ------------------------------------
     def _wait_for_job(self, pod: PodInfo) -> None:
@@ -562,34 +562,28 @@ class ClusterState:
             self._unindex_pending(pod.uid)
             self.resolve_priority(pod)
             self._index_pending(pod)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_workload_priority_class(self, name: str) -> None:
         """Deleted: the pods it gave a priority keep it, as Kueue's Workloads keep their spec.priority."""
         self.workload_priority_classes.pop(name, None)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def upsert_budget(self, pdb: PodDisruptionBudget) -> None:
         self.budgets.upsert(pdb, self.pods.values())
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_budget(self, key: str) -> None:
         self.budgets.remove(key)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def upsert_pod_group(self, pg: PodGroup) -> None:
         self.pod_groups[pg.key] = pg
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     def remove_pod_group(self, key: str) -> None:
         self.pod_groups.pop(key, None)
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
 
     # ---- Kueue objects -----------------------------------------------------
     def _kueue_table(self, kind: str) -> dict:
@@ -615,8 +609,7 @@ class ClusterState:
         """Rebuild what depends on the change: a LocalQueue moves only its own pods (_local_queue_changed); a
         change of the quota tree's shape rebuilds everything (_shapes_tree); any other change is a policy that
         decisions read off the object when they are made."""
-        self.generation += 1
-        self.policy_generation += 1
+        self._policy_changed()
         if self._bulk:
             return          # end_bulk rebuilds
         if kind == "LocalQueue":
@@ -1070,7 +1063,7 @@ class ClusterState:
             return
         entry = (self.queue_key(pod), pod.uid)
         bisect.insort(self.pending.setdefault(cq.name, []), entry)
-        shape = pod.uid if group_of(pod) else pod.shape
+        shape = walk_shape(pod)
         self._pending_of[pod.uid] = (cq.name, entry, shape)
         self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
         self.presence.indexed(pod.uid)
@@ -1138,11 +1131,12 @@ class ClusterState:
         ending and letting the preemptor choose new victims while these are still going."""
         return any(self.pods[uid].deleting for uid in held.left(self.pods))
 
-    def victims(self) -> set[str]:
+    def victims(self) -> frozenset[str]:
         """Pods chosen as victims by a hold still in force (worked out again only when the holds change: every
         decision that needs room asks, and hundreds of holds can stand in a busy cohort)."""
         if self._victims[0] != self._holds_version:
-            self._victims = (self._holds_version, frozenset(uid for held in self.holds.values() for uid in held.victims))
+            chosen = frozenset(uid for held in self.holds.values() for uid in held.victims)
+            self._victims = (self._holds_version, chosen)
         return self._victims[1]
 
     def expire_reservations(self) -> int:
