@@ -75,7 +75,8 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         app = create_app(extender, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
                          reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
-                         clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host))
+                         clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
+                         identities=config.client_identities)
         main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))
         logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
@@ -132,7 +133,9 @@ def serve(args: argparse.Namespace) -> int:
     from .api.listeners import conversion_server, serve_all, server
     from .api.connections import raise_file_limit
     from .api.tls import TLSError, uvicorn_tls_options
+    from .api import certs
 
+    certs.POLL_INTERVAL = args.tls_reload_interval
     ports = 1 + (args.conversion_port is not None) + (args.view_port is not None)
     args.connection_limits = raise_file_limit(ports, _limits(args))
     try:
@@ -172,7 +175,8 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
-                             clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host)),
+                             clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
+                             identities=config.client_identities),
                   args.host, args.port, args.log_level, tls, limits=_limits(args))
     _run(serve_all(main, conversion, _view(args, extender)))
     return 0
@@ -307,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
     s.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     s.add_argument("--tls-client-ca", metavar="FILE",
-                   help="require client certificates signed by this PEM CA (only kube-scheduler may call)")
+                   help="verify client certificates against this PEM CA; each caller then gets the routes of its "
+                        "role (the Configuration's clientIdentities), health routes answer anyone")
+    s.add_argument("--tls-reload-interval", type=_seconds, default=10.0, metavar="S",
+                   help="look at the TLS files every S seconds and serve changed ones without a restart "
+                        "(default %(default)s)")
     s.add_argument("--conversion-port", type=int, metavar="PORT",
                    help="also serve the Kueue CRDs' conversion webhook (POST /convert, nothing else) on this port, "
                         "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")

@@ -25,6 +25,24 @@ class ConfigError(ValueError):
     """A Configuration that cannot be used, with the field that is wrong."""
 
 
+# Roles a client certificate can have on the main port (app/api/identity.py says what each may call).
+ROLES = ("scheduler", "viewer", "admin", "metrics")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientIdentity:
+    """One clientIdentities entry: a certificate whose subject has this CN (when given) and this O among its
+    organizations (when given) gets `role`."""
+    role: str
+    common_name: str = ""
+    organization: str = ""
+
+
+# Without clientIdentities: one certificate per caller, named as deploy/certs.sh and cert-manager issue them.
+DEFAULT_CLIENT_IDENTITIES = (ClientIdentity("scheduler", "quotient-scheduler"), ClientIdentity("admin", "quotient-admin"),
+                             ClientIdentity("viewer", "quotient-viewer"), ClientIdentity("metrics", "quotient-metrics"))
+
+
 @dataclass(slots=True)
 class WaitForPodsReady:
     """Kueue's waitForPodsReady, with its field names and defaults (seed 003)."""
@@ -74,6 +92,8 @@ class Configuration:
     preemption_strategies: tuple[str, ...] = STRATEGIES
     # Kueue's waitForPodsReady: None when off.
     wait_for_pods_ready: "WaitForPodsReady | None" = None
+    # Who may call what on the main port when it verifies client certificates (--tls-client-ca).
+    client_identities: tuple[ClientIdentity, ...] = DEFAULT_CLIENT_IDENTITIES
     raw: dict = field(default_factory=dict)
     # A Kueue Configuration's fields that Quotient does not use (logged at start, so nothing is silently lost).
     unused: tuple[str, ...] = ()
@@ -84,7 +104,7 @@ class Configuration:
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
           "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "watchStallTimeout",
-          "preemption", "fairSharing", "waitForPodsReady", "jobWaitTimeout"}
+          "preemption", "fairSharing", "waitForPodsReady", "jobWaitTimeout", "clientIdentities"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 
 
@@ -128,7 +148,33 @@ def decode_configuration(doc: dict | None) -> Configuration:
     if not isinstance(scan, int) or isinstance(scan, bool) or scan < 1:
         raise ConfigError("maxQueueScan must be a positive integer")
     cfg.max_queue_scan = scan
+    if "clientIdentities" in doc:
+        cfg.client_identities = _client_identities(doc["clientIdentities"])
     return cfg
+
+
+def _client_identities(raw: object) -> tuple[ClientIdentity, ...]:
+    """clientIdentities: a list of {role, commonName, organization}, each naming a CN, an O or both."""
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("clientIdentities must be a non-empty list of {role, commonName, organization} (leave it "
+                          "out for the default: CN quotient-scheduler, quotient-admin, quotient-viewer, "
+                          "quotient-metrics to the role of that name)")
+    found = []
+    for i, entry in enumerate(raw):
+        where = f"clientIdentities[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"role", "commonName", "organization"}:
+            raise ConfigError(f"{where} may hold role, commonName and organization")
+        role = entry.get("role")
+        if role not in ROLES:
+            raise ConfigError(f"{where}.role {role!r} is not one of {', '.join(ROLES)}")
+        cn, org = entry.get("commonName") or "", entry.get("organization") or ""
+        if not isinstance(cn, str) or not isinstance(org, str):
+            raise ConfigError(f"{where}: commonName and organization must be strings")
+        if not cn and not org:
+            raise ConfigError(f"{where} names neither a commonName nor an organization: it would give role {role} "
+                              "to every certificate the client CA signs")
+        found.append(ClientIdentity(role, cn, org))
+    return tuple(found)
 
 
 def _kueue_configuration(doc: dict, version: str) -> Configuration:

@@ -20,12 +20,14 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from ..config import DEFAULT_CLIENT_IDENTITIES
 from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..ui.pages import ui_router
 from .debug import debug_router
 from .exposure import LoopbackHostOnly, foreign_host, refuse_host
+from .identity import Authorizer
 from .convert import PATH as CONVERT_PATH
 from .convert import ConvertApp
 from .limits import (LARGE_BODY, BodyLimit, BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse,
@@ -49,6 +51,7 @@ class QuotientApp(FastAPI):
     verb_paths: frozenset[str] = frozenset()
     convert = ConvertApp()  # the conversion webhook, for callers this port admits (it changes no state)
     loopback_only = False   # on a loopback address: only requests addressed to a loopback name (LoopbackHostOnly)
+    authorize = None        # with client certificates: each caller's role against the route (app/api/identity.py)
 
     async def __call__(self, scope, receive, send) -> None:
         if self.loopback_only:
@@ -56,6 +59,10 @@ class QuotientApp(FastAPI):
             if host is not None:
                 return await refuse_host(send, host)
         if scope["type"] == "http":
+            if self.authorize is not None:
+                forbidden = self.authorize(scope)
+                if forbidden is not None:
+                    return await answer(send, 403, forbidden)
             if scope["path"] in self.verb_paths:
                 return await self.verbs(scope, receive, send)
             if scope["path"] == CONVERT_PATH:
@@ -162,11 +169,13 @@ async def _every(interval: float, work, what: str, loops: Loops, leading=None) -
 
 def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
-               clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "") -> FastAPI:
+               clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "",
+               identities=None) -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs and reports ready; alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
-    server requires client certificates, so every caller may reach routes that change state; loopback_only:
+    server verifies client certificates, so each caller is held to its role (identities: the Configuration's
+    clientIdentities, app/api/identity.py) and the routes that change state need admin; loopback_only:
     the server listens on a loopback address, so only requests addressed to a loopback name are answered
     (app.api.exposure.LoopbackHostOnly); readiness: why the state's source is not ready, for /readyz ("stale: ...")."""
 
@@ -192,6 +201,8 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
     app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
     app.loopback_only = loopback_only
+    if clients_verified:
+        app.authorize = Authorizer(identities or DEFAULT_CLIENT_IDENTITIES, prefix, observers.metrics.forbidden)
     # A request a local reverse proxy forwards is judged by the address it names (trusted_caller), as uvicorn
     # did for every route before its proxy-header middleware was turned off for the verbs' sake.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")

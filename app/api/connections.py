@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from .identity import peer_of
+
 log = logging.getLogger("quotient.api")
 
 IDLE_TIMEOUT = 30.0     # seconds; kube-scheduler's Go client reopens a closed keep-alive connection by itself
@@ -54,6 +56,7 @@ class ConnectionLimits:
 
 
 IDLE, READING, ANSWERING = "idle", "reading", "answering"
+_UNSEEN = object()
 _TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
               b"content-length: %d\r\n\r\n%s")
 _END_OF_HEAD = b"\r\n\r\n"
@@ -129,13 +132,14 @@ class _Gate:
     """One connection from its accept: until its request head is whole it is only this (a buffer, a phase, a
     place in its port's queues); then uvicorn's protocol (GuardedProtocol) is made and takes the transport."""
 
-    __slots__ = ("factory", "loop", "transport", "phase", "buffer", "http", "lost", "__weakref__")
+    __slots__ = ("factory", "loop", "transport", "phase", "buffer", "http", "lost", "client", "__weakref__")
     port: _Port
 
     def __init__(self, factory, loop):
         self.factory, self.loop = factory, loop
         self.transport = self.http = None
         self.phase, self.buffer, self.lost = IDLE, None, False
+        self.client = _UNSEEN         # the client certificate's subject (identity.Peer) or None, on first request
 
     # deadlines
     def idle(self) -> None:
@@ -254,7 +258,11 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_message = True
-        self.scope["extensions"] = {**self.scope.get("extensions", {}), "quotient.connection": self.gate}
+        gate = self.gate
+        if gate.client is _UNSEEN:      # once per connection: the subject the TLS handshake verified, if any
+            gate.client = peer_of(self.transport)
+        self.scope["extensions"] = {**self.scope.get("extensions", {}), "quotient.connection": gate,
+                                    "quotient.client": gate.client}
         if self.gate.phase == IDLE:
             self.gate.reading()
 

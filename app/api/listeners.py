@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
 import uvicorn
 
+from .certs import ReloadingConfig, ServingTLS, TLSCollector
 from .connections import ConnectionLimits, guarded
 from .convert import ConvertApp
 
@@ -22,7 +24,20 @@ from .convert import ConvertApp
 # time (app/api/limits.py, LargeBodies).
 
 
-class _Main(uvicorn.Server):
+class _Reloading(uvicorn.Server):
+    """A server whose certificates are reloaded while it serves (app/api/certs.py)."""
+
+    async def serve(self, sockets=None) -> None:
+        tls = getattr(self.config, "tls", None)
+        watching = asyncio.create_task(tls.watch()) if tls is not None else None
+        try:
+            await super().serve(sockets)
+        finally:
+            if watching is not None:
+                watching.cancel()
+
+
+class _Main(_Reloading):
     """The main server: it takes SIGINT and SIGTERM and stops, but does not raise the signal again once stopped
     (uvicorn does, and the default handler would then kill the process before serve_live's cleanup: the
     leader's Lease released for a quick hand-over, the watches closed)."""
@@ -39,11 +54,15 @@ def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main,
     """A uvicorn server as Quotient runs them: uvicorn's lines through the root handler (log_config=None),
     no access log, no proxy headers (create_app adds their middleware where a route needs them), connections
     bounded by `limits` (app/api/connections.py)."""
-    return cls(uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                              proxy_headers=False, log_config=None, http=guarded(limits), **tls, **options))
+    config = ReloadingConfig(app, host=host, port=port, log_level=log_level, access_log=False, proxy_headers=False,
+                             log_config=None, http=guarded(limits), **tls, **options)
+    if tls.get("ssl_certfile"):     # the port's own SSLContext, reloaded when its files change (app/api/certs.py)
+        config.tls = ServingTLS(port, tls["ssl_certfile"], tls["ssl_keyfile"], tls.get("ssl_ca_certs"),
+                                tls.get("ssl_cert_reqs", ssl.CERT_NONE))
+    return cls(config)
 
 
-class _Beside(uvicorn.Server):
+class _Beside(_Reloading):
     """A server beside the main one: the main one takes SIGINT and SIGTERM (two would replace each other's
     handlers), and serve_all stops this one when the main one stops."""
 
@@ -77,6 +96,7 @@ def view_server(extender, host: str, port: int, log_level: str, cert: str | None
 async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> None:
     """Serve until the main server stops (a signal), or any one fails to start; then stop them all."""
     servers = [main, *(b for b in beside if b is not None)]
+    export_tls(main, servers)
     if len(servers) == 1:
         return await main.serve()
     tasks = [asyncio.create_task(s.serve()) for s in servers]
@@ -86,3 +106,11 @@ async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> Non
         for s in servers:
             s.should_exit = True
         await asyncio.gather(*tasks)
+
+
+def export_tls(main: uvicorn.Server, servers: list[uvicorn.Server]) -> None:
+    """Every port's certificate expiry and reload errors on the main application's /metrics."""
+    ports = [s.config.tls for s in servers if getattr(s.config, "tls", None) is not None]
+    metrics = getattr(getattr(main.config.app, "state", None), "metrics", None)
+    if ports and metrics is not None:
+        metrics.registry.register(TLSCollector(ports))

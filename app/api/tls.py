@@ -1,6 +1,6 @@
 """HTTPS for `quotient serve`: the uvicorn settings for a server certificate and, optionally,
-required client certificates (so only kube-scheduler, holding a certificate the given CA
-signed, may call the verbs).
+client certificates verified against a CA (each caller then gets the routes of its role:
+app/api/identity.py; app/api/certs.py reloads the files when they change).
 
 Checked before uvicorn starts, so a missing file or a key that does not match its
 certificate stops the command with a clear message instead of a traceback.
@@ -38,5 +38,7 @@ def uvicorn_tls_options(cert: str | None, key: str | None, client_ca: str | None
             context.load_verify_locations(cafile=client_ca)
         except (ssl.SSLError, OSError) as e:
             raise TLSError(f"--tls-client-ca {client_ca}: {e}") from None
-        options.update(ssl_ca_certs=client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
+        # Asked for, not required: health routes answer without one (app/api/identity.py holds every other
+        # route to the role of the certificate); one that is presented must verify against the client CA.
+        options.update(ssl_ca_certs=client_ca, ssl_cert_reqs=ssl.CERT_OPTIONAL)
     return options

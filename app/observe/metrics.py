@@ -64,6 +64,11 @@ class Metrics:
             "Problems the live watch source met and survived, by kind and cause (invalid object, undecodable "
             "event, connection dropped, watch idle, timeout, http 500, expired, ...).",
             ["kind", "cause"], registry=registry)
+        self.forbidden = Counter(
+            "quotient_forbidden_requests_total",
+            "Requests refused 403 on the main port (app/api/identity.py), by the caller's role (anonymous: no client "
+            "certificate; unmapped: a certificate no clientIdentities entry matches) and route (its template).",
+            ["role", "route"], registry=registry)
         self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
         self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
         registry.register(DecisionCollector(self))

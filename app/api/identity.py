@@ -1,0 +1,160 @@
+"""Each caller limited to its job: on a main port that verifies client certificates (--tls-client-ca), the subject
+of the caller's certificate (CN, O) has roles (the Configuration's clientIdentities), and each route needs one.
+
+    scheduler  the verbs: POST <pathPrefix>/{filter,prioritize,preempt,bind}
+    viewer     GET /debug/*, /ui*, POST /debug/explain (and POST /convert, which reads and changes nothing)
+    admin      what viewer may, and every write: POST /debug/workloads/{key}/reactivate
+    metrics    GET /metrics
+
+/livez, /readyz, /healthz, /version and / answer anyone, with or without a certificate (as kube-scheduler's and
+kube-apiserver's health routes do), so probes are plain httpGet. Anything else answers 403 with a reason an
+admin can act on, counted in quotient_forbidden_requests_total{role,route}: role "anonymous" without a
+certificate, "unmapped" for one no entry matches; route is the route's template, never the raw path.
+
+The verbs pay one dict lookup (the path's route) and a bit test: the caller's roles are worked out once per
+connection (app/api/connections.py puts the verified subject in scope["extensions"]["quotient.client"]).
+Without --tls-client-ca there are no identities and no Authorizer: every route is served as before.
+"""
+from __future__ import annotations
+
+import orjson
+
+from ..config import DEFAULT_CLIENT_IDENTITIES, ROLES, ClientIdentity
+
+BIT = {role: 1 << i for i, role in enumerate(ROLES)}
+SCHEDULER, VIEWER, ADMIN, METRICS = (BIT[r] for r in ROLES)
+READS = VIEWER | ADMIN
+PUBLIC = 0                       # a route anyone may call
+ANY_ROLE = (1 << len(ROLES)) - 1  # a path no route serves: any mapped certificate learns so (404), others 403
+PUBLIC_PATHS = ("/livez", "/readyz", "/healthz", "/version", "/")
+
+
+class Peer:
+    """The verified subject of one connection's client certificate; its roles are cached here by the Authorizer
+    on the connection's first request."""
+
+    __slots__ = ("common_name", "organizations", "mask", "label")
+
+    def __init__(self, common_name: str, organizations: tuple[str, ...]):
+        self.common_name, self.organizations = common_name, organizations
+        self.mask: int | None = None
+        self.label = ""
+
+    def __str__(self) -> str:
+        orgs = "".join(f", O={o}" for o in self.organizations)
+        return f"CN={self.common_name}{orgs}" if self.common_name or not orgs else orgs[2:]
+
+
+def peer_of(transport) -> Peer | None:
+    """The subject of the certificate the client presented on this TLS transport (verified against the client CA
+    by the handshake), or None: plain HTTP, or no certificate."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return None
+    cert = ssl_object.getpeercert()
+    if not cert:
+        return None
+    cn, orgs = "", []
+    for rdn in cert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                cn = value
+            elif key == "organizationName":
+                orgs.append(value)
+    return Peer(cn, tuple(orgs))
+
+
+class Route:
+    __slots__ = ("template", "needs")
+
+    def __init__(self, template: str, needs: int):
+        self.template, self.needs = template, needs
+
+
+def role_names(mask: int) -> str:
+    return " or ".join(r for r in ROLES if mask & BIT[r])
+
+
+class Authorizer:
+    """The 403 for a request whose caller lacks the route's role; None lets the rest through."""
+
+    def __init__(self, identities: tuple[ClientIdentity, ...] = DEFAULT_CLIENT_IDENTITIES, prefix: str = "",
+                 forbidden=None):
+        self.identities = identities
+        self.forbidden = forbidden      # Metrics.forbidden: quotient_forbidden_requests_total{role,route}
+        routes = {p: Route(p, PUBLIC) for p in PUBLIC_PATHS}
+        routes.update({f"{prefix}/{verb}": Route(f"{prefix}/{verb}", SCHEDULER)
+                       for verb in ("filter", "prioritize", "preempt", "bind")})
+        routes["/metrics"] = Route("/metrics", METRICS)
+        for path in ("/debug/queues", "/debug/decisions", "/debug/workloads", "/debug/explain", "/ui", "/ui/",
+                     "/ui/decisions", "/ui/decisions/rows", "/convert"):
+            routes[path] = Route(path, READS)
+        self.routes = routes
+        self.reactivate = Route("/debug/workloads/{key}/reactivate", ADMIN)
+        self.patterns = (("/debug/queues/", Route("/debug/queues/{name}", READS)),
+                         ("/debug/pods/", Route("/debug/pods/{namespace}/{name}", READS)),
+                         ("/ui/queues/", Route("/ui/queues/{name}", READS)),
+                         ("/ui/pods/", Route("/ui/pods/{namespace}/{name}", READS)),
+                         ("/ui/static/", Route("/ui/static/{name}", READS)),
+                         ("/ui/", Route("/ui/*", READS)),
+                         ("/debug/", Route("/debug/*", READS)))
+        self.other = Route("other", ANY_ROLE)
+
+    def route(self, path: str) -> Route:
+        found = self.routes.get(path)
+        if found is not None:
+            return found
+        if path.startswith("/debug/workloads/") and path.endswith("/reactivate"):
+            return self.reactivate
+        for start, route in self.patterns:
+            if path.startswith(start):
+                return route
+        return self.other
+
+    def grant(self, peer: Peer) -> int:
+        """The roles of a certificate subject (a bit mask), cached on its connection's Peer."""
+        mask, roles = 0, []
+        for rule in self.identities:
+            if (not rule.common_name or rule.common_name == peer.common_name) \
+                    and (not rule.organization or rule.organization in peer.organizations):
+                if not mask & BIT[rule.role]:
+                    roles.append(rule.role)
+                mask |= BIT[rule.role]
+        peer.label = "+".join(r for r in ROLES if r in roles) or "unmapped"
+        peer.mask = mask
+        return mask
+
+    def __call__(self, scope) -> bytes | None:
+        """None when the caller may call the request's route, else the 403 body (the refusal counted)."""
+        route = self.route(scope["path"])
+        if route.needs == PUBLIC:
+            return None
+        peer = scope["extensions"].get("quotient.client") if "extensions" in scope else None
+        if peer is not None:
+            mask = peer.mask if peer.mask is not None else self.grant(peer)
+            if mask & route.needs:
+                return None
+        return self.refusal(scope, route, peer)
+
+    def refusal(self, scope, route: Route, peer: Peer | None) -> bytes:
+        needs = role_names(route.needs) if route.needs != ANY_ROLE else "any role"
+        call = f"{scope.get('method', 'GET')} {route.template}"
+        if peer is None:
+            role = "anonymous"
+            reason = (f"{call} needs a client certificate with role {needs}, and this caller presented none: call "
+                      "with a certificate the --tls-client-ca signed whose subject the Configuration's "
+                      "clientIdentities maps to that role (only /livez, /readyz, /healthz, /version and / answer "
+                      "without one)")
+        elif not peer.mask:
+            role = "unmapped"
+            reason = (f"the client certificate {peer} matches no entry of the Configuration's clientIdentities, so "
+                      f"it has no role; {call} needs role {needs}: add an entry for its CN or O, or call with a "
+                      "certificate issued for that role")
+        else:
+            role = peer.label
+            reason = (f"the client certificate {peer} has role {role.replace('+', ', ')}; {call} needs role "
+                      f"{needs}: call with a certificate of that role, or map this one to it in the Configuration's "
+                      "clientIdentities")
+        if self.forbidden is not None:
+            self.forbidden.labels(role, route.template).inc()
+        return orjson.dumps({"error": reason})
