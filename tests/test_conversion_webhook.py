@@ -146,12 +146,13 @@ def test_the_conversion_port_needs_no_client_certificate_and_serves_nothing_else
                 assert anonymous.post(f"https://127.0.0.1:{conversion}{path}", json=FILTER_BODY).status_code == 404
             assert anonymous.get(f"https://127.0.0.1:{conversion}/debug/queues").status_code == 404
             assert anonymous.get(f"https://127.0.0.1:{conversion}/livez").status_code == 404
-            # the main port still wants a client certificate, for /convert too
-            assert _refused(lambda: anonymous.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY))
-            assert _refused(lambda: anonymous.post(f"https://127.0.0.1:{port}/convert", json=REVIEW))
+            # the main port still wants a client certificate, for /convert too (role viewer or admin)
+            assert anonymous.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY).status_code == 403
+            assert anonymous.post(f"https://127.0.0.1:{port}/convert", json=REVIEW).status_code == 403
         with httpx.Client(verify=_client_context(pki, "client"), timeout=5.0, trust_env=False) as scheduler:
             assert scheduler.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY).status_code == 200
-            assert scheduler.post(f"https://127.0.0.1:{port}/convert", json=REVIEW).status_code == 200
+        with httpx.Client(verify=_client_context(pki, "viewer"), timeout=5.0, trust_env=False) as viewer:
+            assert viewer.post(f"https://127.0.0.1:{port}/convert", json=REVIEW).status_code == 200
         with httpx.Client(timeout=5.0, trust_env=False) as plain:      # HTTPS only
             assert _refused(lambda: plain.post(f"http://127.0.0.1:{conversion}/convert", json=REVIEW)) \
                 or plain.post(f"http://127.0.0.1:{conversion}/convert", json=REVIEW).status_code == 400

@@ -16,6 +16,7 @@ import pytest
 from app.act.kube import KubeWriter
 from app.api.app import create_app
 from app.api.exposure import INSECURE_FLAG, ExposureError, check_exposure, is_loopback
+from app.api.identity import Peer
 from app.config import Configuration
 from app.extender import Extender
 from app.state.cluster import ClusterState
@@ -61,22 +62,35 @@ def test_serve_with_the_insecure_flag_starts_and_warns():
 
 # ---- reactivate: the one debug route that changes state ---------------------------------------------
 
-@pytest.mark.parametrize("client,verified,status", [
-    (("10.0.0.5", 4242), False, 403),        # another pod, no client certificates: refused
-    (("127.0.0.1", 4242), False, 404),       # kubectl exec / port-forward: served (no such workload: 404)
-    (("10.0.0.5", 4242), True, 404),         # the server verified the caller's certificate: served
+def _presenting(app, subject: tuple[str, tuple[str, ...]] | None):
+    """The app as a TLS port calls it for a connection whose verified client certificate has `subject` (CN, Os)."""
+    async def call(scope, receive, send):
+        if scope["type"] == "http" and subject is not None:
+            scope["extensions"] = {**scope.get("extensions", {}), "quotient.client": Peer(*subject)}
+        await app(scope, receive, send)
+    return call
+
+
+@pytest.mark.parametrize("client,verified,subject,status", [
+    (("10.0.0.5", 4242), False, None, 403),        # another pod, no client certificates: refused
+    (("127.0.0.1", 4242), False, None, 404),       # kubectl exec / port-forward: served (no such workload: 404)
+    (("10.0.0.5", 4242), True, ("quotient-admin", ()), 404),      # a verified admin certificate: served
+    (("10.0.0.5", 4242), True, ("quotient-viewer", ()), 403),     # verified, but role viewer: refused
+    (("127.0.0.1", 4242), True, None, 403),        # certificates verified: loopback alone is no role
 ])
-async def test_reactivate_answers_only_trusted_callers(load_extender, client, verified, status):
+async def test_reactivate_answers_only_trusted_callers(load_extender, client, verified, subject, status):
     ext = load_extender(SNAPSHOT)
     app = create_app(ext, clients_verified=verified)
-    transport = httpx.ASGITransport(app=app, client=client)
+    transport = httpx.ASGITransport(app=_presenting(app, subject), client=client)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
         r = await c.post("/debug/workloads/team-a/job-1/reactivate")
         assert r.status_code == status, r.text
-        if status == 403:
+        if status == 403 and not verified:
             assert "loopback" in r.json()["error"] and "--tls-client-ca" in r.json()["error"]
-        # reading stays open to every caller the server lets in
-        assert (await c.get("/debug/queues")).status_code == 200
+        elif status == 403:
+            assert "role admin" in r.json()["error"]
+        # reading stays open to every caller the server lets in (with certificates: viewer and admin)
+        assert (await c.get("/debug/queues")).status_code == (403 if verified and subject is None else 200)
 
 
 async def test_reactivate_forwarded_by_a_local_proxy_is_judged_by_the_original_caller(load_extender):

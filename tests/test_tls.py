@@ -89,7 +89,10 @@ def pki(tmp_path_factory) -> Path:
            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
            "extendedKeyUsage=serverAuth\n"
            "subjectAltName=DNS:quotient.quotient-system.svc,DNS:localhost,IP:127.0.0.1\n")
-    _issue(d, "client", "/CN=system:kube-scheduler",
+    _issue(d, "client", "/CN=quotient-scheduler",        # role scheduler in the default clientIdentities
+           "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+           "extendedKeyUsage=clientAuth\n")
+    _issue(d, "viewer", "/CN=quotient-viewer",
            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
            "extendedKeyUsage=clientAuth\n")
     # A client certificate from a CA the server does not trust.
@@ -161,10 +164,11 @@ def test_https_with_the_client_certificate_runs_the_verbs(pki, mtls_port):
         assert client.get(f"https://127.0.0.1:{mtls_port}/readyz").json() == {"ready": True}
 
 
-def test_a_client_without_a_certificate_is_refused(pki, mtls_port):
+def test_a_client_without_a_certificate_gets_the_health_routes_and_403_elsewhere(pki, mtls_port):
     with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as client:
-        assert _refused(lambda: client.post(f"https://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY))
-        assert _refused(lambda: client.get(f"https://127.0.0.1:{mtls_port}/livez"))
+        r = client.post(f"https://127.0.0.1:{mtls_port}/filter", json=FILTER_BODY)
+        assert r.status_code == 403 and "presented none" in r.json()["error"]
+        assert client.get(f"https://127.0.0.1:{mtls_port}/livez").status_code == 200
 
 
 def test_a_client_certificate_from_another_ca_is_refused(pki, mtls_port):
@@ -192,9 +196,11 @@ def test_https_without_a_client_ca_needs_no_client_certificate(pki):
 def test_the_web_view_is_behind_the_client_certificate_like_debug(pki, mtls_port):
     url = f"https://127.0.0.1:{mtls_port}"
     with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as anonymous:
-        assert _refused(lambda: anonymous.get(f"{url}/ui"))
-        assert _refused(lambda: anonymous.get(f"{url}/ui/static/ui.js"))
-    with httpx.Client(verify=_client_context(pki, "client"), timeout=5.0, trust_env=False) as client:
+        assert anonymous.get(f"{url}/ui").status_code == 403
+        assert anonymous.get(f"{url}/ui/static/ui.js").status_code == 403
+    with httpx.Client(verify=_client_context(pki, "client"), timeout=5.0, trust_env=False) as scheduler:
+        assert scheduler.get(f"{url}/ui").status_code == 403          # the verbs' certificate: role scheduler
+    with httpx.Client(verify=_client_context(pki, "viewer"), timeout=5.0, trust_env=False) as client:
         r = client.get(f"{url}/ui")
         assert r.status_code == 200 and 'data-name="team-a-cq"' in r.text
 
@@ -210,7 +216,7 @@ def test_the_view_port_serves_ui_and_debug_without_a_client_certificate(pki):
             reactivate = anonymous.post(f"http://127.0.0.1:{view}/debug/workloads/team-a/x/reactivate")
             verb = anonymous.post(f"http://127.0.0.1:{view}/filter", json=FILTER_BODY)
         with httpx.Client(verify=_client_context(pki, None), timeout=5.0, trust_env=False) as anonymous:
-            assert _refused(lambda: anonymous.get(f"https://127.0.0.1:{port}/ui"))     # the main port still asks
+            assert anonymous.get(f"https://127.0.0.1:{port}/ui").status_code == 403     # the main port still asks
     assert ui.status_code == 200 and 'data-name="team-a-cq"' in ui.text
     assert queues.json()["clusterQueues"][0]["name"] == "team-a-cq"
     assert reactivate.status_code == 403 and verb.status_code == 404
@@ -268,5 +274,5 @@ def test_the_image_healthcheck_presents_a_client_certificate_when_given_one(pki,
     assert _healthcheck(with_cert) == 0
     assert _healthcheck(with_cert, "/readyz") == 0
     assert _healthcheck(with_cert, "/no-such-path") == 1
-    assert _healthcheck({"QUOTIENT_HEALTH_URL": url, "QUOTIENT_HEALTH_CA": str(pki / "ca.crt")}) == 1
+    assert _healthcheck({"QUOTIENT_HEALTH_URL": url, "QUOTIENT_HEALTH_CA": str(pki / "ca.crt")}) == 0   # public
     assert _healthcheck({"QUOTIENT_HEALTH_URL": f"http://127.0.0.1:{mtls_port}"}) == 1

@@ -15,6 +15,9 @@ Each port's server speaks HTTP through a protocol made by `guarded(limits)`, whi
   so connections that send nothing cannot keep out the ones that call. Each port has its own cap: the
   conversion webhook, the view port and the verbs cannot starve each other.
 
+On a TLS port the subject of the client certificate the handshake verified (app/api/identity.py, Peer) is read
+once per connection, on its first request, and handed to each request as scope["extensions"]["quotient.client"].
+
 A connection that waits for its TLS handshake is not yet seen here (uvicorn's TLS layer calls connection_made
 after it): the event loop closes it after 60 s. (Starting the handshake here with loop.start_tls loses a
 ClientHello that arrives before start_tls takes the transport: uvloop starts reading after connection_made.)

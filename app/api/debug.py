@@ -3,7 +3,8 @@
 JSON by default; `?format=text` (or `Accept: text/plain`) renders the same view as
 aligned tables (app.api.text). An unknown queue or pod is a 404 naming what was
 looked up, a body explain cannot read is a 400 naming the problem. Nothing here
-changes the state but reactivate, which only a trusted caller may call.
+changes the state but reactivate, which only a trusted caller may call (with client certificates: role admin,
+app/api/identity.py).
 """
 from __future__ import annotations
 
@@ -155,8 +156,8 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
                                  "(--view-port), which asks callers for no certificate; use the main port")
             if not trusted_caller(request.scope, clients_verified):
                 raise DebugError(403, "reactivate changes state: it is served only to loopback callers (kubectl "
-                                 "exec, kubectl port-forward) or over TLS with a verified client certificate "
-                                 "(--tls-client-ca)")
+                                 "exec, kubectl port-forward) or over TLS with a client certificate of role admin "
+                                 "(--tls-client-ca, clientIdentities)")
             if not extender.reactivate(key):
                 raise DebugError(404, f"no requeued workload {key!r}; GET /debug/workloads lists them")
             return {"reactivated": key}

@@ -1,6 +1,6 @@
 """Who may reach what: the verbs and the one debug route that changes state are served only to
-callers Quotient can trust, a process on the same host (loopback) or one holding a client
-certificate the --tls-client-ca signed.
+callers Quotient can trust, a process on the same host (loopback) or, with --tls-client-ca, one holding a
+client certificate of the route's role (app/api/identity.py).
 
 Quotient holds cluster-wide pods/binding and pods/eviction, so a caller of `bind` can place any
 pending pod on any node, and a caller of `filter` can make Quotient learn and reserve quota for
@@ -64,7 +64,8 @@ def check_conversion_exposure(host: str, port: int, conversion_port: int, cert: 
 
 
 def trusted_caller(scope, clients_verified: bool) -> bool:
-    """A request that may change state: the server verifies client certificates, or it came over loopback."""
+    """A request that may change state: it came over loopback, or the server verifies client certificates (then
+    the Authorizer in front, app/api/identity.py, has let through only a certificate of role admin)."""
     if clients_verified:
         return True
     client = scope.get("client")
