@@ -123,8 +123,10 @@ class ServingTLS:
             return False
         self.context, self.signature, self._failed = context, seen, None
         self.reloads += 1
-        self.expiry = self._expiry()
-        self._warned.clear()
+        before, self.expiry = self.expiry, self._expiry()
+        for which, at in self.expiry.items():
+            if before.get(which) != at:          # a renewed certificate is warned about anew, should it need it
+                self._warned.pop(which, None)
         try:
             cert = _decode(self.cert)
             what = f"serial {cert.get('serialNumber')}, expires {cert.get('notAfter')}"
