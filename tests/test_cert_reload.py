@@ -167,3 +167,54 @@ def test_swapped_certificate_files_are_served_without_a_restart(pki, tmp_path):
         assert ca_changed[(str(port), "client-ca")] - before[(str(port), "client-ca")] > 80 * 86400
         text = log.read_text()
         assert "do not load" in text and "TLS reloaded" in text
+
+
+def _days(message: str) -> float:
+    return float(message.split("expires in ", 1)[1].split(" days", 1)[0])
+
+
+def test_a_truncated_file_keeps_the_old_context_and_a_daily_warning_is_logged(pki, tmp_path, caplog):
+    """In process: ServingTLS.poll with a half-written certificate, then the whole one; the expiry warning once a
+    day from 30 days before (the 2-day certificate), with a fake clock."""
+    from app.api.certs import ServingTLS
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    shutil.copy(pki / "old.crt", cert)
+    shutil.copy(pki / "old.key", key)
+    now = [time.time()]
+    with caplog.at_level("WARNING", logger="quotient.tls"):
+        tls = ServingTLS(8888, str(cert), str(key), clock=lambda: now[0])
+        first = tls.context
+        (warned,) = [_days(r.message) for r in caplog.records if "expires in" in r.message]
+        assert 1.5 < warned <= 2.0
+        caplog.clear()
+        tls.warn_expiry()
+        now[0] += 3600
+        tls.warn_expiry()
+        assert not caplog.records                               # not again within the day
+        now[0] += 86400
+        tls.warn_expiry()
+        assert len(caplog.records) == 1 and abs(_days(caplog.records[0].message) - (warned - 1.04)) < 0.11
+    whole = (pki / "new.crt").read_bytes()
+    cert.write_bytes(whole[: len(whole) // 2])                   # the writer is half-way through
+    shutil.copy(pki / "new.key", key)
+    assert not tls.poll() and tls.context is first and tls.reload_errors == 1
+    assert not tls.poll() and tls.reload_errors == 1             # the same files are not tried (and logged) again
+    cert.write_bytes(whole)
+    assert tls.poll() and tls.context is not first and tls.reload_errors == 1
+    assert tls.expiry["serving"] - time.time() > 300 * 86400
+
+
+def test_off_loopback_the_view_port_reloads_its_certificate_too(pki):
+    """Checked on the server `quotient serve` would start (binding 0.0.0.0 here would open a port to the network)."""
+    import argparse
+
+    from app.cli import _view, build_from_snapshot
+
+    args = argparse.Namespace(view_port=free_port(), view_host="0.0.0.0", tls_cert=str(pki / "old.crt"),
+                              tls_key=str(pki / "old.key"), log_level="info")
+    config = _view(args, build_from_snapshot(str(pki / "snapshot.yaml"), None)).config
+    assert config.tls is not None and config.tls.client_ca is None and config.tls.port == args.view_port
+    assert config.tls.listening.sni_callback is not None
+    config.load()
+    assert config.ssl is config.tls.listening

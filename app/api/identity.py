@@ -26,6 +26,7 @@ SCHEDULER, VIEWER, ADMIN, METRICS = (BIT[r] for r in ROLES)
 READS = VIEWER | ADMIN
 PUBLIC = 0                       # a route anyone may call
 ANY_ROLE = (1 << len(ROLES)) - 1  # a path no route serves: any mapped certificate learns so (404), others 403
+_NONE: dict = {}
 PUBLIC_PATHS = ("/livez", "/readyz", "/healthz", "/version", "/")
 
 
@@ -126,13 +127,15 @@ class Authorizer:
 
     def __call__(self, scope) -> bytes | None:
         """None when the caller may call the request's route, else the 403 body (the refusal counted)."""
-        route = self.route(scope["path"])
-        if route.needs == PUBLIC:
+        path = scope["path"]
+        route = self.routes.get(path) or self.route(path)
+        needs = route.needs
+        if not needs:                                   # PUBLIC
             return None
-        peer = scope["extensions"].get("quotient.client") if "extensions" in scope else None
+        peer = scope.get("extensions", _NONE).get("quotient.client")
         if peer is not None:
-            mask = peer.mask if peer.mask is not None else self.grant(peer)
-            if mask & route.needs:
+            mask = peer.mask
+            if (mask if mask is not None else self.grant(peer)) & needs:
                 return None
         return self.refusal(scope, route, peer)
 
@@ -152,7 +155,8 @@ class Authorizer:
                       "certificate issued for that role")
         else:
             role = peer.label
-            reason = (f"the client certificate {peer} has role {role.replace('+', ', ')}; {call} needs role "
+            has = f"roles {role.replace('+', ', ')}" if "+" in role else f"role {role}"
+            reason = (f"the client certificate {peer} has {has}; {call} needs role "
                       f"{needs}: call with a certificate of that role, or map this one to it in the Configuration's "
                       "clientIdentities")
         if self.forbidden is not None:
