@@ -117,10 +117,10 @@ def _metrics(pki: Path, port: int, who: str) -> str:
         return r.text
 
 
-def _client(pki: Path, who: str) -> httpx.Client:
+def _client(pki: Path, who: str, keep_alive: bool = False) -> httpx.Client:
     ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     ctx.load_cert_chain(str(pki / f"{who}.crt"), str(pki / f"{who}.key"))
-    return httpx.Client(verify=ctx, timeout=5, trust_env=False, headers={"connection": "close"})
+    return httpx.Client(verify=ctx, timeout=5, trust_env=False, headers={} if keep_alive else {"connection": "close"})
 
 
 def test_swapped_certificate_files_are_served_without_a_restart(pki, tmp_path):
@@ -154,13 +154,18 @@ def test_swapped_certificate_files_are_served_without_a_restart(pki, tmp_path):
             assert after[(p, "serving")] - before[(p, "serving")] > 300 * 86400
         assert after[(str(port), "client-ca")] == before[(str(port), "client-ca")]
 
-        # a new client CA replaces the old one: a certificate of the old CA no longer gets through
+        # a new client CA replaces the old one: a certificate of the old CA no longer gets through, on a new
+        # connection nor on one it kept alive from before
+        kept = _client(pki, "client", keep_alive=True)
+        assert kept.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY).status_code == 200
         secret.swap({"tls.crt": pki / "new.crt", "tls.key": pki / "new.key", "ca.crt": pki / "ca2.crt"})
 
         def old_ca_refused() -> bool:
             with _client(pki, "client") as old:
                 return _refused(lambda: old.get(f"https://127.0.0.1:{port}/livez"))
         _eventually(old_ca_refused)
+        assert _refused(lambda: kept.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY))
+        kept.close()
         with _client(pki, "client2") as scheduler:
             assert scheduler.post(f"https://127.0.0.1:{port}/filter", json=FILTER_BODY).status_code == 200
         ca_changed = _expiry(_metrics(pki, port, "metrics2"))

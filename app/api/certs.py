@@ -13,8 +13,11 @@ The listening socket's context never changes (uvicorn hands it to the event loop
 OpenSSL calls on every ClientHello (with or without a server name), moves the new connection to the context in
 use, so its handshake presents the current certificate and verifies the client against the current client CA,
 which replaces the old one (a CA dropped from the file no longer verifies anyone). Connections made before keep
-what they negotiated until they close (idle ones after --idle-timeout). Session tickets are off, so no
-connection resumes a session the old client CA verified.
+the serving certificate they negotiated; when the client CA changed they are closed as soon as no answer is under
+way on them (a keep-alive connection kube-scheduler never leaves idle would otherwise keep a caller the new CA
+does not verify), and their callers reconnect. Session tickets are off, so no connection resumes a session the
+old client CA verified. Files rewritten with the same content (the kubelet moves every file of a Secret when
+one changes) rebuild nothing.
 
 quotient_tls_certificate_expiry_timestamp_seconds{port,certificate} says when each expires (certificate
 "serving", or "client-ca": the first CA of the bundle to expire); from EXPIRY_WARNING before, a warning is
@@ -23,6 +26,7 @@ logged at start, on each reload and once a day.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import ssl
@@ -55,7 +59,9 @@ class ServingTLS:
         self.reloads = 0
         self.expiry: dict[str, float] = {}
         self._warned: dict[str, float] = {}
+        self.retire = None      # closes the port's connections (connections._Factory.retire): a client CA changed
         self.signature = self._stat()
+        self.digests = self._digests()
         self._failed = None
         self.context = self._build()                 # a bad set at start raises: cli reports it
         self.listening = self.context
@@ -77,6 +83,18 @@ class ServingTLS:
             except OSError as e:
                 seen.append(("missing", str(e)))
         return tuple(seen)
+
+    def _digests(self) -> tuple[bytes, ...]:
+        """What the files hold: a swap that rewrites them unchanged (the kubelet moves every file of a Secret
+        when one changes) rebuilds nothing."""
+        found = []
+        for path in self.files:
+            try:
+                with open(path, "rb") as f:
+                    found.append(hashlib.sha256(f.read()).digest())
+            except OSError:
+                found.append(b"")
+        return tuple(found)
 
     def _build(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -113,6 +131,10 @@ class ServingTLS:
         seen = self._stat()
         if seen == self.signature or seen == self._failed:
             return False
+        digests = self._digests()
+        if digests == self.digests:
+            self.signature, self._failed = seen, None
+            return False
         try:
             context = self._build()
         except (ssl.SSLError, OSError, ValueError) as e:
@@ -121,7 +143,8 @@ class ServingTLS:
             log.error("port %d: the changed TLS files (%s) do not load, the previous certificate stays in use "
                       "until they do: %s", self.port, ", ".join(self.files), e)
             return False
-        self.context, self.signature, self._failed = context, seen, None
+        ca_changed = self.client_ca is not None and digests[2] != self.digests[2]
+        self.context, self.signature, self.digests, self._failed = context, seen, digests, None
         self.reloads += 1
         before, self.expiry = self.expiry, self._expiry()
         for which, at in self.expiry.items():
@@ -133,6 +156,10 @@ class ServingTLS:
         except (AttributeError, ValueError, OSError, ssl.SSLError):
             what = "undecodable"
         log.info("port %d: TLS reloaded from %s (certificate %s)", self.port, ", ".join(self.files), what)
+        if ca_changed and self.retire is not None:
+            closed = self.retire()
+            log.info("port %d: the client CA changed: %d connections verified by the previous one close once their "
+                     "answer is sent (their callers reconnect and are verified anew)", self.port, closed)
         self.warn_expiry()
         return True
 

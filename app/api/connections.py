@@ -311,6 +311,15 @@ class _Factory:
         self.connections = server_state.connections
         return self.gate(self, _loop or asyncio.get_running_loop())
 
+    def retire(self) -> int:
+        """Close each of this port's connections once no answer is under way on it (at once for idle ones), as
+        uvicorn's graceful shutdown does: their client certificates were verified by a client CA since replaced
+        (app/api/certs.py). Returns how many there were."""
+        held = list(getattr(self, "connections", ()))
+        for conn in held:
+            conn.shutdown()
+        return len(held)
+
     def make(self, gate: _Gate) -> GuardedProtocol:
         http = self.protocol(config=self.config, server_state=self.server_state, app_state=self.app_state,
                              _loop=gate.loop)

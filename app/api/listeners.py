@@ -59,6 +59,7 @@ def server(app, host: str, port: int, log_level: str, tls: dict, cls=_Main,
     if tls.get("ssl_certfile"):     # the port's own SSLContext, reloaded when its files change (app/api/certs.py)
         config.tls = ServingTLS(port, tls["ssl_certfile"], tls["ssl_keyfile"], tls.get("ssl_ca_certs"),
                                 tls.get("ssl_cert_reqs", ssl.CERT_NONE))
+        config.tls.retire = config.http.retire
     return cls(config)
 
 
