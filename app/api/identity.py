@@ -52,13 +52,16 @@ def peer_of(transport) -> Peer | None:
     ssl_object = transport.get_extra_info("ssl_object")
     if ssl_object is None:
         return None
-    cert = ssl_object.getpeercert()
+    try:
+        cert = ssl_object.getpeercert()
+    except ValueError:          # no handshake done: nothing was verified
+        return None
     if not cert:
         return None
     cn, orgs = "", []
     for rdn in cert.get("subject", ()):
         for key, value in rdn:
-            if key == "commonName":
+            if key == "commonName":     # the last CN, as Kubernetes' x509 authenticator (Go's pkix.Name) reads it
                 cn = value
             elif key == "organizationName":
                 orgs.append(value)
