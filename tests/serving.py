@@ -44,13 +44,15 @@ class Server:
 
 
 @contextlib.contextmanager
-def served(*args: str, ready_within: float = 15.0):
+def served(*args: str, ready_within: float = 15.0, env: dict | None = None):
+    """env: variables set (over this process's) for the server."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="quotient-serve-") as tmp:
         log_path = os.path.join(tmp, "serve.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([str(QUOTIENT_BIN), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO),
+                                    env={**os.environ, **env} if env else None)
         server = Server(port, proc, log_path)
         try:
             _wait_ready(server, ready_within)
