@@ -167,7 +167,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
                clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "") -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
-    with leading (leader election), only the leader answers the verbs and reports ready; alive says
+    with leading (leader election), only the leader answers the verbs (every synced replica is ready); alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
     server requires client certificates, so every caller may reach routes that change state; loopback_only:
     the server listens on a loopback address, so only requests addressed to a loopback name are answered
