@@ -36,7 +36,10 @@ class _Listening(uvicorn.Server):
     announce = None
 
     async def startup(self, sockets=None) -> None:
-        await super().startup(sockets=sockets if sockets is not None or self.bound is None else [self.bound])
+        given = sockets is None and self.bound is not None
+        await super().startup(sockets=[self.bound] if given else sockets)
+        if self.started and given:
+            self._log_started_message([self.bound])     # uvicorn's own line, which it skips for given sockets
         if self.started and self.announce is not None:
             self.announce()
 
