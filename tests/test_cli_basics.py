@@ -12,7 +12,7 @@ import subprocess
 import httpx
 import pytest
 
-from app.api.app import create_app
+from app.api.app import create_app, create_view_app
 from serving import QUOTIENT_BIN, REPO, free_port, served
 
 VERSION = importlib.metadata.version("quotient")
@@ -56,6 +56,10 @@ async def test_root_redirects_to_the_view_and_healthz_answers_as_livez(load_exte
         alive[0] = False
         r = await client.get("/healthz")
     assert r.status_code == 503 and r.json()["reason"] == "watch loop not running"
+    view = create_view_app(load_extender(RACE))         # the --view-port application too
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=view), base_url="http://127.0.0.1") as client:
+        r = await client.get("/")
+    assert r.status_code == 307 and r.headers["location"] == "/ui"
 
 
 def test_the_serving_line_comes_once_the_port_listens():

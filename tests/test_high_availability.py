@@ -243,3 +243,50 @@ async def test_the_fake_api_patches_pod_labels_and_reports_it_to_watches(fake_ap
             event = __import__("orjson").loads(await asyncio.wait_for(lines.__anext__(), 5))
     assert event["type"] == "MODIFIED"
     assert event["object"]["metadata"]["labels"] == {"app.kubernetes.io/name": "quotient", "keep": "yes", LABEL: "true"}
+
+
+async def test_a_leader_cut_off_from_the_api_keeps_its_label_answers_503_and_removes_it_once_back(fake_api, tmp_path):
+    """A partition (the old leader reaches no API server, the standby does): the old leader cannot remove its
+    label, so the Service has two endpoints; the old one no longer leads (its renewals fail) and answers the
+    verbs 503 with the connection closed, so the caller's next connection may reach the new leader. Once the
+    API is reachable again the stale label goes."""
+    from app.api.app import create_app
+    from app.extender import Extender
+    from app.act.writer import SnapshotWriter
+    from app.sync.watch import make_api_client
+
+    path = fake_api.kubeconfig_path(tmp_path)
+    parts = []
+    for name in ("quotient-a", "quotient-b"):
+        fake_api.apply(replica_pod(name))
+        client = await make_api_client(path)
+        client.user_agent = f"quotient/{name}"
+        elector = LeaderElector(client, NS, "quotient", name, lease_seconds=1.5, renew_seconds=1.0, retry_seconds=0.1)
+        label = LeaderLabel(client, NS, name, lambda e=elector: e.leading, retry_seconds=0.1, poll=0.1)
+        elector.on_change = label.wake
+        parts.append((client, elector, label))
+    (client_a, a, label_a), (client_b, b, label_b) = parts
+    tasks = [asyncio.create_task(a.run()), asyncio.create_task(label_a.run())]
+    try:
+        await until(lambda: labelled(fake_api) == ["quotient-a"], what="a leads and is labelled")
+        tasks += [asyncio.create_task(b.run()), asyncio.create_task(label_b.run())]
+        fake_api.fault("error", agent="quotient-a", code=503, times=10**6)       # a is cut off
+        await until(lambda: labelled(fake_api) == ["quotient-a", "quotient-b"], timeout=10,
+                    what="b labelled while a's label stays")
+        assert not a.leading and b.leading
+        state = ClusterState()
+        app = create_app(Extender(state, SnapshotWriter(state)), leading=lambda: a.leading)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a") as http:
+            r = await http.post("/filter", json={"Pod": replica_pod("x"), "Nodes": None, "NodeNames": ["n1"]})
+        assert r.status_code == 503 and r.headers["connection"] == "close"
+        fake_api.clear_faults()                                                   # the partition heals
+        await until(lambda: labelled(fake_api) == ["quotient-b"], timeout=10, what="a's stale label removed")
+        assert b.leading and not a.leading
+    finally:
+        fake_api.clear_faults()
+        for _, elector, label in parts:
+            elector.stop()
+            label.stop()
+        await asyncio.gather(*tasks)
+        for client, _, _ in parts:
+            await client.close()
