@@ -52,7 +52,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     conversion: the --conversion-port server, served beside the main one."""
     from .api.app import create_app
     from .api.exposure import is_loopback
-    from .api.listeners import serve_all, server
+    from .api.listeners import listen, serve_all, server
     from .extender import Extender
     from .observe import attach
     from .state.cluster import ClusterState
@@ -68,27 +68,34 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         state = ClusterState(config)
         writer = make_writer(api_client, state)
         extender = Extender(state, writer)
-        source = WatchSource(api_client, state, metrics=attach(extender).metrics,
-                             stall_timeout=config.watch_stall_timeout)
+        metrics = attach(extender).metrics
+        source = WatchSource(api_client, state, metrics=metrics, stall_timeout=config.watch_stall_timeout)
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
+        label = _leader_label(api_client, elector, metrics)
         app = create_app(extender, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
                          reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
                          identities=config.client_identities)
         main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))
-        logging.getLogger("quotient").info(
+        main.announce = lambda: logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
+        view = _view(args, extender)
+        listen(main, conversion, view)      # before any watch or lease: a port that cannot be had stops here
         source.start()
         electing = asyncio.create_task(elector.run()) if elector else None
+        labelling = asyncio.create_task(label.run()) if label else None
         try:
-            await serve_all(main, conversion, _view(args, extender))
+            await serve_all(main, conversion, view)
         finally:
-            if elector:
-                elector.stop()
-                await electing
+            # The Lease released (the standby may take it at once) and the label removed (the Service keeps no
+            # endpoint here), side by side: a slow API server delays the exit by one timeout, not two.
+            for stopping in (elector, label):
+                if stopping:
+                    stopping.stop()
+            await asyncio.gather(*(t for t in (electing, labelling) if t))
             await source.stop()
             writer.close()
     finally:
@@ -99,15 +106,35 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
 def _elector(args: argparse.Namespace, api_client):
     """Leader election on the Lease --lease (namespace/name) when --leader-elect, or in a pod of the
     Deployment (POD_NAME from the downward API): replicas keep in sync, one answers the verbs."""
-    if not (args.leader_elect or os.environ.get("POD_NAME")):
+    if not (args.leader_elect or env("POD_NAME")):
         return None
     from .leader import LeaderElector
 
     namespace, _, name = args.lease.rpartition("/")
-    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    return LeaderElector(api_client, namespace or os.environ.get("POD_NAMESPACE", "quotient-system"), name, identity,
+    identity = env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    return LeaderElector(api_client, namespace or env("POD_NAMESPACE") or "quotient-system", name, identity,
                          lease_seconds=args.lease_seconds, renew_seconds=args.lease_seconds * 2 / 3,
                          retry_seconds=max(0.2, args.lease_seconds / 7))
+
+
+def _leader_label(api_client, elector, metrics):
+    """With leader election in a pod (POD_NAME, POD_NAMESPACE from the downward API): the leader labels its own
+    pod quotient.dev/leader=true, which Service quotient selects (app/leader_label.py); else None."""
+    pod = env("POD_NAME")
+    if elector is None or not pod:
+        return None
+    from .leader_label import LeaderLabel
+
+    label = LeaderLabel(api_client, env("POD_NAMESPACE") or "quotient-system", pod, lambda: elector.leading,
+                        retry_seconds=elector.retry_seconds, poll=min(1.0, elector.retry_seconds),
+                        timeout=elector.renew_seconds, metrics=metrics)
+    elector.on_change = label.wake
+    return label
+
+
+def env(name: str) -> str | None:
+    """An environment variable, None when unset or empty (`QUOTIENT_SERVER=` means the default, as in kubectl)."""
+    return os.environ.get(name, "").strip() or None
 
 
 def _loop_factory():
@@ -130,7 +157,7 @@ def serve(args: argparse.Namespace) -> int:
     from .api.app import create_app
     from .api.exposure import (ExposureError, check_conversion_exposure, check_exposure, check_view_exposure,
                                is_loopback)
-    from .api.listeners import conversion_server, serve_all, server
+    from .api.listeners import PortError, conversion_server, listen, serve_all, server
     from .api.connections import raise_file_limit
     from .api.tls import TLSError, uvicorn_tls_options
     from .api import certs
@@ -153,13 +180,13 @@ def serve(args: argparse.Namespace) -> int:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
     # Live mode: --kubeconfig, or in a pod (KUBERNETES_SERVICE_HOST) when no --snapshot is given.
-    if args.kubeconfig or (not args.snapshot and os.environ.get("KUBERNETES_SERVICE_HOST")):
+    if args.kubeconfig or (not args.snapshot and env("KUBERNETES_SERVICE_HOST")):
         if args.snapshot:
             print("quotient: --kubeconfig and --snapshot exclude each other", file=sys.stderr)
             return 2
         try:
             return _run(serve_live(args, tls, conversion))
-        except (LiveModeError, ConfigError) as e:
+        except (LiveModeError, ConfigError, PortError) as e:
             print(f"quotient: {e}", file=sys.stderr)
             return 2
     path = args.snapshot or DEFAULT_SNAPSHOT
@@ -171,14 +198,21 @@ def serve(args: argparse.Namespace) -> int:
     config = extender.state.config
     prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
     state = extender.state
-    logging.getLogger("quotient").info(
-        "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on http://%s:%d%s/{filter,prioritize,preempt,bind}",
-        path, len(state.nodes), len(state.pods), len(state.cluster_queues), args.host, args.port, prefix)
     main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
                              clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
                              identities=config.client_identities),
                   args.host, args.port, args.log_level, tls, limits=_limits(args))
-    _run(serve_all(main, conversion, _view(args, extender)))
+    main.announce = lambda: logging.getLogger("quotient").info(
+        "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on %s://%s:%d%s/{filter,prioritize,preempt,bind}",
+        path, len(state.nodes), len(state.pods), len(state.cluster_queues), "https" if tls else "http", args.host,
+        args.port, prefix)
+    view = _view(args, extender)
+    try:
+        listen(main, conversion, view)
+    except PortError as e:
+        print(f"quotient: {e}", file=sys.stderr)
+        return 2
+    _run(serve_all(main, conversion, view))
     return 0
 
 
@@ -188,10 +222,11 @@ def _view(args: argparse.Namespace, extender):
         return None
     from .api.listeners import view_server
 
-    logging.getLogger("quotient").info("serving /ui and /debug without client certificates on %s:%d (--view-port)",
-                                       args.view_host, args.view_port)
-    return view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key,
+    view = view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key,
                        _limits(args))
+    view.announce = lambda: logging.getLogger("quotient").info(
+        "serving /ui and /debug without client certificates on %s:%d (--view-port)", args.view_host, args.view_port)
+    return view
 
 
 def _limits(args: argparse.Namespace):
@@ -272,6 +307,19 @@ def _count(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1 to 65535)")
+    return value
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")     # uvicorn's
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -282,6 +330,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _lease_seconds(text: str) -> float:
+    """A Lease's duration: whole seconds in the Lease, so at least 1 (a shorter one would expire at once)."""
+    value = _seconds(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a lease duration in seconds (at least 1)")
+    return value
+
+
 def simulate(args: argparse.Namespace) -> int:
     from .sim.run import run_file
 
@@ -289,7 +345,10 @@ def simulate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .version import version
+
     parser = argparse.ArgumentParser(prog="quotient", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the extender verbs (default: the bundled demo snapshot)")
     s.add_argument("--snapshot", help="snapshot file (YAML, JSON, JSON lines); default: bundled demo")
@@ -298,14 +357,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--config", help="Configuration file (quotient.dev/v1alpha1)")
     s.add_argument("--leader-elect", action="store_true",
                    help="with --kubeconfig: only the holder of --lease answers the verbs (on by default in a pod "
-                        "that has POD_NAME set)")
+                        "that has POD_NAME set; there the leader labels its pod quotient.dev/leader=true, which "
+                        "Service quotient selects)")
     s.add_argument("--lease", default="quotient", help="[namespace/]name of the coordination.k8s.io Lease "
                    "(namespace: POD_NAMESPACE, else quotient-system)")
-    s.add_argument("--lease-seconds", type=float, default=15.0, help="lease duration; renewals every 1/7 of it")
+    s.add_argument("--lease-seconds", type=_lease_seconds, default=15.0,
+                   help="lease duration (at least 1); renewals every 1/7 of it")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8888)
+    s.add_argument("--port", type=_port, default=8888)
     s.add_argument("--path-prefix", default=None, help="prefix of the verb paths, e.g. /scheduler")
-    s.add_argument("--log-level", default="info", help="debug also logs each reservation filter takes")
+    s.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS,
+                   help="debug also logs each reservation filter takes")
     s.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line, decisions with their fields")
     s.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
@@ -316,10 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--tls-reload-interval", type=_seconds, default=10.0, metavar="S",
                    help="look at the TLS files every S seconds and serve changed ones without a restart "
                         "(default %(default)s)")
-    s.add_argument("--conversion-port", type=int, metavar="PORT",
+    s.add_argument("--conversion-port", type=_port, metavar="PORT",
                    help="also serve the Kueue CRDs' conversion webhook (POST /convert, nothing else) on this port, "
                         "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")
-    s.add_argument("--view-port", type=int, metavar="PORT",
+    s.add_argument("--view-port", type=_port, metavar="PORT",
                    help="also serve the read-only /ui and /debug on this port, asking for no client certificate "
                         "(for kubectl port-forward or a browser): plain HTTP on loopback, else HTTPS with --tls-cert; "
                         "reactivate is not served there")
@@ -350,14 +412,14 @@ def main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("queues", help="the quota tree of a running Quotient, or one ClusterQueue with its pending pods")
     q.add_argument("name", nargs="?", help="a ClusterQueue (or Cohort); without it, every queue")
     for c, func in ((e, explain), (q, queues)):
-        c.add_argument("--server", default=os.environ.get("QUOTIENT_SERVER", "http://127.0.0.1:8888"),
+        c.add_argument("--server", default=env("QUOTIENT_SERVER") or "http://127.0.0.1:8888",
                        help="where Quotient serves (default: $QUOTIENT_SERVER, else %(default)s)")
         c.add_argument("--format", choices=("text", "json"), default="text")
-        c.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer")
-        for flag, env, what in (("--ca", "QUOTIENT_CA", "CA file that signed Quotient's serving certificate"),
+        c.add_argument("--timeout", type=_seconds, default=10.0, help="seconds to wait for the answer")
+        for flag, name, what in (("--ca", "QUOTIENT_CA", "CA file that signed Quotient's serving certificate"),
                                 ("--cert", "QUOTIENT_CERT", "client certificate to present (deploy/certs.sh: admin.crt)"),
                                 ("--key", "QUOTIENT_KEY", "its private key")):
-            c.add_argument(flag, metavar="FILE", default=os.environ.get(env), help=f"{what} (default: ${env})")
+            c.add_argument(flag, metavar="FILE", default=env(name), help=f"{what} (default: ${name})")
         c.set_defaults(func=func)
     args = parser.parse_args(argv)
     if args.command == "serve":

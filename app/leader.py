@@ -41,6 +41,7 @@ class LeaderElector:
         self._observed: tuple | None = None     # the lease record as last read or written
         self._observed_at = 0.0                 # timer instant it was first seen as it is
         self._stop = asyncio.Event()
+        self.on_change: Callable[[], None] | None = None   # told after each attempt and the release (app.leader_label)
 
     @property
     def leading(self) -> bool:
@@ -53,6 +54,7 @@ class LeaderElector:
                 await asyncio.wait_for(self._try_acquire_or_renew(), self.renew_seconds)
             except (ApiException, asyncio.TimeoutError, OSError) as e:
                 log.warning("lease %s/%s: %s", self.namespace, self.name, getattr(e, "reason", e))
+            self._changed()
             wait = self.retry_seconds * (0.8 + 0.4 * random.random())
             try:
                 await asyncio.wait_for(self._stop.wait(), wait)
@@ -60,9 +62,14 @@ class LeaderElector:
                 pass
         if self.leading:                           # step down for a quick hand-over
             await self._release()
+        self._changed()
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def _now(self) -> datetime:
         """The wall time written into the Lease (for people and other tools; no replica judges by it)."""

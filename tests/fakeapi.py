@@ -50,6 +50,8 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
     modified; ..."), so leases (coordination.k8s.io/v1) behave as leader election expects.
     PATCH accepts application/merge-patch+json and application/strategic-merge-patch+json (a merge
     patch; lists of conditions are merged by `type`) and application/json-patch+json is refused (415).
+    A PATCH of a pod's metadata.labels (null removes a label, as the leader's quotient.dev/leader label is
+    set and removed, app/leader_label.py) is a MODIFIED event on every pods watch.
   - POST pods/{name}/binding: a v1 Binding; sets spec.nodeName and the PodScheduled condition (MODIFIED),
     answers 201 Status Success. 409 Conflict when spec.nodeName is already set — as the real API, also when
     it is the same node (message: `pod NAME is already assigned to node "NODE"`), so a retrying writer must

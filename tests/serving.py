@@ -44,13 +44,15 @@ class Server:
 
 
 @contextlib.contextmanager
-def served(*args: str, ready_within: float = 15.0):
+def served(*args: str, ready_within: float = 15.0, env: dict | None = None):
+    """env: variables set (over this process's) for the server."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="quotient-serve-") as tmp:
         log_path = os.path.join(tmp, "serve.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([str(QUOTIENT_BIN), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO),
+                                    env={**os.environ, **env} if env else None)
         server = Server(port, proc, log_path)
         try:
             _wait_ready(server, ready_within)
@@ -87,7 +89,7 @@ def _wait_ready(server: Server, within: float) -> None:
 @contextlib.asynccontextmanager
 async def served_live(api, tmp_path: Path, *args: str, ready_within: float = 15.0):
     """`quotient serve --kubeconfig` against a FakeApiServer on a free port, with args; yields (proc, port,
-    log path) once /readyz answers 200 (with --leader-elect: once leading), and stops it when the block ends."""
+    log path) once /readyz answers 200 (with --leader-elect: "ok: leader", once leading), and stops it when the block ends."""
     import asyncio
 
     port, log_path = free_port(), tmp_path / "serve.log"
@@ -100,7 +102,8 @@ async def served_live(api, tmp_path: Path, *args: str, ready_within: float = 15.
         async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
             while True:
                 try:
-                    if (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200:
+                    r = await http.get(f"http://127.0.0.1:{port}/readyz")
+                    if r.status_code == 200 and ("--leader-elect" not in args or r.text == "ok: leader"):
                         break
                 except httpx.TransportError:
                     pass

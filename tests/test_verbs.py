@@ -567,7 +567,7 @@ async def test_health_endpoints(load_extender, api):
         r = await client.get("/livez")
         assert r.status_code == 200
         r = await client.get("/readyz")
-        assert r.status_code == 200 and r.json() == {"ready": True}
+        assert r.status_code == 200 and r.text == "ok"
     ready = {"value": False}
     async with api(ext, ready=lambda: ready["value"]) as client:
         assert (await client.get("/readyz")).status_code == 503
@@ -634,9 +634,10 @@ spec:
     assert await ext.reconcile() == 0
 
 
-async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(load_extender):
+async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_ready_as_standby(load_extender):
     """High availability: only the leader answers the verbs; a standby (or a leader whose lease lapsed)
-    answers 503 and reports not ready, so the Service routes to the leader alone."""
+    answers 503 and is ready all the same ("ok: standby"): the Service routes to the leader by its pod's label
+    (app/leader_label.py), and every synced replica counts as available for a rollout or a disruption budget."""
     import httpx
 
     from app.api.app import create_app
@@ -648,12 +649,13 @@ async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_not_ready(loa
         pod = Pod("a").queue("q").cpu("1").wire()
         r = await client.post("/filter", json=extender_args(pod, ALL_NODES))
         assert r.status_code == 503 and "not the leader" in r.json()["error"]
-        assert (await client.get("/readyz")).status_code == 503
+        r = await client.get("/readyz")
+        assert r.status_code == 200 and r.text == "ok: standby"
         assert uid(pod) not in ext.state.pods                      # nothing decided, nothing learned
         leading["now"] = True
         r = await client.post("/filter", json=extender_args(pod, ALL_NODES))
         assert r.status_code == 200 and r.json()["NodeNames"] == ALL_NODES
-        assert (await client.get("/readyz")).status_code == 200
+        assert (await client.get("/readyz")).text == "ok: leader"
 
 
 async def test_livez_answers_from_the_sources_liveness(load_extender):

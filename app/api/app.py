@@ -17,7 +17,7 @@ from time import monotonic, perf_counter
 
 import orjson
 from fastapi import FastAPI
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..config import DEFAULT_CLIENT_IDENTITIES
@@ -25,6 +25,7 @@ from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..ui.pages import ui_router
+from ..version import build_info
 from .debug import debug_router
 from .exposure import LoopbackHostOnly, foreign_host, refuse_host
 from .identity import Authorizer
@@ -87,8 +88,10 @@ class VerbApp:
         handler = self.sync_verbs.get(path)       # None: bind, the one verb that awaits (its API write)
         verb = path.rsplit("/", 1)[-1]
         if self.leading is not None and not self.leading():
-            # A standby (or a leader whose lease lapsed) must not answer: its decisions could collide.
-            return await answer(send, 503, orjson.dumps({"error": f"{verb}: this replica is not the leader"}))
+            # A standby (or a leader whose lease lapsed) must not answer: its decisions could collide. The
+            # connection is closed: the caller's next one goes through the Service to the labelled leader.
+            return await answer(send, 503, orjson.dumps({"error": f"{verb}: this replica is not the leader"}),
+                                close=True)
         started = perf_counter()
         try:
             if scope["method"] != "POST":
@@ -172,7 +175,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
                clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "",
                identities=None) -> FastAPI:
     """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
-    with leading (leader election), only the leader answers the verbs and reports ready; alive says
+    with leading (leader election), only the leader answers the verbs (every synced replica is ready); alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
     server verifies client certificates, so each caller is held to its role (identities: the Configuration's
     clientIdentities, app/api/identity.py) and the routes that change state need admin; loopback_only:
@@ -207,9 +210,6 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     # did for every route before its proxy-header middleware was turned off for the verbs' sake.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")
     app.add_middleware(BodyLimit)        # no route reads a byte of a body over its limit (read_body: the verbs)
-    if leading is not None:
-        only_ready = ready
-        ready = lambda: bool(only_ready()) and leading()  # noqa: E731  (standbys report not ready)
     app.include_router(debug_router(extender, clients_verified))
     app.include_router(ui_router(extender))
 
@@ -218,6 +218,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
         return Response(observers.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/livez")
+    @app.get("/healthz")        # kube components' older name for the same check
     async def livez() -> Response:
         reason = "watch loop not running" if not alive() else loops.stuck()
         if reason is None:
@@ -226,11 +227,21 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
 
     @app.get("/readyz")
     async def readyz() -> Response:
-        ok = bool(ready())
-        if ok:
-            return Response(b'{"ready":true}', media_type=JSON)
-        reason = readiness() or ("not the leader" if leading is not None and not leading() else "not ready")
+        """Every replica whose state is synced is ready, leader or standby (the body says which): Service
+        quotient selects the leader's pod by its label (app/leader_label.py), not by readiness."""
+        if ready():
+            role = b"" if leading is None else b": leader" if leading() else b": standby"
+            return Response(b"ok" + role, media_type="text/plain")
+        reason = readiness() or "not ready"
         return Response(orjson.dumps({"ready": False, "reason": reason}), status_code=503, media_type=JSON)
+
+    @app.get("/version")
+    async def version() -> Response:
+        return Response(orjson.dumps(build_info()), media_type=JSON)
+
+    @app.get("/")
+    async def root() -> Response:
+        return RedirectResponse("/ui", status_code=307)
 
     return app
 
@@ -247,4 +258,5 @@ def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
         app.add_middleware(LoopbackHostOnly)
     app.include_router(debug_router(extender, view_port=True))
     app.include_router(ui_router(extender))
+    app.add_api_route("/", lambda: RedirectResponse("/ui", status_code=307), methods=["GET"])
     return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 
 import uvicorn
@@ -24,7 +25,52 @@ from .convert import ConvertApp
 # time (app/api/limits.py, LargeBodies).
 
 
-class _Reloading(uvicorn.Server):
+class PortError(RuntimeError):
+    """A port cannot be listened on (taken, not allowed); the message names it."""
+
+
+class _Listening(uvicorn.Server):
+    """A server on the socket listen() bound before anything started (no lease taken, no watch opened for a
+    port that cannot be had); `announce` is called once it accepts connections (the "serving ..." line)."""
+
+    bound: socket.socket | None = None
+    flag = "--port"
+    announce = None
+
+    async def startup(self, sockets=None) -> None:
+        given = sockets is None and self.bound is not None
+        await super().startup(sockets=[self.bound] if given else sockets)
+        if self.started and given:
+            self._log_started_message([self.bound])     # uvicorn's own line, which it skips for given sockets
+        if self.started and self.announce is not None:
+            self.announce()
+
+
+def listen(*servers: uvicorn.Server | None) -> None:
+    """Bind each server's host and port now, as uvicorn would (SO_REUSEADDR, IPv6 for an address with a colon);
+    PortError, with every socket bound so far closed, when one cannot be bound."""
+    done = []
+    for srv in servers:
+        if srv is None:
+            continue
+        host, port = srv.config.host, srv.config.port
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            sock.close()
+            for other in done:
+                other.bound.close()
+                other.bound = None
+            reason = e.strerror or str(e)
+            raise PortError(f"cannot listen on {host}:{port} ({srv.flag}): {reason[:1].lower() + reason[1:]}") \
+                from None
+        srv.bound = sock
+        done.append(srv)
+
+
+class _Reloading(_Listening):
     """A server whose certificates are reloaded while it serves (app/api/certs.py)."""
 
     async def serve(self, sockets=None) -> None:
@@ -75,7 +121,9 @@ class _Beside(_Reloading):
 def conversion_server(host: str, port: int, log_level: str, tls: dict,
                       limits: ConnectionLimits = ConnectionLimits()) -> uvicorn.Server:
     """The conversion port: /convert only, `tls` without client certificates."""
-    return server(ConvertApp(), host, port, log_level, tls, cls=_Beside, limits=limits, lifespan="off")
+    srv = server(ConvertApp(), host, port, log_level, tls, cls=_Beside, limits=limits, lifespan="off")
+    srv.flag = "--conversion-port"
+    return srv
 
 
 def view_server(extender, host: str, port: int, log_level: str, cert: str | None, key: str | None,
@@ -90,8 +138,10 @@ def view_server(extender, host: str, port: int, log_level: str, cert: str | None
 
     loopback = is_loopback(host)
     tls = {} if loopback else uvicorn_tls_options(cert, key, None)
-    return server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside, limits=limits,
-                  lifespan="off")
+    srv = server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside, limits=limits,
+                 lifespan="off")
+    srv.flag = "--view-port"
+    return srv
 
 
 async def serve_all(main: uvicorn.Server, *beside: uvicorn.Server | None) -> None:

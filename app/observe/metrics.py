@@ -16,6 +16,7 @@ from prometheus_client.process_collector import ProcessCollector
 from ..act.writer import PREEMPTION_REASONS
 from ..core.fairsharing import dominant_resource_share
 from ..core.quantity import MILLI_RESOURCES
+from ..version import build_info
 from .views import queue_status, reserved_usage, workload_counts
 
 disable_created_metrics()      # no *_created series: one sample per counter, as Kueue exports them
@@ -69,6 +70,14 @@ class Metrics:
             "Requests refused 403 on the main port (app/api/identity.py), by the caller's role (anonymous: no client "
             "certificate; unmapped: a certificate no clientIdentities entry matches) and route (its template).",
             ["role", "route"], registry=registry)
+        self.leader_label_failures = Counter(
+            "quotient_leader_label_failures_total",
+            "Writes of this replica's pod label quotient.dev/leader that failed (they are tried again while the "
+            "label is wrong; Service quotient selects the labelled pod). Forbidden: RBAC lacks pods patch.",
+            registry=registry)
+        build = build_info()
+        Gauge("quotient_build_info", "1, labelled with the Quotient version and the Python it runs on.",
+              ["version", "python_version"], registry=registry).labels(build["version"], build["python"]).set(1)
         self.decision_counts: dict[tuple[str, str, str], int] = {}      # (verb, rule, ClusterQueue) -> count
         self.preemption_counts: dict[tuple[str, str], int] = {}         # (preemptor's ClusterQueue, reason) -> count
         registry.register(DecisionCollector(self))
