@@ -568,8 +568,11 @@ def test_the_second_schedulers_lease_is_in_its_own_namespace_and_its_rbac_names_
         [[cfg["leaderElection"]["resourceName"]]]
     policy = one(objs, "NetworkPolicy", "quotient")["spec"]["ingress"]
     pod_labels = one(objs, "Deployment", "quotient-scheduler")["spec"]["template"]["metadata"]["labels"]
-    assert any(f.get("podSelector", {}).get("matchLabels", {}).items() <= pod_labels.items() and "namespaceSelector"
-               not in f for r in policy if any(p["port"] == 8888 for p in r["ports"]) for f in r.get("from", []))
+    (main,) = [r for r in policy if any(p["port"] == 8888 for p in r["ports"])]    # the scheduler's pods alone
+    (source,) = main["from"]
+    assert source.keys() == {"podSelector"} and source["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    main_policy = one(render("main-scheduler"), "NetworkPolicy", "quotient")["spec"]["ingress"]
+    assert [r.get("from") for r in main_policy if any(p["port"] == 8888 for p in r["ports"])] == [None]
 
 
 @pytest.mark.parametrize("variant, shipped", [("second-scheduler", "https.yaml"), ("main-scheduler", "main-scheduler.yaml")])
