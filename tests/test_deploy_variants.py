@@ -201,8 +201,9 @@ class Certs:
     """The certificates in each Secret: secret -> {"cn", "sans", "issuer"}; "issuer" names the CA that signed the
     Secret's tls.crt, and "ca" the CA its ca.crt holds."""
 
-    def __init__(self, by_secret: dict[str, dict]):
+    def __init__(self, by_secret: dict[str, dict], files: dict[tuple[str, str], Path] | None = None):
         self.by_secret = by_secret
+        self.files = files or {}        # (Secret, key) -> the file certs.sh wrote
 
     @classmethod
     def from_cert_manager(cls, objs: list[dict]) -> "Certs":
@@ -243,12 +244,14 @@ esac
                            "--days", "2"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PATH": f"{work / 'bin'}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr
-    out = {}
+    out, files = {}, {}
     for call in (work / "calls").read_text().splitlines():
         m = re.match(rf"-n {re.escape(namespace)} create secret generic (\S+) --from-file=tls.crt=(\S+) "
                      r"--from-file=tls.key=\S+ --from-file=ca.crt=(\S+)", call)
         if m:
             secret, crt, ca = m.groups()
+            files.update({(secret, "tls.crt"): work / "pki" / crt, (secret, "ca.crt"): work / "pki" / ca,
+                          (secret, "tls.key"): work / "pki" / crt.replace(".crt", ".key")})
             text = subprocess.run([OPENSSL, "x509", "-in", str(work / "pki" / crt), "-noout", "-subject", "-issuer",
                                    "-ext", "subjectAltName", "-nameopt", "RFC2253"],
                                   capture_output=True, text=True, check=True).stdout
@@ -260,7 +263,7 @@ esac
             sans = set(re.findall(r"DNS:([^,\s]+)", text)) | set(re.findall(r"IP Address:([^,\s]+)", text))
             cn = re.search(r"CN=([^,]+)", subject)
             out[secret] = {"cn": cn.group(1) if cn else None, "sans": sans, "issuer": issuer, "ca": ca_subject}
-    return Certs(out)
+    return Certs(out, files)
 
 
 def quotient_side(objs: list[dict]) -> dict:
@@ -739,3 +742,73 @@ def test_the_readme_copy_steps_for_the_main_scheduler_name_what_the_variant_ship
 def test_the_readme_commands_apply_the_variants(variant):
     for doc in ("README.md", "deploy/README.md"):
         assert f"kubectl apply --server-side --field-manager=quotient -k deploy/{variant}" in (ROOT / doc).read_text()
+
+
+@pytest.mark.skipif(OPENSSL is None, reason="needs the openssl command")
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_kube_scheduler_as_configured_calls_the_quotient_as_deployed_over_real_tls(variant, tmp_path):
+    """The agreement, run: `quotient serve` with the variant's own arguments and Configuration (files from the
+    Secrets certs.sh makes, the bundled demo snapshot instead of a cluster), called as the variant's
+    KubeSchedulerConfiguration says (urlPrefix path, serverName, caFile, certFile, keyFile), only the Service
+    address replaced by 127.0.0.1 and the port it reaches. filter answers."""
+    import ssl
+
+    import httpx
+
+    from serving import QUOTIENT_BIN, free_port, stop_process
+
+    objs = render(variant, "certs-sh")
+    certs = Certs.from_certs_sh("quotient-system")
+    q = quotient_side(objs)
+    config = dict(q["config"])
+    import app.config
+
+    if "clientIdentities" not in Path(app.config.__file__).read_text():
+        config.pop("clientIdentities")      # until app/config.py knows it (issue 33, the TLS change): its default map
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    args, words, i = [], q["container"]["args"], 1      # [0] is "serve"
+    while i < len(words):
+        flag, value = words[i], words[i + 1]
+        i += 2
+        if flag in ("--tls-cert", "--tls-key", "--tls-client-ca"):
+            value = str(certs.files[_mounted(q["pod"], q["container"], value)])
+        elif flag == "--config":
+            value = str(tmp_path / "config.yaml")
+        elif flag == "--host":
+            value = "127.0.0.1"
+        elif flag in ("--port", "--conversion-port"):
+            value = str(port if flag == "--port" else free_port())
+        args += [flag, value]
+    cfg, files = scheduler_config_of(objs, variant)
+    (ext,) = cfg["extenders"]
+    tls = ext["tlsConfig"]
+    ctx = ssl.create_default_context(cafile=str(certs.files[files[tls["caFile"]]]))
+    ctx.load_cert_chain(str(certs.files[files[tls["certFile"]]]), str(certs.files[files[tls["keyFile"]]]))
+    url = urlsplit(ext["urlPrefix"])._replace(netloc=f"127.0.0.1:{port}").geturl()
+    pod = {"metadata": {"name": "try-1", "namespace": "team-a", "uid": "try-1",
+                        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
+    with open(tmp_path / "serve.log", "wb") as log:
+        proc = subprocess.Popen([str(QUOTIENT_BIN), "serve", *args, "--snapshot",
+                                 str(ROOT / "app" / "data" / "demo-snapshot.yaml")],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(ROOT))
+    try:
+        import time
+
+        deadline = time.monotonic() + 30
+        with httpx.Client(verify=ctx, timeout=5, trust_env=False) as client:
+            while True:
+                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+                try:
+                    answer = client.post(f"{url}/{ext['filterVerb']}", extensions={"sni_hostname": tls["serverName"]},
+                                         json={"Pod": pod, "Nodes": None, "NodeNames": ["od-1", "spot-1"]})
+                    break
+                except httpx.ConnectError as e:
+                    if "CERTIFICATE_VERIFY_FAILED" in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["NodeNames"] == ["od-1"]
+    finally:
+        stop_process(proc)

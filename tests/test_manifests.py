@@ -560,7 +560,7 @@ def test_the_conversion_webhook_is_quotients_conversion_port():
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_certs_script_sets_the_ca_bundle_of_quotients_conversion_webhooks_only(tmp_path):
     """deploy/certs.sh, with a kubectl that records its calls: the Secrets, then a merge patch setting the CA as
-    caBundle on each CRD of deploy/crds.yaml with a conversion webhook, found by Quotient's label."""
+    caBundle on each CRD of deploy/crds/crds.yaml with a conversion webhook, found by Quotient's label."""
     import base64
 
     bin_dir = tmp_path / "bin"
