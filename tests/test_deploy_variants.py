@@ -812,3 +812,19 @@ def test_kube_scheduler_as_configured_calls_the_quotient_as_deployed_over_real_t
         assert answer.json()["NodeNames"] == ["od-1"]
     finally:
         stop_process(proc)
+
+
+def test_an_overlay_of_the_admins_own_moves_everything_with_namespace_and_the_transformer():
+    """deploy/README.md, "Apply": an overlay that includes a variant as a resource sets `namespace:` and lists
+    namespace-strings under `transformers:`; nothing is left in quotient-system, and both sides agree."""
+    mine = _tree() / "mine"
+    mine.mkdir(exist_ok=True)
+    (mine / "kustomization.yaml").write_text(yaml.safe_dump({
+        "namespace": "team-y", "resources": ["../second-scheduler"], "components": ["../components/prometheus"],
+        "transformers": ["../namespace-strings"]}))
+    text = kustomize(mine)
+    assert "quotient-system" not in text
+    objs = [d for d in yaml.safe_load_all(text) if d]
+    cfg, files = scheduler_config_of(objs, "second-scheduler")
+    assert agreement(objs, cfg, files, Certs.from_cert_manager(objs)) == []
+    assert not webhook_and_scrape_problems(objs, Certs.from_cert_manager(objs))
