@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(default %(default)s)")
     s.add_argument("--conversion-port", type=_port, metavar="PORT",
                    help="also serve the Kueue CRDs' conversion webhook (POST /convert, nothing else) on this port, "
-                        "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds.yaml)")
+                        "with --tls-cert and no client certificates: kube-apiserver presents none (deploy/crds/crds.yaml)")
     s.add_argument("--view-port", type=_port, metavar="PORT",
                    help="also serve the read-only /ui and /debug on this port, asking for no client certificate "
                         "(for kubectl port-forward or a browser): plain HTTP on loopback, else HTTPS with --tls-cert; "

@@ -20,7 +20,7 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses
   (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves
   (default v1beta1 only; the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to
-  the version asked by Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds.yaml
+  the version asked by Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds/crds.yaml
   has the API server do; scheduling.x-k8s.io/v1alpha1 podgroups; batch/v1 jobs; events.k8s.io/v1 events;
   coordination.k8s.io/v1 leases.
   Namespaced kinds answer at both /namespaces/{ns}/{plural} and the all-namespaces collection /{plural}.

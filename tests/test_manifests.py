@@ -811,11 +811,10 @@ def test_configmap_configuration_decodes_and_its_path_prefix_matches_the_extende
     assert config == {"apiVersion": "quotient.dev/v1alpha1", "kind": "Configuration", "pathPrefix": "/scheduler",
                       "clientIdentities": [{"role": r, "commonName": f"quotient-{r}"}
                                            for r in ("scheduler", "metrics", "admin", "viewer")]}
-    import app.config
-
-    if "clientIdentities" not in Path(app.config.__file__).read_text():
-        pytest.skip("app/config.py does not know clientIdentities yet (issue 33: the TLS change adds it)")
-    assert decode_configuration(config).path_prefix == "/scheduler"
+    decoded = decode_configuration(config)
+    assert decoded.path_prefix == "/scheduler"
+    assert sorted((i.role, i.common_name) for i in decoded.client_identities) == sorted(
+        (r, f"quotient-{r}") for r in ("scheduler", "metrics", "admin", "viewer"))
     for name in ("http.yaml", "https.yaml", "main-scheduler.yaml"):
         (ext,) = scheduler_config(name)["extenders"]
         assert ext["urlPrefix"].endswith(config["pathPrefix"])

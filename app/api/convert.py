@@ -1,4 +1,4 @@
-"""POST /convert: the CRD conversion webhook deploy/crds.yaml names, for the Kueue kinds it serves in both
+"""POST /convert: the CRD conversion webhook deploy/crds/crds.yaml names, for the Kueue kinds it serves in both
 kueue.x-k8s.io/v1beta1 and v1beta2 (app/objects/conversion.py does the converting).
 
 kube-apiserver sends an apiextensions.k8s.io/v1 ConversionReview and presents no client certificate, so
@@ -53,7 +53,7 @@ def _converted(doc: dict, request: dict) -> list[dict]:
     desired = request.get("desiredAPIVersion")
     if desired not in KUEUE_VERSIONS:
         raise ConversionError(f"desiredAPIVersion {desired!r:.80}: this webhook converts only between "
-                              f"{' and '.join(KUEUE_VERSIONS)}; name it only in the Kueue CRDs (deploy/crds.yaml)")
+                              f"{' and '.join(KUEUE_VERSIONS)}; name it only in the Kueue CRDs (deploy/crds/crds.yaml)")
     objects = request.get("objects")
     if not isinstance(objects, list):
         raise ConversionError(f"request.objects must be a list, got {type(objects).__name__}")

@@ -1,6 +1,6 @@
 """Kueue's conversion between kueue.x-k8s.io/v1beta1 and v1beta2, on plain objects.
 
-deploy/crds.yaml stores v1beta2 and serves both versions, so the API server asks a conversion webhook
+deploy/crds/crds.yaml stores v1beta2 and serves both versions, so the API server asks a conversion webhook
 (app/api/convert.py) to turn every object into the version a client reads or the one it stores. This is
 what Kueue's webhook does (apis/kueue/v1beta1/*_conversion.go and zz_generated.conversion.go):
 
