@@ -77,3 +77,31 @@ def test_refusals_are_counted_by_role_and_route_template(load_extender):
     assert counted == {("metrics", "/debug/queues/{name}"): 2, ("metrics", "/scheduler/bind"): 1,
                        ("metrics", "/debug/pods/{namespace}/{name}"): 1, ("anonymous", "/scheduler/filter"): 1,
                        ("unmapped", "other"): 1}
+
+
+def test_a_callers_certificate_near_expiry_is_shown_and_warned_once_a_day(caplog, load_extender):
+    """kube-scheduler reads its extender certificate once: Quotient shows what each role last presented and warns
+    from 30 days before it expires, once a day per role, never for an unmapped certificate."""
+    now = [1_000_000_000.0]
+    metrics = Metrics(load_extender("").state)
+    authorize = Authorizer(DEFAULT_CLIENT_IDENTITIES, forbidden=metrics.forbidden,
+                           client_expiry=metrics.client_certificate_expiry, clock=lambda: now[0])
+
+    def connect(cn, days_left):
+        peer = Peer(cn, (), now[0] + days_left * 86400)
+        authorize({"path": "/filter", "method": "POST", "extensions": {"quotient.client": peer}})
+
+    def gauge(role):
+        return metrics.registry.get_sample_value("quotient_tls_client_certificate_expiry_timestamp_seconds",
+                                                 {"role": role})
+    with caplog.at_level("WARNING", logger="quotient.tls"):
+        connect("quotient-scheduler", 200)
+        assert gauge("scheduler") == now[0] + 200 * 86400 and not caplog.records
+        connect("quotient-scheduler", 20)
+        connect("quotient-scheduler", 20)           # the same day: one warning
+        connect("nobody", 1)                        # no role: neither shown nor warned
+        now[0] += 86400
+        connect("quotient-scheduler", 19)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2 and "CN=quotient-scheduler (role scheduler) expires in 20.0 days" in warnings[0]
+    assert "restart it" in warnings[0] and gauge("unmapped") is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import ssl
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -131,6 +132,12 @@ def test_each_certificate_reaches_exactly_the_routes_of_its_role(pki):
         with _client(pki, "metrics") as client:
             metrics = client.get(url + "/metrics").text
         assert _forbidden_counts(metrics) == dict(refused)
+        # when each role's caller's certificate expires, as it presented it (kube-scheduler does not reload it)
+        not_after = subprocess.run(["openssl", "x509", "-in", str(pki / "scheduler.crt"), "-noout", "-enddate"],
+                                   capture_output=True, text=True, check=True).stdout.strip().split("=", 1)[1]
+        line = next(m for m in metrics.splitlines()
+                    if m.startswith('quotient_tls_client_certificate_expiry_timestamp_seconds{role="scheduler"}'))
+        assert float(line.rsplit(" ", 1)[1]) == ssl.cert_time_to_seconds(not_after)
         # a certificate of another CA does not get through the handshake, whatever its name
         with _client(pki, "impostor") as client:
             assert _refused(lambda: client.get(url + "/livez"))

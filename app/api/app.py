@@ -205,7 +205,8 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
     app.loopback_only = loopback_only
     if clients_verified:
-        app.authorize = Authorizer(identities or DEFAULT_CLIENT_IDENTITIES, prefix, observers.metrics.forbidden)
+        app.authorize = Authorizer(identities or DEFAULT_CLIENT_IDENTITIES, prefix, observers.metrics.forbidden,
+                                   observers.metrics.client_certificate_expiry)
     # A request a local reverse proxy forwards is judged by the address it names (trusted_caller), as uvicorn
     # did for every route before its proxy-header middleware was turned off for the verbs' sake.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")

@@ -17,6 +17,10 @@ Without --tls-client-ca there are no identities and no Authorizer: every route i
 """
 from __future__ import annotations
 
+import logging
+import ssl
+import time
+
 import orjson
 
 from ..config import DEFAULT_CLIENT_IDENTITIES, ROLES, ClientIdentity
@@ -27,6 +31,9 @@ READS = VIEWER | ADMIN
 PUBLIC = 0                       # a route anyone may call
 ANY_ROLE = (1 << len(ROLES)) - 1  # a path no route serves: any mapped certificate learns so (404), others 403
 _NONE: dict = {}
+EXPIRY_WARNING = 30 * 86400.0     # as app/api/certs.py: a caller's certificate this close to expiry is logged
+WARN_EVERY = 86400.0
+log = logging.getLogger("quotient.tls")
 PUBLIC_PATHS = ("/livez", "/readyz", "/healthz", "/version", "/")
 
 
@@ -34,10 +41,10 @@ class Peer:
     """The verified subject of one connection's client certificate; its roles are cached here by the Authorizer
     on the connection's first request."""
 
-    __slots__ = ("common_name", "organizations", "mask", "label")
+    __slots__ = ("common_name", "organizations", "not_after", "mask", "label")
 
-    def __init__(self, common_name: str, organizations: tuple[str, ...]):
-        self.common_name, self.organizations = common_name, organizations
+    def __init__(self, common_name: str, organizations: tuple[str, ...], not_after: float = 0.0):
+        self.common_name, self.organizations, self.not_after = common_name, organizations, not_after
         self.mask: int | None = None
         self.label = ""
 
@@ -65,7 +72,11 @@ def peer_of(transport) -> Peer | None:
                 cn = value
             elif key == "organizationName":
                 orgs.append(value)
-    return Peer(cn, tuple(orgs))
+    try:
+        not_after = ssl.cert_time_to_seconds(cert["notAfter"])
+    except (KeyError, ValueError):
+        not_after = 0.0
+    return Peer(cn, tuple(orgs), not_after)
 
 
 class Route:
@@ -83,9 +94,12 @@ class Authorizer:
     """The 403 for a request whose caller lacks the route's role; None lets the rest through."""
 
     def __init__(self, identities: tuple[ClientIdentity, ...] = DEFAULT_CLIENT_IDENTITIES, prefix: str = "",
-                 forbidden=None):
+                 forbidden=None, client_expiry=None, clock=time.time):
         self.identities = identities
         self.forbidden = forbidden      # Metrics.forbidden: quotient_forbidden_requests_total{role,route}
+        self.client_expiry = client_expiry  # Metrics.client_certificate_expiry: {role} -> notAfter last presented
+        self.clock = clock
+        self._warned: dict[str, float] = {}
         routes = {p: Route(p, PUBLIC) for p in PUBLIC_PATHS}
         routes.update({f"{prefix}/{verb}": Route(f"{prefix}/{verb}", SCHEDULER)
                        for verb in ("filter", "prioritize", "preempt", "bind")})
@@ -126,7 +140,25 @@ class Authorizer:
                 mask |= BIT[rule.role]
         peer.label = "+".join(r for r in ROLES if r in roles) or "unmapped"
         peer.mask = mask
+        if peer.not_after and mask:
+            self.presented(peer)
         return mask
+
+    def presented(self, peer: Peer) -> None:
+        """A caller's certificate expiry, seen once per connection: Quotient reloads its own certificates, but
+        kube-scheduler reads its extender client certificate once at start, so a renewed Secret does not help
+        until it restarts. The gauge shows the certificate each role last presented; a warning from 30 days out."""
+        if self.client_expiry is not None:
+            self.client_expiry.labels(peer.label).set(peer.not_after)
+        now = self.clock()
+        left = peer.not_after - now
+        if left > EXPIRY_WARNING or now - self._warned.get(peer.label, -WARN_EVERY) < WARN_EVERY:
+            return
+        self._warned[peer.label] = now
+        when = f"expires in {left / 86400:.1f} days" if left > 0 else f"expired {-left / 86400:.1f} days ago"
+        log.warning("the client certificate %s (role %s) %s (%s): give its caller a renewed one; kube-scheduler "
+                    "reads its extender certificate at start, so restart it after the Secret or file is renewed",
+                    peer, peer.label, when, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(peer.not_after)))
 
     def __call__(self, scope) -> bytes | None:
         """None when the caller may call the request's route, else the 403 body (the refusal counted)."""

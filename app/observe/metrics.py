@@ -70,6 +70,11 @@ class Metrics:
             "Requests refused 403 on the main port (app/api/identity.py), by the caller's role (anonymous: no client "
             "certificate; unmapped: a certificate no clientIdentities entry matches) and route (its template).",
             ["role", "route"], registry=registry)
+        self.client_certificate_expiry = Gauge(
+            "quotient_tls_client_certificate_expiry_timestamp_seconds",
+            "When the client certificate a role's caller last presented expires (Unix time), by its roles: "
+            "kube-scheduler reads its certificate once at start, so a renewed Secret shows here only after it restarts.",
+            ["role"], registry=registry)
         self.leader_label_failures = Counter(
             "quotient_leader_label_failures_total",
             "Writes of this replica's pod label quotient.dev/leader that failed (they are tried again while the "
