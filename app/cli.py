@@ -288,46 +288,33 @@ def queues(args: argparse.Namespace) -> int:
 
 def _weight(text: str) -> int:
     """An extender weight: 0 (not registered) or more, as kube-scheduler requires of a prioritizeVerb."""
+    return _number(text, int, lambda v: v >= 0, "a weight (0 or a positive integer)")
+
+
+def _number(text: str, convert, within, what: str):
+    """A flag's value converted and checked, or argparse's one-line error naming what it must be."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a weight (0 or a positive integer)")
+        value = None
+    if value is None or not within(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
 
 
 def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count (a positive integer)")
-    return value
+    return _number(text, int, lambda v: v >= 1, "a count (a positive integer)")
 
 
 def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1 to 65535)")
-    return value
+    return _number(text, int, lambda v: 0 < v < 65536, "a port (1 to 65535)")
 
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")     # uvicorn's
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 86400:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration in seconds (more than 0, under a day)")
-    return value
+    return _number(text, float, lambda v: 0 < v < 86400, "a duration in seconds (more than 0, under a day)")
 
 
 def _lease_seconds(text: str) -> float:

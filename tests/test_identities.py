@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_tls import FILTER_BODY, SNAPSHOT, _ca, _issue, _refused, serve_tls
+from test_tls import FILTER_BODY, SNAPSHOT, _ca, _client_context, _issue, _refused, serve_tls
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
@@ -85,10 +85,7 @@ def pki(tmp_path_factory) -> Path:
 
 
 def _client(pki: Path, who: str | None) -> httpx.Client:
-    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-    if who is not None:
-        ctx.load_cert_chain(str(pki / f"{who}.crt"), str(pki / f"{who}.key"))
-    return httpx.Client(verify=ctx, timeout=10.0, trust_env=False)
+    return httpx.Client(verify=_client_context(pki, who), timeout=10.0, trust_env=False)
 
 
 def _forbidden_counts(text: str) -> dict[tuple[str, str], float]:
