@@ -274,6 +274,28 @@ async def test_a_watch_that_resumes_after_a_restore_is_relisted_when_another_kin
         await live.equal_to_a_fresh_list()
 
 
+async def test_a_restore_whose_versions_climbed_past_every_watch_before_it_resumed_is_relisted(tmp_path):
+    """Found by tests/test_api_truth_faults.py (1 run in 6): the restored server's versions climb past every
+    version a watch resumes from before any reconnects, so no watch is answered 504 and the pod the restore
+    unbound stays bound in Quotient's state for ever (its quota charged, other pods refused). Before a watch
+    resumes after an interruption, Quotient reads the newest object it applied: older now, the server went back."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        p = Pod("p").queue("lq").cpu("4").obj()
+        live.api.apply(p)
+        await until(lambda: live.knows(p), what="the pod")
+        backup = live.api.backup()
+        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
+        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+        newest = live.api.rv
+        live.api.restore(backup)                    # the Binding is lost; every watch is cut
+        while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        await until(lambda: live.knows(p, node_name="") and live.source.ready, what="the restore seen")
+        assert live.source.relist_reasons[("Pod", "http 504")] >= 1
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
+        await live.equal_to_a_fresh_list()
+
+
 async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client):
     seed(fake_api, pods=1)
     async with Running(api_client) as source:

@@ -82,6 +82,12 @@ class Resource:
         return f"/api/{self.version}/{self.plural}" if not self.group else \
             f"/apis/{self.group}/{self.version}/{self.plural}"
 
+    def object_path(self, key: str) -> str:
+        """One object, by its key ("namespace/name" or "name")."""
+        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
+        ns, _, name = key.rpartition("/")
+        return f"{base}/namespaces/{ns}/{self.plural}/{name}" if ns else f"{base}/{self.plural}/{name}"
+
 
 KUEUE = "kueue.x-k8s.io"
 # Applied in this order in the bulk pass: what pods refer to comes first.
@@ -245,6 +251,9 @@ class WatchSource:
         # kind -> why its watch broke (a dropped or failed connection, a timeout), until it is answered again:
         # an API server restarting (restored from a backup, say) may take binds before this source hears of it.
         self.reconnecting: dict[str, str] = {}
+        # kind -> (key, resourceVersion) of the newest object this source applied: the canary read before a watch
+        # resumes after an interruption (_went_back_since).
+        self.canary: dict[str, tuple[str, str]] = {}
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
@@ -515,6 +524,11 @@ class WatchSource:
         try:
             for res, (items, rv) in lists:
                 self._reconcile(res, items or [], went_back or _older(rv, self.rv.get(res.kind, "")))
+                self.canary.pop(res.kind, None)
+                newest = max(((k, v) for k, _, v in map(_key_of, items or ()) if k and v.isdigit()),
+                             key=lambda kv: int(kv[1]), default=None)
+                if newest is not None:
+                    self.canary[res.kind] = newest
                 self.seen[res.kind] = time.monotonic()
                 if items is None:
                     self.absent.add(res.kind)
@@ -606,6 +620,9 @@ class WatchSource:
                 self._skip(res, "DELETED object without metadata.name")
         else:
             self._upsert(res, obj)
+            key = _key_of(obj)[0]
+            if key and isinstance(rv, str) and rv:
+                self.canary[res.kind] = (key, rv)
         self.events[(res.kind, etype)] += 1
         if isinstance(rv, str) and rv:
             self.rv[res.kind] = rv
@@ -695,12 +712,40 @@ class WatchSource:
         raise WatchError(STALLED, f"neither an event nor a bookmark for {self.stall_timeout:g}s "
                                   f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
+    async def _went_back_since(self, res: Resource) -> bool:
+        """Before a watch resumes after an interruption: is the newest object this source applied now older (or
+        gone)? An API server restored from a backup answers a watch from a resourceVersion it has not reached with
+        504, but once writes have carried its versions past that one again, the watch resumes without an error and
+        never shows what the restore undid (a Binding gone, a pod pending again): one read of that object tells.
+        A read that fails says nothing (the watch's own errors follow); a deletion missed while away relists too."""
+        last = self.canary.get(res.kind)
+        if last is None or not last[1].isdigit():
+            return False
+        try:
+            resp = await self._get(res.object_path(last[0]), [], self.request_timeout)
+        except WatchError:
+            return False
+        try:
+            if resp.status == 404:
+                return True
+            if resp.status != 200:
+                return False
+            now = _key_of(orjson.loads(await resp.read()))[2]
+        except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError):
+            return False
+        finally:
+            resp.release()
+        return now.isdigit() and int(now) < int(last[1])
+
     async def _watch_once(self, res: Resource) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.
         Returns when the server ends the stream; raises Gone, Absent or WatchError."""
         rv = self.rv.get(res.kind) or ""
         if not rv:
             raise Gone("no resourceVersion to watch from")
+        if res.kind in self.reconnecting and await self._went_back_since(res):
+            raise WatchError(WENT_BACK, f"{self.canary[res.kind][0]} is older than this source saw it: the API "
+                                        "server went back (restored from a backup)")
         seconds = max(1, int(self.watch_timeout * (1 + self.rng.random()) / 2)) if self.watch_timeout else 0
         query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true")]
         if seconds:
