@@ -524,11 +524,6 @@ class WatchSource:
         try:
             for res, (items, rv) in lists:
                 self._reconcile(res, items or [], went_back or _older(rv, self.rv.get(res.kind, "")))
-                self.canary.pop(res.kind, None)
-                newest = max(((k, v) for k, _, v in map(_key_of, items or ()) if k and v.isdigit()),
-                             key=lambda kv: int(kv[1]), default=None)
-                if newest is not None:
-                    self.canary[res.kind] = newest
                 self.seen[res.kind] = time.monotonic()
                 if items is None:
                     self.absent.add(res.kind)
@@ -546,6 +541,7 @@ class WatchSource:
         whose version did not change may have, and every object is applied again."""
         known = self.known[res.kind]
         listed: set[str] = set()
+        newest, newest_rv = None, -1                    # the canary of the watch that follows (_went_back_since)
         for obj in items:
             if not isinstance(obj, dict):
                 self._skip(res, "list item is not an object")
@@ -555,12 +551,18 @@ class WatchSource:
             key, uid, rv = _key_of(obj)
             if key:
                 listed.add(key)
+                if rv.isdigit() and int(rv) > newest_rv:
+                    newest, newest_rv = (key, rv), int(rv)
                 seen = known.get(key)
                 if seen is not None and seen == (uid, rv) and rv and not went_back:
                     continue                            # unchanged since we last applied it
             self._upsert(res, obj)
         for key in [k for k in known if k not in listed]:
             self._delete(res, key)
+        if newest is None:
+            self.canary.pop(res.kind, None)
+        else:
+            self.canary[res.kind] = newest
 
     # ---- applying ---------------------------------------------------------------------
     def _skip(self, res: Resource, reason: str) -> None:
@@ -612,15 +614,14 @@ class WatchSource:
             raise WatchError("undecodable event", f"unknown event type {etype!r}")
         obj.setdefault("kind", res.kind)
         obj.setdefault("apiVersion", res.api_version)
+        key = _key_of(obj)[0]
         if etype == "DELETED":
-            key = _key_of(obj)[0]
             if key:
                 self._delete(res, key)
             else:
                 self._skip(res, "DELETED object without metadata.name")
         else:
             self._upsert(res, obj)
-            key = _key_of(obj)[0]
             if key and isinstance(rv, str) and rv:
                 self.canary[res.kind] = (key, rv)
         self.events[(res.kind, etype)] += 1
