@@ -42,6 +42,30 @@ EXPIRY_WARNING = 30 * 86400.0    # seconds before expiry from which a warning is
 WARN_EVERY = 86400.0             # once a day
 
 
+class ExpiryWarnings:
+    """When a certificate is to be warned about: from EXPIRY_WARNING before it expires, once a WARN_EVERY per
+    certificate (those this port serves, app/api/identity.py's those its callers present)."""
+
+    def __init__(self, clock=time.time):
+        self.clock = clock
+        self._warned: dict[str, float] = {}
+
+    def due(self, which: str, at: float) -> str | None:
+        """"expires in N days (date)" when `which`, expiring at `at`, is to be warned about now (counted as
+        warned), else None."""
+        now = self.clock()
+        if at - now > EXPIRY_WARNING or now - self._warned.get(which, -WARN_EVERY) < WARN_EVERY:
+            return None
+        self._warned[which] = now
+        left = at - now
+        when = f"expires in {left / 86400:.1f} days" if left > 0 else f"expired {-left / 86400:.1f} days ago"
+        return f"{when} ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(at))})"
+
+    def forget(self, which: str) -> None:
+        """A renewed certificate is warned about anew, should it need it."""
+        self._warned.pop(which, None)
+
+
 def _decode(path: str) -> dict:
     """The first certificate of a PEM file as ssl's getpeercert() shows one (subject, serialNumber, notAfter)."""
     return ssl._ssl._test_decode_cert(path)     # the one decoder the standard library has for a file
@@ -54,11 +78,10 @@ class ServingTLS:
     def __init__(self, port: int, cert: str, key: str, client_ca: str | None = None,
                  cert_reqs: int = ssl.CERT_NONE, clock=time.time):
         self.port, self.cert, self.key, self.client_ca, self.cert_reqs = port, cert, key, client_ca, cert_reqs
-        self.clock = clock
+        self.warnings = ExpiryWarnings(clock)
         self.reload_errors = 0
         self.reloads = 0
         self.expiry: dict[str, float] = {}
-        self._warned: dict[str, float] = {}
         self.retire = None      # closes the port's connections (connections._Factory.retire): a client CA changed
         self.signature = self._stat()
         self.digests = self._digests()
@@ -148,8 +171,8 @@ class ServingTLS:
         self.reloads += 1
         before, self.expiry = self.expiry, self._expiry()
         for which, at in self.expiry.items():
-            if before.get(which) != at:          # a renewed certificate is warned about anew, should it need it
-                self._warned.pop(which, None)
+            if before.get(which) != at:
+                self.warnings.forget(which)
         try:
             cert = _decode(self.cert)
             what = f"serial {cert.get('serialNumber')}, expires {cert.get('notAfter')}"
@@ -165,17 +188,14 @@ class ServingTLS:
 
     def warn_expiry(self) -> None:
         """A warning per certificate that expires within EXPIRY_WARNING, at most once a WARN_EVERY."""
-        now = self.clock()
         for which, at in self.expiry.items():
-            if at - now > EXPIRY_WARNING or now - self._warned.get(which, -WARN_EVERY) < WARN_EVERY:
+            when = self.warnings.due(which, at)
+            if when is None:
                 continue
-            self._warned[which] = now
             path = self.cert if which == "serving" else self.client_ca
-            left = at - now
-            when = f"expires in {left / 86400:.1f} days" if left > 0 else f"expired {-left / 86400:.1f} days ago"
-            log.warning("port %d: the %s certificate %s %s (%s): renew it in place; Quotient reloads it within %gs "
+            log.warning("port %d: the %s certificate %s %s: renew it in place; Quotient reloads it within %gs "
                         "of the file changing", self.port, "serving" if which == "serving" else "client CA", path,
-                        when, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)), POLL_INTERVAL)
+                        when, POLL_INTERVAL)
 
     async def watch(self) -> None:
         """Poll until cancelled; a bug here is logged, never the end of serving."""

@@ -24,6 +24,7 @@ import time
 import orjson
 
 from ..config import DEFAULT_CLIENT_IDENTITIES, ROLES, ClientIdentity
+from .certs import ExpiryWarnings
 
 BIT = {role: 1 << i for i, role in enumerate(ROLES)}
 SCHEDULER, VIEWER, ADMIN, METRICS = (BIT[r] for r in ROLES)
@@ -31,8 +32,6 @@ READS = VIEWER | ADMIN
 PUBLIC = 0                       # a route anyone may call
 ANY_ROLE = (1 << len(ROLES)) - 1  # a path no route serves: any mapped certificate learns so (404), others 403
 _NONE: dict = {}
-EXPIRY_WARNING = 30 * 86400.0     # as app/api/certs.py: a caller's certificate this close to expiry is logged
-WARN_EVERY = 86400.0
 log = logging.getLogger("quotient.tls")
 PUBLIC_PATHS = ("/livez", "/readyz", "/healthz", "/version", "/")
 
@@ -98,8 +97,7 @@ class Authorizer:
         self.identities = identities
         self.forbidden = forbidden      # Metrics.forbidden: quotient_forbidden_requests_total{role,route}
         self.client_expiry = client_expiry  # Metrics.client_certificate_expiry: {role} -> notAfter last presented
-        self.clock = clock
-        self._warned: dict[str, float] = {}
+        self.warnings = ExpiryWarnings(clock)
         routes = {p: Route(p, PUBLIC) for p in PUBLIC_PATHS}
         routes.update({f"{prefix}/{verb}": Route(f"{prefix}/{verb}", SCHEDULER)
                        for verb in ("filter", "prioritize", "preempt", "bind")})
@@ -150,15 +148,11 @@ class Authorizer:
         until it restarts. The gauge shows the certificate each role last presented; a warning from 30 days out."""
         if self.client_expiry is not None:
             self.client_expiry.labels(peer.label).set(peer.not_after)
-        now = self.clock()
-        left = peer.not_after - now
-        if left > EXPIRY_WARNING or now - self._warned.get(peer.label, -WARN_EVERY) < WARN_EVERY:
-            return
-        self._warned[peer.label] = now
-        when = f"expires in {left / 86400:.1f} days" if left > 0 else f"expired {-left / 86400:.1f} days ago"
-        log.warning("the client certificate %s (role %s) %s (%s): give its caller a renewed one; kube-scheduler "
-                    "reads its extender certificate at start, so restart it after the Secret or file is renewed",
-                    peer, peer.label, when, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(peer.not_after)))
+        when = self.warnings.due(peer.label, peer.not_after)
+        if when is not None:
+            log.warning("the client certificate %s (role %s) %s: give its caller a renewed one; kube-scheduler "
+                        "reads its extender certificate at start, so restart it after the Secret or file is renewed",
+                        peer, peer.label, when)
 
     def __call__(self, scope) -> bytes | None:
         """None when the caller may call the request's route, else the 403 body (the refusal counted)."""
