@@ -218,18 +218,24 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         await live.equal_to_a_fresh_list()
 
 
+async def bound_after_a_backup(live) -> tuple[dict, tuple]:
+    """Pod p pending, a backup of the API taken, then p filtered and bound by Quotient and the binding seen."""
+    p = Pod("p").queue("lq").cpu("4").obj()
+    live.api.apply(p)
+    await until(lambda: live.knows(p), what="the pod")
+    backup = live.api.backup()
+    assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
+    await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+    return p, backup
+
+
 async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_path):
     """After a restore the API server hands out resourceVersions again: the pod Quotient knew bound at version
     V is changed (unbound, relabelled) and gets V once more. Before, the relist skipped it as unchanged (same
     uid, same version) and it stayed bound in Quotient's state; a relist after 504 "too large resource version"
     trusts no version."""
     async with started(tmp_path, ONE_QUEUE) as live:
-        p = Pod("p").queue("lq").cpu("4").obj()
-        live.api.apply(p)
-        await until(lambda: live.knows(p), what="the pod")
-        backup = live.api.backup()
-        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
-        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+        p, backup = await bound_after_a_backup(live)
         known = int(live.source.known["Pod"]["team-a/p"][1])
         live.api.fault("pause", resource="pods", verb="list")
         live.api.restore(backup)
@@ -280,12 +286,7 @@ async def test_a_restore_whose_versions_climbed_past_every_watch_before_it_resum
     unbound stays bound in Quotient's state for ever (its quota charged, other pods refused). Before a watch
     resumes after an interruption, Quotient reads the newest object it applied: older now, the server went back."""
     async with started(tmp_path, ONE_QUEUE) as live:
-        p = Pod("p").queue("lq").cpu("4").obj()
-        live.api.apply(p)
-        await until(lambda: live.knows(p), what="the pod")
-        backup = live.api.backup()
-        assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
-        await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed, what="bound")
+        p, backup = await bound_after_a_backup(live)
         newest = live.api.rv
         live.api.restore(backup)                    # the Binding is lost; every watch is cut
         while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
