@@ -112,7 +112,7 @@ def _elector(args: argparse.Namespace, api_client):
 
     namespace, _, name = args.lease.rpartition("/")
     identity = env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    return LeaderElector(api_client, namespace or env("POD_NAMESPACE") or "quotient-system", name, identity,
+    return LeaderElector(api_client, namespace or pod_namespace(), name, identity,
                          lease_seconds=args.lease_seconds, renew_seconds=args.lease_seconds * 2 / 3,
                          retry_seconds=max(0.2, args.lease_seconds / 7))
 
@@ -125,11 +125,16 @@ def _leader_label(api_client, elector, metrics):
         return None
     from .leader_label import LeaderLabel
 
-    label = LeaderLabel(api_client, env("POD_NAMESPACE") or "quotient-system", pod, lambda: elector.leading,
+    label = LeaderLabel(api_client, pod_namespace(), pod, lambda: elector.leading,
                         retry_seconds=elector.retry_seconds, poll=min(1.0, elector.retry_seconds),
                         timeout=elector.renew_seconds, metrics=metrics)
     elector.on_change = label.wake
     return label
+
+
+def pod_namespace() -> str:
+    """The namespace of this pod (downward API), where its Lease and its own pod are; quotient-system elsewhere."""
+    return env("POD_NAMESPACE") or "quotient-system"
 
 
 def env(name: str) -> str | None:
