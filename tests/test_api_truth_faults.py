@@ -115,6 +115,7 @@ class FaultRun:
         self.ghosts = 0
         self.backup = None
         self.binds: list[asyncio.Task] = []
+        self.restored: set[str] = set()   # uids a restore itself brought back bound this step (no bind of Quotient's)
         self.log: list[str] = []          # the steps taken, for the failure message
 
     def explain(self) -> str:
@@ -192,6 +193,7 @@ class FaultRun:
             [15, 20, 15, 4, 4, 2, 6, 4, 3, 6, 3, 1, 1, 1, 1, 3, 1, 10])[0]
         pending, running = self.api_pods(pending=True), self.api_pods(pending=False)
         self.picked = ""
+        self.restored = set()
         if what == "new" or not (pending or running):
             self.new_pod()
         elif what == "filter" and pending:
@@ -229,6 +231,7 @@ class FaultRun:
             api.restore(self.backup)
             self.backup = None
             bound = {o["metadata"]["uid"] for o in self.api_pods(pending=False)}
+            self.restored = bound           # read before any await: binds in flight have not landed yet
             for uid in [u for u in self.judge.bound_as if u not in bound]:
                 del self.judge.bound_as[uid]        # pending again: a later bind is a new admission
         elif what == "ambiguous":      # the next Binding lands but is answered 500, its retries too; maybe the read
@@ -265,9 +268,11 @@ async def test_every_fault_mixed_with_racing_binds_never_leaves_the_api_above_qu
             found = run.judge.over()
             assert found == [], (f"seed {SEED}, step {step} ({what}): the API's pods above quota: {found}\n"
                                  + run.explain())
-            joined = {cq for uid, cq in run.judge.bound().items() if uid not in before}
+            # Pods bound now and not before, other than those a restored backup showed bound already.
+            joined = {cq for uid, cq in run.judge.bound().items() if uid not in before and uid not in run.restored}
             assert not (joined & blocked), (f"seed {SEED}, step {step} ({what}): a pod bound into "
-                                             f"{sorted(joined & blocked)}, above quota after a resize")
+                                             f"{sorted(joined & blocked)}, above quota after a resize\n"
+                                             + run.explain())
         await run.settle()
         assert run.judge.over() == []
         # No eviction was caused by a pod the API never showed.
@@ -284,6 +289,11 @@ async def test_every_fault_mixed_with_racing_binds_never_leaves_the_api_above_qu
         kit.state.expire_reservations()
         await kit.ext.reconcile()        # as the service's reconcile loop does: bindings of unknown outcome are read
         assert not kit.ext.unsettled
+        # That reconcile may preempt for a queue's head (reclaim_for_heads): its hold keeps quota until the
+        # preemptor binds, which no caller does now. A fresh list knows no hold: let them lapse.
+        kit.clock.advance(3600)
+        kit.state.expire_reservations()
+        assert not kit.state.holds and not kit.state.reservations
         try:
             await kit.equal_to_a_fresh_list()
         except AssertionError:

@@ -116,6 +116,9 @@ RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection
 # The cause of a watch answered 504 "Too large resource version": the server is behind what this source saw
 # (restored from a backup), so resourceVersions are being reused and the relist trusts none of them.
 WENT_BACK = "http 504"
+# The read of a watch's canary (_went_back_since) failed: whether the server went back is unknown, so the kind is
+# relisted instead of resumed.
+CANARY_UNREAD = "canary unread"
 
 
 # A watch that shows neither an event nor a bookmark for this long (seconds) is stale and relisted: kube-apiserver's
@@ -714,26 +717,28 @@ class WatchSource:
                                   f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
     async def _went_back_since(self, res: Resource) -> bool:
-        """Before a watch resumes after an interruption: is the newest object this source applied now older (or
+        """Before a watch resumes (after an interruption, or after the server ended the last one: a restore may
+        have come between two watches, cutting none): is the newest object this source applied now older (or
         gone)? An API server restored from a backup answers a watch from a resourceVersion it has not reached with
         504, but once writes have carried its versions past that one again, the watch resumes without an error and
         never shows what the restore undid (a Binding gone, a pod pending again): one read of that object tells.
-        A read that fails says nothing (the watch's own errors follow); a deletion missed while away relists too."""
+        A deletion missed while away relists too. A read that fails cannot tell: it raises WatchError (CANARY_UNREAD),
+        and the kind is relisted rather than resumed blind (a relist is the API's word whatever happened)."""
         last = self.canary.get(res.kind)
         if last is None or not last[1].isdigit():
             return False
         try:
             resp = await self._get(res.object_path(last[0]), [], self.request_timeout)
-        except WatchError:
-            return False
+        except WatchError as e:
+            raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
         try:
             if resp.status == 404:
                 return True
             if resp.status != 200:
-                return False
+                raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
             now = _key_of(orjson.loads(await resp.read()))[2]
-        except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError):
-            return False
+        except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError) as e:
+            raise WatchError(CANARY_UNREAD, f"{last[0]}: {type(e).__name__}") from None
         finally:
             resp.release()
         return now.isdigit() and int(now) < int(last[1])
@@ -744,7 +749,7 @@ class WatchSource:
         rv = self.rv.get(res.kind) or ""
         if not rv:
             raise Gone("no resourceVersion to watch from")
-        if res.kind in self.reconnecting and await self._went_back_since(res):
+        if await self._went_back_since(res):
             raise WatchError(WENT_BACK, f"{self.canary[res.kind][0]} is older than this source saw it: the API "
                                         "server went back (restored from a backup)")
         seconds = max(1, int(self.watch_timeout * (1 + self.rng.random()) / 2)) if self.watch_timeout else 0
