@@ -312,3 +312,21 @@ async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client
         await until(lambda: "uid-team-a-later" in source.state.pods, timeout=10, what="resumed")
         assert source.relists["Pod"] == 1 and source.ready
         fake_api.release()
+
+
+async def test_a_restore_whose_canary_cannot_be_read_is_relisted_not_resumed(tmp_path):
+    """Found by tests/test_api_truth_faults.py (seed 4, 1 run in 5 under load): as above, but the read of the newest
+    pod Quotient applied (the canary) is answered 500. Resumed blind, the Pod watch never showed what the restore
+    undid: pods created after the backup stayed known, pods created later never came, and the lost Binding stayed
+    charged. A canary that cannot be read tells nothing, so the kind is relisted rather than resumed."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        p, backup = await bound_after_a_backup(live)
+        newest = live.api.rv
+        live.api.fault("error", resource="pods", verb="get", code=500, times=3)
+        live.api.restore(backup)                    # the Binding is lost; every watch is cut
+        while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        await until(lambda: live.knows(p, node_name="") and live.source.ready, what="the restore seen")
+        assert live.source.relist_reasons[("Pod", "canary unread")] >= 1
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
+        await live.equal_to_a_fresh_list()
