@@ -402,14 +402,18 @@ class StateCollector:
                                          labels=["cohort"])
         status = GaugeMetricFamily("quotient_cluster_queue_status",
                                    "1 for the ClusterQueue's status: active, inactive (a flavor missing, a cohort cycle) "
-                                   "or stopped (stopPolicy Hold or HoldAndDrain).", labels=["cluster_queue", "status"])
+                                   "or stopped (stopPolicy Hold or HoldAndDrain), overQuota (as kueue_cluster_queue_status, whose "
+                                   "pending is inactive or stopped).", labels=["cluster_queue", "status"])
         fr_labels = ["cohort", "cluster_queue", "flavor", "resource"]
         nominal = GaugeMetricFamily("quotient_cluster_queue_nominal_quota",
-                                    "nominalQuota per flavor and resource (CPU in cores, memory in bytes).", labels=fr_labels)
+                                    "nominalQuota per flavor and resource, CPU in cores, memory in bytes "
+                                    "(as kueue_cluster_queue_nominal_quota).", labels=fr_labels)
         borrowing = GaugeMetricFamily("quotient_cluster_queue_borrowing_limit",
-                                      "borrowingLimit per flavor and resource, where one is set.", labels=fr_labels)
+                                      "borrowingLimit per flavor and resource, where one is set "
+                                      "(as kueue_cluster_queue_borrowing_limit).", labels=fr_labels)
         lending = GaugeMetricFamily("quotient_cluster_queue_lending_limit",
-                                    "lendingLimit per flavor and resource, where one is set.", labels=fr_labels)
+                                    "lendingLimit per flavor and resource, where one is set "
+                                    "(as kueue_cluster_queue_lending_limit).", labels=fr_labels)
         reservation = GaugeMetricFamily("quotient_cluster_queue_resource_reservation",
                                         "Quota held per flavor and resource: running pods plus reservations "
                                         "(as kueue_cluster_queue_resource_reservation).", labels=fr_labels)
