@@ -401,9 +401,9 @@ class StateCollector:
                                          "Fair sharing's weighted share of the Cohort (as kueue_cohort_weighted_share).",
                                          labels=["cohort"])
         status = GaugeMetricFamily("quotient_cluster_queue_status",
-                                   "1 for the ClusterQueue's status: active, inactive (a flavor missing, a cohort cycle) "
-                                   "or stopped (stopPolicy Hold or HoldAndDrain), overQuota (as kueue_cluster_queue_status, whose "
-                                   "pending is inactive or stopped).", labels=["cluster_queue", "status"])
+                                   "1 for the ClusterQueue's status: active, inactive (a flavor missing, a cohort cycle), "
+                                   "stopped (stopPolicy Hold or HoldAndDrain) or overQuota (as kueue_cluster_queue_status, "
+                                   "whose pending is inactive or stopped).", labels=["cluster_queue", "status"])
         fr_labels = ["cohort", "cluster_queue", "flavor", "resource"]
         nominal = GaugeMetricFamily("quotient_cluster_queue_nominal_quota",
                                     "nominalQuota per flavor and resource, CPU in cores, memory in bytes "

@@ -77,14 +77,16 @@ class Episodes:
 
     def __init__(self):
         self._by: dict[str, set[str]] = {}
+        self._limit = EPISODES_KEPT
 
     def first(self, state, pod) -> bool:
         key = workload_key(pod)
         seen = self._by.get(key)
         if seen is not None and pod.uid in seen:
             return False
-        if len(self._by) >= EPISODES_KEPT:
+        if len(self._by) >= self._limit:
             self._forget_gone(state)
+            self._limit = max(EPISODES_KEPT, 2 * len(self._by))     # a walk per as many workloads again at most
         self._by[key] = set(state.groups.get(key, ())) | {pod.uid}
         return True
 
