@@ -79,8 +79,11 @@ async def test_a_four_pod_job_is_one_workload_in_the_gauges_counters_and_wait_ti
 
 async def test_a_job_evicted_or_preempted_counts_one_workload_with_kueues_reason(ext, api):
     """kueue_evicted_workloads_total{reason="Preempted"} once per Workload (pkg/workload/evict/evict.go), and
-    kueue_preempted_workloads_total once per Workload preempted (ReportPreemption)."""
+    kueue_preempted_workloads_total once per Workload preempted (ReportPreemption). Metrics.workload_listeners
+    (where per-LocalQueue metrics hook) hear each event once for the Job too."""
     observers = attach(ext)
+    events = []
+    observers.metrics.workload_listeners.append(lambda event, pod, cq, detail: events.append((event, cq, detail)))
     async with api(ext) as c:
         await admit_the_job(ext, c)
         pods = [ext.state.pod_by_key(f"team-a/j-{i}") for i in range(4)]
@@ -91,6 +94,7 @@ async def test_a_job_evicted_or_preempted_counts_one_workload_with_kueues_reason
             await ext.writer.evict(p, "InCohortReclamation", "preempted")
         m = await scrape(c)
     assert observers.metrics.preemption_counts == {("team-b-cq", "InCohortReclamation"): 1}
+    assert events == [("quota_reserved", A, 30.0), ("admitted", A, 32.0), ("evicted", A, "Preempted")]
     assert value(m, "quotient_evicted_workloads_total", cluster_queue=A, reason="Preempted", underlying_cause="",
                  priority_class="") == 1
     assert value(m, "quotient_admitted_active_workloads", cluster_queue=A) == 1                # run-a alone

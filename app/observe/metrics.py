@@ -93,7 +93,9 @@ class Metrics:
             ["result"], buckets=GO_DEFAULT_BUCKETS, registry=registry)
         self._reserved, self._admitted, self._evicted, self._preempted = Episodes(), Episodes(), Episodes(), Episodes()
         self._attempts: deque[str] = deque(maxlen=64)    # filter decisions journaled, until their request ends
-        self.workload_listeners: list = []   # f(event, pod, charge, wait): once per workload (workload_event)
+        # f(event, pod, cluster_queue, detail), once per workload: "quota_reserved" and "admitted" with the wait in
+        # seconds, "evicted" with Kueue's reason. Per-LocalQueue metrics hook here (the pod names its LocalQueue).
+        self.workload_listeners: list = []
         self.eviction_failures = Counter(
             "quotient_eviction_failures_total",
             "Evictions the API server refused or that failed to be written; they are tried again.",
@@ -189,8 +191,11 @@ class Metrics:
         else:
             self.admitted.labels(*labels).inc()
             self.admission_wait.labels(*labels).observe(wait)
+        self._tell(event, pod, charge.cluster_queue, wait)
+
+    def _tell(self, event: str, pod, cluster_queue: str, detail) -> None:
         for listener in self.workload_listeners:
-            listener(event, pod, charge, wait)
+            listener(event, pod, cluster_queue, detail)
 
     def waited(self, pod) -> float:
         """Seconds since the workload was queued, as Kueue's QueuedWaitTime: its creation, here its oldest live
@@ -250,6 +255,8 @@ class Metrics:
             return
         kueue_reason = "Preempted" if reason in PREEMPTION_REASONS else reason
         self.evicted.labels(cluster_queue, kueue_reason, "", priority_class(pod) if pod is not None else "").inc()
+        if pod is not None:
+            self._tell("evicted", pod, cluster_queue, kueue_reason)
 
     def eviction_failed(self, cluster_queue: str, reason: str) -> None:
         self.eviction_failures.labels(cluster_queue, reason).inc()
