@@ -39,6 +39,9 @@ from .core.gangs import group_of
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
 RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway
+# Upper bounds (seconds) of quotient_refusal_cleared_to_retry_seconds' buckets: kube-scheduler's backoff (1 to 10 s)
+# for a retry, its 5-minute flush for a parked pod no event moved.
+WAITED_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 LEAVING_RULES = frozenset({"WaitingForVictims", "Preempting", "GroupPreempting", "VictimsStillRunning"})
 HELD_RULES = frozenset({"RoomHeld", "GroupReserved"})
 
@@ -65,6 +68,7 @@ class Refusals(dict):
         self.retries: Counter = Counter()
         self.cleared: Counter = Counter()
         self.waited = [0, 0.0]              # kube-scheduler's tries after a clearing: count, seconds in all
+        self.waited_in = [0] * len(WAITED_BUCKETS)   # of them, how many waited at most each WAITED_BUCKETS bound
 
     def refused(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
                 holds: frozenset[str] = frozenset()) -> str:
@@ -91,6 +95,9 @@ class Refusals(dict):
             r.retried_at = now
             self.waited[0] += 1
             self.waited[1] += now - r.cleared_at
+            for i, bound in enumerate(WAITED_BUCKETS):
+                if now - r.cleared_at <= bound:
+                    self.waited_in[i] += 1
             return r
         return None
 

@@ -40,7 +40,9 @@ async def test_version_route_and_build_info_metric(load_extender):
             "version": VERSION, "python": platform.python_version(),
             "platform": f"{platform.system().lower()}/{ {'x86_64': 'amd64', 'aarch64': 'arm64'}.get(platform.machine(), platform.machine())}"}
         metrics = (await client.get("/metrics")).text
-    assert f'quotient_build_info{{python_version="{platform.python_version()}",version="{VERSION}"}} 1.0' in metrics
+    assert (f'quotient_build_info{{build_date="unknown",compiler="{platform.python_implementation()}",'
+            f'git_commit="unknown",git_version="{VERSION}",platform="{r.json()["platform"]}",'
+            f'python_version="{platform.python_version()}"}} 1.0') in metrics      # kueue_build_info's label names
 
 
 async def test_root_redirects_to_the_view_and_healthz_answers_as_livez(load_extender):

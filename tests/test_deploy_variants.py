@@ -115,7 +115,8 @@ _USAGES = ["signing", "digital signature", "content commitment", "key encipherme
            "ipsec user", "timestamping", "ocsp signing", "microsoft sgc", "netscape sgc"]
 _META = {"type": "object", "required": ["name", "namespace"], "x-kubernetes-preserve-unknown-fields": True}
 # The fields of cert-manager.io/v1 and monitoring.coreos.com/v1 that deploy/ uses, typed as their CRDs type them
-# (cert-manager's Certificate and Issuer, the Prometheus operator's PodMonitor); any other field is an error.
+# (cert-manager's Certificate and Issuer, the Prometheus operator's PodMonitor and PrometheusRule); any other field
+# is an error.
 CRD_KINDS = {
     ("cert-manager.io/v1", "Issuer"): {"type": "object", "required": ["spec"], "properties": {
         "apiVersion": _S, "kind": _S, "metadata": _META,
@@ -146,6 +147,16 @@ CRD_KINDS = {
                     "ca": {"type": "object", "properties": {"secret": _SECRET_KEY}},
                     "cert": {"type": "object", "properties": {"secret": _SECRET_KEY}},
                     "keySecret": _SECRET_KEY}}}}}}}}},
+    ("monitoring.coreos.com/v1", "PrometheusRule"): {"type": "object", "required": ["spec"], "properties": {
+        "apiVersion": _S, "kind": _S, "metadata": _META,
+        "spec": {"type": "object", "properties": {
+            "groups": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+                "name": _S, "interval": {"type": "string", "format": "duration"},
+                "rules": {"type": "array", "items": {"type": "object", "required": ["expr"], "properties": {
+                    "record": _S, "alert": _S, "expr": {"x-kubernetes-int-or-string": True},
+                    "for": {"type": "string", "format": "duration"},
+                    "labels": {"type": "object", "additionalProperties": _S},
+                    "annotations": {"type": "object", "additionalProperties": _S}}}}}}}}}}},
 }
 
 
@@ -409,7 +420,7 @@ def test_every_combination_renders_validates_and_both_sides_of_tls_agree(variant
     objs = render(variant, tls, extra)
     kinds = [o["kind"] for o in objs]
     assert ("CustomResourceDefinition" in kinds) == ("kueue" not in extra)
-    assert ("PodMonitor" in kinds) == ("prometheus" in extra)
+    assert ("PodMonitor" in kinds) == ("PrometheusRule" in kinds) == ("prometheus" in extra)
     assert ("Certificate" in kinds) == (tls == "cert-manager")
     (c,) = one(objs, "Deployment", "quotient")["spec"]["template"]["spec"]["containers"]
     assert ("--view-port=8081" in c["args"]) == ("view-port" in extra)
@@ -711,6 +722,10 @@ def test_kubernetes_validate_is_strict_about_built_in_kinds_and_our_crd_kind_sch
     monitor = yaml.safe_load(yaml.safe_dump(one(objs, "PodMonitor", "quotient")))
     monitor["spec"]["podMetricsEndpoints"][0]["tlsConfig"]["keySecret"].pop("key")
     assert schema_problems(monitor)
+    rule = yaml.safe_load(yaml.safe_dump(one(objs, "PrometheusRule", "quotient-kueue-names")))
+    assert schema_problems(rule) == []
+    rule["spec"]["groups"][0]["rules"][0]["recrd"] = rule["spec"]["groups"][0]["rules"][0].pop("record")
+    assert any("unknown field" in p for p in schema_problems(rule))
     assert schema_problems({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
 
 

@@ -260,7 +260,8 @@ def test_every_query_names_exported_metrics_and_their_labels(dashboard, series):
                    "quotient_decisions_total", "quotient_preempted_workloads_total",
                    "quotient_evicted_workloads_total", "quotient_extender_request_duration_seconds_bucket",
                    "quotient_watch_errors_total", "quotient_eviction_failures_total",
-                   "quotient_loop_seconds_since_round"):
+                   "quotient_loop_seconds_since_round", "quotient_admission_wait_time_seconds_bucket",
+                   "quotient_admitted_workloads_total"):
         assert wanted in metrics, f"the dashboard shows nothing of {wanted}"
 
 
@@ -273,7 +274,7 @@ def test_the_checker_reports_a_misspelled_metric_and_unknown_labels(dashboard, s
     pending["expr"] = pending["expr"].replace("quotient_pending_workloads", "quotient_pending_workload")
     evictions = next(t for t in targets if "quotient_evicted_workloads_total" in t["expr"])
     evictions["expr"] = evictions["expr"].replace('cluster_queue=~"', 'clusterqueue=~"')
-    latency = next(t for t in targets if "_bucket" in t["expr"])
+    latency = next(t for t in targets if "quotient_extender_request_duration_seconds_bucket" in t["expr"])
     latency["expr"] = latency["expr"].replace("by (verb, le)", "by (verb, le, node)")
     latency["legendFormat"] = "{{verb}} {{pod}}"
     decisions = next(t for t in targets if "quotient_decisions_total" in t["expr"])

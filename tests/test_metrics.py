@@ -73,8 +73,8 @@ async def test_queue_gauges_are_read_from_the_state_at_scrape_time(ext, api):
         reserved = await scrape(c)
         await c.post("/bind", json=bind_for(ext, "team-a/wait-1", "od-1"))
         bound = await scrape(c)
-    assert value(m, "quotient_pending_workloads", cluster_queue="team-a-cq") == 1
-    assert value(m, "quotient_pending_workloads", cluster_queue="team-b-cq") == 2
+    assert value(m, "quotient_pending_workloads", cluster_queue="team-a-cq", status="active") == 1
+    assert value(m, "quotient_pending_workloads", cluster_queue="team-b-cq", status="active") == 2
     assert value(m, "quotient_admitted_active_workloads", cluster_queue="team-b-cq") == 1
     labels = dict(cohort="co", cluster_queue="team-a-cq", flavor="on-demand")
     assert value(m, "quotient_cluster_queue_nominal_quota", resource="cpu", **labels) == 6
@@ -86,7 +86,7 @@ async def test_queue_gauges_are_read_from_the_state_at_scrape_time(ext, api):
     assert value(m, "quotient_cluster_queue_status", cluster_queue="team-a-cq", status="active") == 1
     # a reservation holds quota (resource_reservation) but is not yet usage
     assert value(reserved, "quotient_reserving_active_workloads", cluster_queue="team-a-cq") == 1
-    assert value(reserved, "quotient_pending_workloads", cluster_queue="team-a-cq") == 0
+    assert value(reserved, "quotient_pending_workloads", cluster_queue="team-a-cq", status="active") == 0
     assert value(reserved, "quotient_cluster_queue_resource_reservation", resource="cpu", **labels) == 7
     assert value(reserved, "quotient_cluster_queue_resource_usage", resource="cpu", **labels) == 5
     assert value(bound, "quotient_admitted_active_workloads", cluster_queue="team-a-cq") == 2
@@ -118,7 +118,8 @@ async def test_preemption_counts_victims_under_the_preemptors_cluster_queue(ext,
         m = await scrape(c)
     assert value(m, "quotient_preempted_workloads_total", preempting_cluster_queue="team-a-cq",
                  reason="InClusterQueue") == 1
-    assert value(m, "quotient_evicted_workloads_total", cluster_queue="team-a-cq", reason="InClusterQueue") == 1
+    assert value(m, "quotient_evicted_workloads_total", cluster_queue="team-a-cq", reason="Preempted",
+                 underlying_cause="", priority_class="") == 1        # Kueue's eviction reason for a preemption
     assert value(m, "quotient_decisions_total", verb="reclaim", outcome="preempting", reason="Preempting",
                  cluster_queue="team-a-cq") == 1
 
@@ -154,7 +155,8 @@ async def test_drain_evictions_and_their_failures(build_extender, api):
         assert await ext.reconcile() == 1
         m = await scrape(c)
     assert value(m, "quotient_eviction_failures_total", cluster_queue="team-b-cq", reason="ClusterQueueStopped") == 1
-    assert value(m, "quotient_evicted_workloads_total", cluster_queue="team-b-cq", reason="ClusterQueueStopped") == 1
+    assert value(m, "quotient_evicted_workloads_total", cluster_queue="team-b-cq", reason="ClusterQueueStopped",
+                 underlying_cause="", priority_class="") == 1
     assert value(m, "quotient_decisions_total", verb="drain", outcome="evicted", reason="Evicted",
                  cluster_queue="team-b-cq") == 1
     assert value(m, "quotient_cluster_queue_status", cluster_queue="team-b-cq", status="stopped") == 1

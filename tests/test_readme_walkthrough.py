@@ -106,7 +106,7 @@ def check_explain(out: str) -> None:
 
 def check_metrics(out: str) -> None:
     lines = set(out.splitlines())
-    assert 'quotient_pending_workloads{cluster_queue="team-a-cq"} 1.0' in lines
+    assert 'quotient_pending_workloads{cluster_queue="team-a-cq",status="active"} 1.0' in lines
     assert 'quotient_reserving_active_workloads{cluster_queue="team-a-cq"} 1.0' in lines
     assert 'quotient_admitted_active_workloads{cluster_queue="team-a-cq"} 3.0' in lines
     assert ('quotient_decisions_total{cluster_queue="team-a-cq",outcome="admitted",reason="Admitted",'

@@ -24,7 +24,7 @@ class ObservedWriter:
         except Exception:
             self._metrics.eviction_failed(cluster_queue, reason)
             raise
-        self._metrics.evicted_pod(cluster_queue, reason)
+        self._metrics.evicted_pod(pod, cluster_queue, reason)
 
     def _cluster_queue(self, pod) -> str:
         charge = self._state.admitted.get(pod.uid)

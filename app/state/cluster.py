@@ -216,6 +216,8 @@ class ClusterState:
         self.overruns: dict[str, Overrun] = {}            # uid -> a bound pod's change that took its queue above quota
         self.overrun_counts: Counter = Counter()          # ClusterQueue -> such changes seen
         self.on_overrun: Callable[[Overrun], None] | None = None     # the extender journals each one
+        self.on_reserved: list[Callable[[PodInfo, Charge], None]] = []   # a reservation taken (observe.metrics)
+        self.on_admitted: list[Callable[[PodInfo, Charge], None]] = []   # a pod Quotient binds is charged (idem)
         self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
         self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
@@ -1165,9 +1167,19 @@ class ClusterState:
         r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout),
                         self.decided(uid, charge.cluster_queue))
         self._hold(uid, r)
+        self._tell(self.on_reserved, uid, charge)
         self._pod_job_changed(uid)
         self.generation += 1
         return r
+
+    def _tell(self, listeners: list, uid: str, charge: Charge) -> None:
+        """The listeners of a reservation or charge (metrics): one failing never undoes or stops the change."""
+        pod = self.pods.get(uid)
+        for listener in listeners if pod is not None else ():
+            try:
+                listener(pod, charge)
+            except Exception:
+                log.exception("a listener of %s's charge failed", pod.key)
 
     def decided(self, uid: str, cluster_queue: str) -> Decided | None:
         """What a decision for the pod is made on now (core.drift.Decided); None for a pod not known."""
@@ -1200,6 +1212,7 @@ class ClusterState:
                 log.warning("binding refused by the quota invariant: %s", over)
                 return over
         if charge is not None:       # the bind moment, to the second as the API's PodScheduled records it
+            self._tell(self.on_admitted, uid, charge)     # before the charge: the listener sees who held it before
             charge.admitted_at, charge.admitted_from = float(math.floor(self.clock())), BOUND_HERE
             self.admitted[uid] = charge   # kept by upsert_pod's _charge_running
             self._apply(charge)
