@@ -1,10 +1,10 @@
 """The ClusterQueue .status Quotient publishes, so `kubectl get clusterqueues` is truthful: flavorsUsage
-(total and borrowed), pending, reserving and admitted workloads, and the fair-sharing share. A status the API
+(total and borrowed), pending, reserving and admitted workloads (a Job or pod group is one, as Kueue counts), and the fair-sharing share. A status the API
 already holds is not written again: every write, even one that changes nothing, is an event to every watcher."""
 from __future__ import annotations
 
 from ..core.fairsharing import dominant_resource_share
-from .views import workload_counts
+from .workloads import counts as workload_counts
 
 
 def _amount(resource: str, value: int) -> str:
@@ -23,7 +23,8 @@ def cluster_queue_statuses(state) -> dict[str, dict]:
             borrowed = max(0, amount - node.subtree.get((flavor, resource), 0))
             usage.setdefault(flavor, []).append({"name": resource, "total": _amount(resource, amount),
                                                  "borrowed": _amount(resource, borrowed)})
-        pending, reserving, admitted = counts[name]
+        found = counts[name]
+        pending, reserving, admitted = found.active + found.inadmissible, found.reserving, found.admitted
         share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
         out[name] = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
