@@ -17,7 +17,7 @@ from dataclasses import replace
 import orjson
 
 from .act.intents import Actions
-from .act.writer import CLUSTER_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
+from .act.writer import LOCAL_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
 from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
@@ -700,11 +700,12 @@ class Extender:
         return out
 
     def _drains(self) -> list[Evict]:
-        """stopPolicy HoldAndDrain: the admitted pods of a stopped ClusterQueue are evicted."""
-        return [Evict(pod, CLUSTER_QUEUE_STOPPED,
-                         f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
-                         "drain", record={"queue": cq})
-                for pod, cq in drained(self.state)]
+        """stopPolicy HoldAndDrain: the admitted pods of a stopped LocalQueue or ClusterQueue are evicted."""
+        return [Evict(pod, reason, f"LocalQueue {pod.namespace}/{pod.queue_name} has stopPolicy HoldAndDrain: its "
+                      "admitted pods are evicted" if reason == LOCAL_QUEUE_STOPPED else
+                      f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
+                      "drain", record={"queue": cq})
+                for pod, cq, reason in drained(self.state)]
 
     # ---- refusals that cleared ---------------------------------------------------------
     def note_cleared(self) -> int:

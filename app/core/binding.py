@@ -4,7 +4,7 @@ nodes changed), and the quota invariant is checked on the charge at commit (stat
 from __future__ import annotations
 
 from ..objects.pod import PodInfo
-from .admission import decide
+from .admission import decide, local_queue_stopped
 from .drift import changed_since
 from .flavors import Charge
 from .placement import shortfall
@@ -29,6 +29,9 @@ def changed_refusal(state: ClusterView, pod: PodInfo) -> str:
     held = state.reservations.get(pod.uid)
     if held is None or held.decided is None:
         return ""
+    lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+    if lq is not None and lq.stop_policy != "None":     # Kueue: a stopped LocalQueue's reservations are cancelled
+        return local_queue_stopped(lq)
     return changed_since(held.decided, state.decided(pod.uid, _cluster_queue(state, pod)), pod.key)
 
 

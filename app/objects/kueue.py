@@ -122,6 +122,10 @@ class LocalQueue:
     namespace: str
     name: str
     cluster_queue: str
+    stop_policy: str = "None"           # spec.stopPolicy (both versions): Hold, HoldAndDrain stop admission
+    api_version: str = V1BETA1          # the version it was read in (its status is written back in it)
+    # .status as the API last showed it (observe.localqueue_status writes it): never part of equality
+    status: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -362,7 +366,10 @@ def decode_local_queue(obj: dict) -> LocalQueue:
     cq = spec.get("clusterQueue")
     if not isinstance(cq, str) or not cq:
         raise InvalidObject("LocalQueue", f"{namespace}/{name}", "spec.clusterQueue is required")
-    return LocalQueue(namespace=namespace, name=name, cluster_queue=cq)
+    version = api_version(obj, "LocalQueue", f"{namespace}/{name}") if "apiVersion" in obj else V1BETA1
+    stop = _choice(spec.get("stopPolicy"), STOP_POLICIES, "None", "LocalQueue", f"{namespace}/{name}", "spec.stopPolicy")
+    return LocalQueue(namespace=namespace, name=name, cluster_queue=cq, stop_policy=stop, api_version=version,
+                      status=obj["status"] if isinstance(obj.get("status"), dict) else {})
 
 
 INT32 = (-2**31, 2**31 - 1)
