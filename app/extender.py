@@ -599,6 +599,9 @@ class Extender:
         if publish is not None and self.state.timer() - self._status_at >= STATUS_INTERVAL:
             self._status_at = self.state.timer()
             await publish()          # ClusterQueue .status, rate-limited
+            publish_local = getattr(self.writer, "publish_local_queue_status", None)
+            if publish_local is not None:
+                await publish_local()          # LocalQueue .status, likewise
         return evicted
 
     def plan(self) -> list[Evict]:
