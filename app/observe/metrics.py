@@ -17,6 +17,7 @@ from ..act.writer import PREEMPTION_REASONS
 from ..core.fairsharing import dominant_resource_share
 from ..core.quantity import MILLI_RESOURCES
 from ..version import build_info
+from .localqueue_metrics import LocalQueueMetrics
 from .views import queue_status, reserved_usage, workload_counts
 
 disable_created_metrics()      # no *_created series: one sample per counter, as Kueue exports them
@@ -89,6 +90,8 @@ class Metrics:
         registry.register(StateCollector(state))
         if refusals is not None:
             registry.register(RefusalCollector(refusals))
+        self.local_queues = LocalQueueMetrics(state, refusals)      # quotient_local_queue_* (its own module)
+        registry.register(self.local_queues)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
