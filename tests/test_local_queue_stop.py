@@ -137,3 +137,19 @@ def test_a_reservation_made_before_the_local_queue_stopped_is_cancelled_at_bind(
     assert changed_refusal(s, pod) == ""
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
     assert "LocalQueue team-a/lq is stopped" in changed_refusal(s, pod_info(s, "team-a", "p"))
+
+
+def test_a_held_local_queues_admitted_job_keeps_its_places():
+    """localqueue_types.go: "Hold - Admitted workloads will run to completion": a pod of an admitted Job (one of
+    its pods is bound) binds on its reservation after the LocalQueue is held; only reserving workloads lose it."""
+    from app.core.binding import changed_refusal
+    from app.core.flavors import Charge
+    from builders import Job
+    job = Job("train").queue("lq").parallelism(2)
+    s = cluster(None, "v1beta1", "BestEffortFIFO", job.obj(), Pod("train-0").of_job(job).cpu("1").node("n1").obj(),
+                Pod("train-1").of_job(job).cpu("1").obj())
+    pod = pod_info(s, "team-a", "train-1")
+    assert pod.job and pod_info(s, "team-a", "train-0").uid in s.admitted
+    s.reserve(pod.uid, Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+    apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
+    assert changed_refusal(s, pod_info(s, "team-a", "train-1")) == ""

@@ -79,13 +79,14 @@ class LocalQueueMetrics:
     def _holding(self, pod) -> None:
         """Count the pod's workload as quota reserved, and admitted, the first time it is seen so."""
         state = self.state
+        if pod.uid not in state.reservations and pod.uid not in state.admitted:
+            return              # a refusal: nothing to count, nothing to remember
         queue, namespace, key, pc = self._remember(pod)
         labels = (queue, namespace, pc)
-        if pod.uid in state.reservations or pod.uid in state.admitted:
-            if key not in self._reserving:
-                self._reserving.add(key)
-                self._gone.discard(key)
-                self.reserved[labels] = self.reserved.get(labels, 0) + 1
+        if key not in self._reserving:
+            self._reserving.add(key)
+            self._gone.discard(key)
+            self.reserved[labels] = self.reserved.get(labels, 0) + 1
         if pod.uid in state.admitted and key not in self._admitted:
             self._admitted.add(key)
             self._gone.discard(key)
@@ -129,6 +130,10 @@ class LocalQueueMetrics:
         state = self.state
         stats = local_queue_stats(state)
         self.prune({k for s in stats.values() for k in s.reserving})
+        for uid in state.admitted:       # so an eviction the watch reports before its write's answer is still known
+            pod = state.pods.get(uid)
+            if pod is not None and pod.queue_name and pod.key not in self._pods:
+                self._remember(pod)
         pending = GaugeMetricFamily(
             "quotient_local_queue_pending_workloads",
             "Pending workloads per LocalQueue and status (as kueue_local_queue_pending_workloads): active, not "
