@@ -153,3 +153,33 @@ def test_a_held_local_queues_admitted_job_keeps_its_places():
     s.reserve(pod.uid, Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
     assert changed_refusal(s, pod_info(s, "team-a", "train-1")) == ""
+
+
+async def test_hold_and_drain_live_the_api_evicts_the_pods_with_reason_local_queue_stopped(tmp_path):
+    """Live against the fake API server: the LocalQueue set to HoldAndDrain after its pods run; reconcile writes
+    the evictions (DisruptionTarget reason LocalQueueStopped, an Event), the other LocalQueue's pod stays, and
+    quotient_local_queue_evicted_workloads_total counts the Job's two pods as one workload even when the watch
+    removes them before the eviction's answer."""
+    from app.observe import attach
+    from builders import Job, Namespace, ResourceFlavor as RF
+    from live import started, until
+    job = Job("train").queue("lq").parallelism(2)
+    objs = [Namespace("team-a").obj(), RF("default-flavor").obj(), Node("n1").cpu("64").obj(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "8")).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(), LocalQueue("other", "team-a").cluster_queue("cq").obj(),
+            job.obj(), *(Pod(f"train-{i}").of_job(job).cpu("1").node("n1").phase("Running").obj() for i in range(2)),
+            Pod("o1").queue("other").cpu("1").node("n1").phase("Running").obj()]
+    async with started(tmp_path, objs) as kit:
+        metrics = attach(kit.ext).metrics
+        metrics.render()                                     # a scrape: the admitted pods are known
+        kit.api.apply(LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("HoldAndDrain").obj())
+        await until(lambda: kit.state.local_queues["team-a/lq"].stop_policy == "HoldAndDrain", what="the stop")
+        assert await kit.ext.reconcile() == 2
+        await until(lambda: kit.api.get("Pod", "team-a", "train-0") is None
+                    and kit.api.get("Pod", "team-a", "train-1") is None, what="evicted")
+        assert kit.api.get("Pod", "team-a", "o1") is not None
+        conditions = [b["status"]["conditions"][0] for m, p, b in kit.api.writes
+                      if m == "PATCH" and p.endswith("/pods/train-0/status")]
+        assert conditions and conditions[0]["type"] == "DisruptionTarget" and conditions[0]["reason"] == "LocalQueueStopped"
+        assert any(e.get("reason") == "LocalQueueStopped" for e in kit.api.objects("Event", "events.k8s.io/v1"))
+        assert metrics.local_queues.evicted == {("lq", "team-a", "LocalQueueStopped", "", ""): 1}
