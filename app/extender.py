@@ -704,10 +704,11 @@ class Extender:
 
     def _drains(self) -> list[Evict]:
         """stopPolicy HoldAndDrain: the admitted pods of a stopped LocalQueue or ClusterQueue are evicted."""
-        return [Evict(pod, reason, f"LocalQueue {pod.namespace}/{pod.queue_name} has stopPolicy HoldAndDrain: its "
-                      "admitted pods are evicted" if reason == LOCAL_QUEUE_STOPPED else
-                      f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
-                      "drain", record={"queue": cq})
+        def stopped(pod: PodInfo, cq: str, reason: str) -> str:
+            queue = f"LocalQueue {pod.namespace}/{pod.queue_name}" if reason == LOCAL_QUEUE_STOPPED \
+                else f"ClusterQueue {cq}"
+            return f"{queue} has stopPolicy HoldAndDrain: its admitted pods are evicted"
+        return [Evict(pod, reason, stopped(pod, cq, reason), "drain", record={"queue": cq})
                 for pod, cq, reason in drained(self.state)]
 
     # ---- refusals that cleared ---------------------------------------------------------

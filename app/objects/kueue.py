@@ -369,7 +369,8 @@ def decode_local_queue(obj: dict) -> LocalQueue:
     if not isinstance(cq, str) or not cq:
         raise InvalidObject("LocalQueue", f"{namespace}/{name}", "spec.clusterQueue is required")
     version = api_version(obj, "LocalQueue", f"{namespace}/{name}") if "apiVersion" in obj else V1BETA1
-    stop = _choice(spec.get("stopPolicy"), STOP_POLICIES, "None", "LocalQueue", f"{namespace}/{name}", "spec.stopPolicy")
+    stop = _choice(spec.get("stopPolicy"), STOP_POLICIES, "None", "LocalQueue", f"{namespace}/{name}",
+                   "spec.stopPolicy")
     generation = meta.get("generation")
     return LocalQueue(namespace=namespace, name=name, cluster_queue=cq, stop_policy=stop, api_version=version,
                       status=obj["status"] if isinstance(obj.get("status"), dict) else {},

@@ -187,7 +187,8 @@ class LocalQueueMetrics:
                        "Workloads admitted, per LocalQueue (as kueue_local_queue_admitted_workloads_total).",
                        [*LQ, "priority_class"], self.admitted)
         yield _counter("quotient_local_queue_evicted_workloads",
-                       "Workloads Quotient evicted, per LocalQueue (as kueue_local_queue_evicted_workloads_total): reason "
+                       "Workloads Quotient evicted, per LocalQueue (as kueue_local_queue_evicted_workloads_total): "
+                       "reason "
                        "Preempted, PodsReadyTimeout, ClusterQueueStopped, LocalQueueStopped or Deactivated "
                        "(underlying_cause RequeuingLimitExceeded).",
                        [*LQ, "reason", "underlying_cause", "priority_class"], self.evicted)

@@ -68,7 +68,8 @@ def local_queue_status(state, lq, s: LocalQueueStats, now: str) -> dict:
         "pendingWorkloads": len(s.pending) if lq.stop_policy == "None" else 0,
         "reservingWorkloads": len(s.reserving), "admittedWorkloads": len(s.admitted),
         "flavorsReservation": _flavors(cq, s.reserved), usage_field: _flavors(cq, s.used),
-        "conditions": [*(c for c in lq.status.get("conditions") or () if isinstance(c, dict) and c.get("type") != "Active"),
+        "conditions": [*(c for c in lq.status.get("conditions") or ()
+                         if isinstance(c, dict) and c.get("type") != "Active"),
                        _condition(lq, status, reason, message, now)]}}
 
 
