@@ -134,3 +134,22 @@ async def test_reconcile_writes_local_queue_status_rate_limited_like_cluster_que
         kit.clock.advance(STATUS_INTERVAL / 2)
         await kit.ext.reconcile()
         assert patches() == 4 and status_of(kit.api, "lq")["admittedWorkloads"] == 3
+
+
+async def test_a_status_written_in_v1beta1_is_stored_in_the_objects_own_version(tmp_path):
+    """deploy/crds/crds.yaml stores v1beta2: a v1beta1 reader's status write (flavorUsage) is converted by the API
+    server (Kueue's conversion) and stored as v1beta2's flavorsUsage, as tests/fakeapi.py now does too."""
+    async with FakeApiServer(bookmark_interval=0.3) as api:            # serves v1beta1 only
+        for obj in objects("v1beta2"):                                 # lq stored in v1beta2
+            api.apply(obj)
+        client = await make_api_client(api.kubeconfig_path(tmp_path))
+        try:
+            async with Running(client) as source:
+                await until(lambda: source.ready, what="listed")
+                assert source.state.local_queues["team-a/lq"].api_version == "v1beta1"
+                assert await KubeWriter(client, source.state).publish_local_queue_status() == 3
+        finally:
+            await client.close()
+        stored = api.get("LocalQueue", "team-a", "lq")
+        assert stored["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+        assert "flavorsUsage" in stored["status"] and "flavorUsage" not in stored["status"]
