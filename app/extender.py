@@ -17,7 +17,7 @@ from dataclasses import replace
 import orjson
 
 from .act.intents import Actions
-from .act.writer import CLUSTER_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
+from .act.writer import LOCAL_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
 from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
@@ -599,6 +599,9 @@ class Extender:
         if publish is not None and self.state.timer() - self._status_at >= STATUS_INTERVAL:
             self._status_at = self.state.timer()
             await publish()          # ClusterQueue .status, rate-limited
+            publish_local = getattr(self.writer, "publish_local_queue_status", None)
+            if publish_local is not None:
+                await publish_local()          # LocalQueue .status, likewise
         return evicted
 
     def plan(self) -> list[Evict]:
@@ -700,11 +703,13 @@ class Extender:
         return out
 
     def _drains(self) -> list[Evict]:
-        """stopPolicy HoldAndDrain: the admitted pods of a stopped ClusterQueue are evicted."""
-        return [Evict(pod, CLUSTER_QUEUE_STOPPED,
-                         f"ClusterQueue {cq} has stopPolicy HoldAndDrain: its admitted pods are evicted",
-                         "drain", record={"queue": cq})
-                for pod, cq in drained(self.state)]
+        """stopPolicy HoldAndDrain: the admitted pods of a stopped LocalQueue or ClusterQueue are evicted."""
+        def stopped(pod: PodInfo, cq: str, reason: str) -> str:
+            queue = f"LocalQueue {pod.namespace}/{pod.queue_name}" if reason == LOCAL_QUEUE_STOPPED \
+                else f"ClusterQueue {cq}"
+            return f"{queue} has stopPolicy HoldAndDrain: its admitted pods are evicted"
+        return [Evict(pod, reason, stopped(pod, cq, reason), "drain", record={"queue": cq})
+                for pod, cq, reason in drained(self.state)]
 
     # ---- refusals that cleared ---------------------------------------------------------
     def note_cleared(self) -> int:

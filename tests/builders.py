@@ -171,6 +171,16 @@ class LocalQueue(_Builder):
         self._obj["spec"]["clusterQueue"] = name
         return self
 
+    def stop_policy(self, policy: str) -> LocalQueue:
+        """spec.stopPolicy: None, Hold or HoldAndDrain (both versions)."""
+        self._obj["spec"]["stopPolicy"] = policy
+        return self
+
+    def version(self, version: str) -> LocalQueue:
+        """Served in kueue.x-k8s.io/<version> (v1beta1 by default)."""
+        self._obj["apiVersion"] = f"kueue.x-k8s.io/{version}"
+        return self
+
 
 class WorkloadPriorityClass(_Builder):
     """Kueue's WorkloadPriorityClass: a top-level value, no spec."""

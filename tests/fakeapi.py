@@ -66,7 +66,10 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   - DELETE pods/{name} (and an eviction) of a bound pod: deletionTimestamp set (MODIFIED), then DELETED after
     `pod_grace` seconds (FakeApiServer(pod_grace=...), default 0: right after the MODIFIED); a pod never
     bound is DELETED at once.
-  - PUT/PATCH pods/{name}/status and clusterqueues/{name}/status: only .status changes (MODIFIED).
+  - PUT/PATCH pods/{name}/status, clusterqueues/{name}/status and localqueues/{name}/status: only .status
+    changes (MODIFIED). A Kueue object's status is written in the version of the request (a v1beta1 LocalQueue
+    status says flavorUsage, v1beta2 flavorsUsage) and stored converted to the object's own, as the real API server
+    converts through the conversion webhook.
   - PATCH/PUT pods/{name}/resize (in-place pod resize, on by default since Kubernetes 1.33): only
     spec.containers[*].resources, spec.initContainers[*].resources and their resizePolicy may change (a
     PATCH merges containers by name, as a strategic merge patch does); anything else is 422 Invalid. The new
@@ -979,7 +982,8 @@ class FakeApiServer:
             return self._not_found(k, key[1])
         if not isinstance(body, dict):
             return _status(400, "BadRequest", "body must be an object")
-        new = _copy(obj)
+        kueue = k.group == KUEUE and "apiVersion" in obj
+        new = convert(obj, k.version) if kueue else _copy(obj)   # written in the request's version, stored in its own
         if request.method == "PUT":
             conflict = self._conflict(k, obj, body)
             if conflict is not None:
@@ -988,5 +992,7 @@ class FakeApiServer:
         else:
             if "json-patch" in request.content_type:
                 return _status(415, "UnsupportedMediaType", "json-patch is not supported by the fake")
-            new["status"] = _merge(obj.get("status") or {}, body.get("status") or {})
-        return self._json(self._put(k, new, "MODIFIED"))
+            new["status"] = _merge(new.get("status") or {}, body.get("status") or {})
+        if kueue:
+            new = convert(new, obj["apiVersion"].rpartition("/")[2])
+        return self._json(self._served(k, self._put(k, new, "MODIFIED")))

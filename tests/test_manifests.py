@@ -918,6 +918,8 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
                  ("", "pods/status", "patch"), ("events.k8s.io", "events", "create"),
                  ("kueue.x-k8s.io", "clusterqueues/status", "update"),
                  ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
+                 ("kueue.x-k8s.io", "localqueues/status", "update"),
+                 ("kueue.x-k8s.io", "localqueues/status", "patch"),
                  ("scheduling.x-k8s.io", "podgroups", "watch"),
                  ("", "pods", "watch"), ("", "nodes", "list"), ("kueue.x-k8s.io", "cohorts", "list"),
                  ("kueue.x-k8s.io", "workloadpriorityclasses", "watch"),
@@ -926,7 +928,8 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
     writes = {g for g in cluster if g[2] not in ("get", "list", "watch")}
     assert writes == {("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "pods/status", "patch"),
                       ("events.k8s.io", "events", "create"), ("kueue.x-k8s.io", "clusterqueues/status", "update"),
-                      ("kueue.x-k8s.io", "clusterqueues/status", "patch")}
+                      ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
+                      ("kueue.x-k8s.io", "localqueues/status", "update"), ("kueue.x-k8s.io", "localqueues/status", "patch")}
     # Leader election: leases in its own namespace only, and the leader label on its own pods.
     leases = grants[f"Role/{NAMESPACE}/quotient-leader-election"]
     assert leases == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} | \

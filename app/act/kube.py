@@ -1,4 +1,4 @@
-"""The live writer: bindings, evictions, pod conditions, Events and ClusterQueue status, through the API.
+"""The live writer: bindings, evictions, pod conditions, Events, ClusterQueue and LocalQueue status, through the API.
 
 Every write is idempotent (a binding already made to the same node, an eviction of a pod
 already gone, are successes), retried with a short jittered backoff on errors that may pass
@@ -23,6 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..objects.errors import InvalidObject
 from ..objects.pod import PodInfo, decode_pod
+from ..observe.localqueue_status import local_queue_statuses
 from ..observe.status import already_written, cluster_queue_statuses
 from .post import ApiPoster
 from .writer import PREEMPTION_REASONS, OutcomeUnknown, WriteError
@@ -293,4 +294,24 @@ class KubeWriter:
                 log.debug("ClusterQueue %s status not written: %s", name, e)
             except WriteError as e:
                 log.debug("ClusterQueue %s status not written: %s", name, e)
+        return written
+
+    async def publish_local_queue_status(self) -> int:
+        """Write each LocalQueue's status (observe.localqueue_status, as Kueue's LocalQueue controller writes it)
+        that differs from the one the API holds, in the version it was read in; returns how many were written."""
+        written = 0
+        for key, status in local_queue_statuses(self.state).items():
+            lq = self.state.local_queues.get(key)
+            if lq is None or already_written(lq.status, status):
+                continue                # deleted meanwhile, or the API holds it: a write would be an event for nothing
+            try:
+                await self._retry(f"status {key}", lambda: self.custom.patch_namespaced_custom_object_status(
+                    KUEUE_GROUP, lq.api_version, lq.namespace, "localqueues", lq.name, status,
+                    _preload_content=False, _content_type="application/merge-patch+json"))
+                written += 1
+            except ApiException as e:
+                self.failures["status"] += 1          # _retry counted its own give-up (WriteError) already
+                log.debug("LocalQueue %s status not written: %s", key, e)
+            except WriteError as e:
+                log.debug("LocalQueue %s status not written: %s", key, e)
         return written

@@ -15,6 +15,7 @@ from ..objects.pod import PodInfo
 PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
                                 "InCohortReclaimWhileBorrowing", "LowerPriorityOnNode"})
 CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 
 
 class WriteError(RuntimeError):

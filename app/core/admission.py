@@ -96,6 +96,8 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
         return None, _refuse("LocalQueueNotFound", f"LocalQueue {lq_key} does not exist "
                              f"(pod label {QUEUE_LABEL}={pod.queue_name})")
     cq = state.cluster_queues.get(lq.cluster_queue)
+    if lq.stop_policy != "None":
+        return cq, _refuse("LocalQueueStopped", local_queue_stopped(lq), lq.cluster_queue)
     if cq is None:
         return None, _refuse("ClusterQueueNotFound", f"LocalQueue {lq_key} points to ClusterQueue "
                              f"{lq.cluster_queue}, which does not exist")
@@ -112,6 +114,16 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
     return cq, None
+
+
+def local_queue_stopped(lq) -> str:
+    """Why a LocalQueue with a stopPolicy admits nothing: Kueue's workload controller
+    (reconcileOnLocalQueueActiveState) keeps its workloads inadmissible ("LocalQueue X is stopped") and its
+    LocalQueue controller takes the queue out of the queueing system, checked before its ClusterQueue."""
+    drains = "; its admitted pods are evicted" if lq.stop_policy == "HoldAndDrain" else \
+        "; its admitted pods run to completion"
+    return (f"LocalQueue {lq.key} is stopped (stopPolicy {lq.stop_policy}){drains}; admission resumes when "
+            "its stopPolicy is set to None")
 
 
 def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
@@ -385,13 +397,19 @@ def may_reclaim(verdict: Verdict) -> bool:
             and verdict.assignment.mode == PREEMPT)
 
 
-def drained(state: ClusterView) -> list[tuple[PodInfo, str]]:
-    """Pods to evict because their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts its
-    admitted workloads); pods already terminating are not asked twice."""
+def drained(state: ClusterView) -> list[tuple[PodInfo, str, str]]:
+    """Pods to evict because their LocalQueue or their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts
+    its admitted workloads: LocalQueueStopped, checked first as Kueue's workload controller does, else
+    ClusterQueueStopped), as (pod, ClusterQueue, reason); pods already terminating are not asked twice."""
     out = []
     for uid, charge in state.admitted.items():
-        cq = state.cluster_queues.get(charge.cluster_queue)
         pod = state.pods.get(uid)
-        if cq is not None and cq.stop_policy == "HoldAndDrain" and pod is not None and not pod.deleting:
-            out.append((pod, cq.name))
+        if pod is None or pod.deleting:
+            continue
+        lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+        cq = state.cluster_queues.get(charge.cluster_queue)
+        if lq is not None and lq.stop_policy == "HoldAndDrain":
+            out.append((pod, charge.cluster_queue, "LocalQueueStopped"))
+        elif cq is not None and cq.stop_policy == "HoldAndDrain":
+            out.append((pod, cq.name, "ClusterQueueStopped"))
     return out

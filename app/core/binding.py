@@ -4,9 +4,10 @@ nodes changed), and the quota invariant is checked on the charge at commit (stat
 from __future__ import annotations
 
 from ..objects.pod import PodInfo
-from .admission import decide
+from .admission import decide, local_queue_stopped
 from .drift import changed_since
 from .flavors import Charge
+from .gangs import group_of
 from .placement import shortfall
 from .view import ClusterView
 
@@ -29,7 +30,17 @@ def changed_refusal(state: ClusterView, pod: PodInfo) -> str:
     held = state.reservations.get(pod.uid)
     if held is None or held.decided is None:
         return ""
+    lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
+    if lq is not None and lq.stop_policy != "None" and not _admitted_workload(state, pod):
+        return local_queue_stopped(lq)      # Kueue: a stopped LocalQueue's reserving workloads lose their reservation
     return changed_since(held.decided, state.decided(pod.uid, _cluster_queue(state, pod)), pod.key)
+
+
+def _admitted_workload(state: ClusterView, pod: PodInfo) -> bool:
+    """Whether the pod's workload is admitted (a pod of its Job or group is bound): a stopped LocalQueue's admitted
+    workloads run to completion under Hold, so their pods keep their places (a Job's pod replacing one that ended)."""
+    key = group_of(pod)
+    return bool(key) and any(m.uid in state.admitted for m in state.members(key))
 
 
 def _cluster_queue(state: ClusterView, pod: PodInfo) -> str:

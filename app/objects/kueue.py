@@ -122,6 +122,12 @@ class LocalQueue:
     namespace: str
     name: str
     cluster_queue: str
+    stop_policy: str = "None"           # spec.stopPolicy (both versions): Hold, HoldAndDrain stop admission
+    api_version: str = V1BETA1          # the version it was read in (its status is written back in it)
+    # .status as the API last showed it (observe.localqueue_status writes it) and metadata.generation (its
+    # conditions' observedGeneration): never part of equality, so an event that changes only them changes nothing
+    status: dict = field(default_factory=dict, compare=False, repr=False)
+    generation: int = field(default=0, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -362,7 +368,13 @@ def decode_local_queue(obj: dict) -> LocalQueue:
     cq = spec.get("clusterQueue")
     if not isinstance(cq, str) or not cq:
         raise InvalidObject("LocalQueue", f"{namespace}/{name}", "spec.clusterQueue is required")
-    return LocalQueue(namespace=namespace, name=name, cluster_queue=cq)
+    version = api_version(obj, "LocalQueue", f"{namespace}/{name}") if "apiVersion" in obj else V1BETA1
+    stop = _choice(spec.get("stopPolicy"), STOP_POLICIES, "None", "LocalQueue", f"{namespace}/{name}",
+                   "spec.stopPolicy")
+    generation = meta.get("generation")
+    return LocalQueue(namespace=namespace, name=name, cluster_queue=cq, stop_policy=stop, api_version=version,
+                      status=obj["status"] if isinstance(obj.get("status"), dict) else {},
+                      generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else 0)
 
 
 INT32 = (-2**31, 2**31 - 1)

@@ -23,6 +23,7 @@ from ..core.fairsharing import dominant_resource_share
 from ..core.quantity import MILLI_RESOURCES
 from ..refusals import WAITED_BUCKETS
 from ..version import build_info
+from .localqueue_metrics import LocalQueueMetrics
 from .views import queue_status, reserved_usage
 from .workloads import Episodes, counts as workload_counts, priority_class, workload_key
 
@@ -143,6 +144,8 @@ class Metrics:
         registry.register(StateCollector(state, refusals))
         if refusals is not None:
             registry.register(RefusalCollector(refusals))
+        self.local_queues = LocalQueueMetrics(state, refusals)      # quotient_local_queue_* (its own module)
+        registry.register(self.local_queues)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)

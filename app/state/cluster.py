@@ -1057,11 +1057,12 @@ class ClusterState:
     # ---- pending index ------------------------------------------------------
     def _index_pending(self, pod: PodInfo) -> None:
         """Queue a pending pod of a known ClusterQueue; one whose WorkloadPriorityClass is missing is not
-        a workload yet (Kueue creates none), so it holds no place that could block the queue."""
+        a workload yet (Kueue creates none), so it holds no place that could block the queue; nor does one of a
+        stopped LocalQueue (Kueue's LocalQueue controller takes a stopped queue out of the queueing system)."""
         if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name or pod.missing_priority_class:
             return
-        _, cq = self.queue_of(pod)
-        if cq is None:
+        lq, cq = self.queue_of(pod)
+        if cq is None or lq.stop_policy != "None":
             return
         entry = (self.queue_key(pod), pod.uid)
         bisect.insort(self.pending.setdefault(cq.name, []), entry)
