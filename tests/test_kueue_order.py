@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
+from builders import extender_args
 
 OWN = Path(__file__).resolve().parent / "scenarios"
 
@@ -47,3 +50,51 @@ async def test_the_queue_head_is_retried_whatever_its_cluster_queues_policies():
     assert 60 <= bound_at(out, "team-a/prod-2") <= 71, out.timeline
     assert any("team-a/prod-2" in line and "QueueHead" in line and "SchedulerError" in line
                for line in out.timeline), out.timeline
+
+
+# ---- decision 5: a pod group is one workload in the cohort's order --------------------------------------------
+
+def two_groups() -> tuple[str, dict[str, dict]]:
+    """The scenario's quota tree and nodes, and its ten pending pods (two groups of 5 x 1 CPU) with uids, as
+    YAML for a snapshot and as wire objects by name."""
+    text = (OWN / "gang-cohort-borrowers-priority.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] not in ("Pod", "Expectation")]
+    pods = {}
+    for group, priority in (("a1", 2), ("b1", 1)):
+        for i in range(5):
+            pods[f"{group}-{i}"] = {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{group}-{i}", "namespace": "default", "uid": f"uid-{group}-{i}",
+                             "creationTimestamp": "2026-01-01T00:00:00Z",
+                             "labels": {"kueue.x-k8s.io/queue-name": f"tas-lq-{group[0]}",
+                                        "kueue.x-k8s.io/pod-group-name": group},
+                             "annotations": {"kueue.x-k8s.io/pod-group-total-count": "5"}},
+                "spec": {"priority": priority,
+                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return yaml.safe_dump_all(docs + list(pods.values())), pods
+
+
+async def test_of_two_borrowing_groups_the_first_asked_is_not_held_back_by_the_others_members(load_extender, api):
+    """Kueue pkg/scheduler/scheduler_tas_test.go, TestScheduleForTASCohorts, "two workloads considered; there is
+    enough space only for the first" (without its topology): a1 (priority 2) and b1 (priority 1), 5 pods of 1
+    CPU each, in two ClusterQueues of 4 CPUs nominal in one cohort; each must borrow, only one fits. a1 is
+    admitted. It used to be refused "pending pods within their own nominal quota come first", counting b1's
+    members one by one as within nominal (and b1 likewise: a deadlock)."""
+    text, pods = two_groups()
+    ext = load_extender(text)
+    nodes = ["x1", "y1"]
+    async with api(ext) as client:
+        first = (await client.post("/filter", json=extender_args(pods["a1-0"], nodes))).json()
+        other = (await client.post("/filter", json=extender_args(pods["b1-0"], nodes))).json()
+    assert first["NodeNames"] and not first["Error"], first
+    assert all(f"uid-a1-{i}" in ext.state.holds for i in range(5))
+    assert other["NodeNames"] == [] and "within their own nominal quota" not in other["Error"], other
+    assert not any(f"uid-b1-{i}" in ext.state.holds for i in range(5))
+
+
+async def test_two_borrowing_groups_in_one_cohort_scenario():
+    """The scenario of the Kueue case: kube-scheduler's active queue brings a1's members first (priority, then
+    age), a1 runs and b1 waits, no eviction. It used to be the other way round: a1's members were refused for
+    b1's members "within their own nominal quota", then b1 went while a1's members backed off."""
+    scenario, out = await run("gang-cohort-borrowers-priority")
+    assert differences(scenario, out) == []
