@@ -11,9 +11,13 @@ from pathlib import Path
 
 import yaml
 
+from app.config import decode_configuration
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
-from builders import extender_args
+from builders import BASE_TIME, Pod, extender_args
+from helpers import FakeClock, Verbs, uid
+from helpers import refused as refused_on
+from test_readiness import Recorder, admit, watch
 
 OWN = Path(__file__).resolve().parent / "scenarios"
 
@@ -97,4 +101,75 @@ async def test_two_borrowing_groups_in_one_cohort_scenario():
     age), a1 runs and b1 waits, no eviction. It used to be the other way round: a1's members were refused for
     b1's members "within their own nominal quota", then b1 went while a1's members backed off."""
     scenario, out = await run("gang-cohort-borrowers-priority")
+    assert differences(scenario, out) == []
+
+
+# ---- decision 3: blockAdmission admits the workload that waits longest next -----------------------------------
+
+def two_queues(clock):
+    """The podsready test's prod-cq and dev-cq (cohort all, 5 CPUs each) on one 16-CPU node; waitForPodsReady
+    with blockAdmission, timeout 10s, timestamp Eviction, backoffBaseSeconds 1."""
+    text = (OWN / "ready-block-admission-next-in-line.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] not in ("Pod", "Expectation", "Configuration")]
+    config = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "Configuration")
+    return yaml.safe_dump_all(docs), decode_configuration({"waitForPodsReady": config["waitForPodsReady"]})
+
+
+def ns_pod(name: str, queue: str, at: float, owner: bool = False) -> dict:
+    pod = Pod(name, "podsready").queue(queue).cpu("2").created(at)
+    return (pod.owner("ReplicaSet", "prod", "rs-prod") if owner else pod).wire()
+
+
+async def test_block_admission_admits_the_workload_waiting_longest_next(build_extender):
+    """Kueue test/integration/singlecluster/scheduler/podsready/scheduler_test.go, "Should unblock admission of new
+    workloads in other ClusterQueues once the admitted workload exceeds timeout" (Tiny PodsReady timeout): prod is
+    admitted, dev (another ClusterQueue, created later) waits; prod times out and is evicted; dev is admitted
+    next, and prod's requeued pod waits. Its place is its eviction time (timestamp Eviction), behind dev, so it is
+    refused while kube-scheduler brings dev back from its backoff, though it asks first (it used to be admitted);
+    dev then passes, and prod-r1 waits for dev to be Ready."""
+    clock = FakeClock(BASE_TIME + 100)
+    text, config = two_queues(clock)
+    ext = build_extender(text, config=config, clock=clock, writer=lambda s: Recorder(s))
+    verbs = Verbs(ext)
+    prod, dev = ns_pod("prod", "prod-queue", 0, owner=True), ns_pod("dev", "dev-queue", 1)
+    await admit(verbs, prod, ["node-1"])
+    for backoff in (1, 2, 4, 8):               # kube-scheduler tries dev at 0, 1, 3 and 7s; next at 15s
+        assert "blockAdmission" in refused_on(verbs.filter(dev, ["node-1"]), ["node-1"])
+        if backoff < 8:
+            clock.advance(backoff)
+    clock.advance(3)                                                                     # 10s: prod times out
+    assert await ext.reconcile() == 1
+    prod_r1 = ns_pod("prod-r1", "prod-queue", clock.now - BASE_TIME, owner=True)
+    watch(ext, prod_r1)
+    clock.advance(1.5)                          # 11.5s: prod-r1's 1 s backoff is over; dev is due at 15s
+    why = refused_on(verbs.filter(prod_r1, ["node-1"]), ["node-1"])
+    assert "pod podsready/dev of ClusterQueue dev-cq comes before" in why and "admitted next" in why, why
+    assert uid(prod_r1) not in ext.state.reservations
+    clock.advance(3.5)                          # 15s: dev is tried again
+    await admit(verbs, dev, ["node-1"])
+    assert "workload podsready/dev is admitted and not all Ready" in refused_on(verbs.filter(prod_r1, ["node-1"]),
+                                                                               ["node-1"])
+
+
+async def test_a_workload_kube_scheduler_no_longer_brings_keeps_no_place(build_extender):
+    """The workload that goes next keeps its place only while kube-scheduler brings it (after its backoff, 10 s at
+    most): one not tried for longer (parked, or gone from kube-scheduler's queue) does not hold the others back."""
+    clock = FakeClock(BASE_TIME + 100)
+    text, config = two_queues(clock)
+    ext = build_extender(text, config=config, clock=clock, writer=lambda s: Recorder(s))
+    verbs = Verbs(ext)
+    prod, dev = ns_pod("prod", "prod-queue", 0, owner=True), ns_pod("dev", "dev-queue", 1)
+    await admit(verbs, prod, ["node-1"])
+    assert "blockAdmission" in refused_on(verbs.filter(dev, ["node-1"]), ["node-1"])      # due again in 1 s
+    clock.advance(10)
+    assert await ext.reconcile() == 1
+    prod_r1 = ns_pod("prod-r1", "prod-queue", clock.now - BASE_TIME, owner=True)
+    watch(ext, prod_r1)
+    clock.advance(1.5)                             # dev was due 10.5 s ago and has not come: it keeps nothing
+    await admit(verbs, prod_r1, ["node-1"])
+
+
+async def test_block_admission_scenario():
+    """The scenario of the Kueue case: dev admitted at its next try after prod's eviction, prod-r1 pending."""
+    scenario, out = await run("ready-block-admission-next-in-line")
     assert differences(scenario, out) == []

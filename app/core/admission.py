@@ -171,6 +171,12 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: b
             yield as_workload(key, waiting)     # held members are already counted in the quota
 
 
+def pending_workloads(state: ClusterView, cq: ClusterQueue) -> Iterator[PodInfo]:
+    """The ClusterQueue's pending workloads in its order (_ahead: a pod group once, as one workload; one backing off
+    from a PodsReadyTimeout passed over)."""
+    return _ahead(state, None, cq)
+
+
 def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
     BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (ClusterView.away);
