@@ -130,7 +130,11 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     """Why a refusal of pod by rule clears by itself soon, so kube-scheduler should try the pod again after its
     backoff rather than park it: the label of the retry, or "" to park it. assignment: the flavors filter
     found (a pod that never fits is parked); every_node: every node passed kube-scheduler's own filters, so its
-    preemption can do nothing for the pod (its dry run finds the pod fits without evicting anyone)."""
+    preemption can do nothing for the pod (its dry run finds the pod fits without evicting anyone). The head of
+    its queue is a retry whatever its ClusterQueue's policies: Quotient's own reclaim (filter, and the reconcile
+    for heads) already looked for victims, and parked behind a rejector whose hint takes no pod completion (a
+    tainted control-plane node) it would start minutes after quota frees (Kueue's "Should schedule jobs as they
+    fit in their ClusterQueue", issue 34)."""
     now = state.clock()
     if rule == "SourceStale":
         return rule                     # the relist comes within seconds
@@ -151,11 +155,13 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     if cq is None or rule not in QUOTA_RULES:
         return ""
     left = preemption.delay_left(cq, pod, now)
-    if resolvable and not every_node:   # kube-scheduler's own preemption may act: parked, unless a delay stops it
-        return "PreemptionDelay" if 0 < left <= RETRY_HORIZON else ""
     if assignment is not None and (assignment.unresolvable or assignment.no_nodes):
         return ""                       # it never fits this ClusterQueue's quota, or no node of its flavors
     head = next(state.pending_pods(cq.name), None)
-    if head is not None and (head.uid == pod.uid or (group_of(pod) and group_of(head) == group_of(pod))):
-        return "QueueHead"
-    return "QuotaInUse"
+    at_head = head is not None and (head.uid == pod.uid or bool(group_of(pod) and group_of(head) == group_of(pod)))
+    if resolvable and not every_node:   # kube-scheduler's own preemption may act: parked, unless a delay stops it
+        if 0 < left <= RETRY_HORIZON:
+            return "PreemptionDelay"
+        if not at_head:                 # the head is retried whatever its policies: quota that frees admits it
+            return ""
+    return "QueueHead" if at_head else "QuotaInUse"

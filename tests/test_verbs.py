@@ -241,15 +241,20 @@ async def test_second_flavor_when_the_first_is_used_up(load_extender, api):
 async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(load_extender, api):
     """FailedNodes where kube-scheduler's preemption may act: a node failed its own filters (here one not offered),
     so its dry run may find victims there. With every node offered it can do nothing (its dry run finds the pod
-    fits without evicting anyone): a retry, as the pod fits once quota in use frees."""
+    fits without evicting anyone): a retry, as the pod fits once quota in use frees. The queue's head is a retry
+    either way (QueueHead): parked, it would wait for an event kube-scheduler's hints take (issue 34, item 4)."""
     ext = load_extender(SMALL.replace("{preemption}", LOWER_PRIORITY) + RUNNING_3)
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
+    head = Pod("first").queue("q").cpu("2").created_at("2025-12-31T00:00:00Z").wire()
     pod = Pod("big").queue("q").cpu("2").wire()
     async with api(ext) as client:
+        first = (await client.post("/filter", json=extender_args(head, ALL_NODES[1:]))).json()
         every = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
         answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES[1:]))).json()
+    assert first["NodeNames"] == [] and not first["FailedNodes"] and not first["FailedAndUnresolvableNodes"]
+    assert "request 2 > 1 available" in first["Error"] and first["Error"].endswith("after its backoff, QueueHead)")
     assert every["NodeNames"] == [] and not every["FailedNodes"] and not every["FailedAndUnresolvableNodes"]
-    assert "request 2 > 1 available" in every["Error"] and every["Error"].endswith("after its backoff, QueueHead)")
+    assert "request 2 > 1 available" in every["Error"] and every["Error"].endswith("after its backoff, QuotaInUse)")
     assert answer["NodeNames"] == []
     assert answer["Error"] == ""
     assert not answer["FailedAndUnresolvableNodes"]

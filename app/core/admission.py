@@ -183,6 +183,12 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: b
             yield as_workload(key, waiting)     # held members are already counted in the quota
 
 
+def pending_workloads(state: ClusterView, cq: ClusterQueue) -> Iterator[PodInfo]:
+    """The ClusterQueue's pending workloads in its order (_ahead: a pod group once, as one workload; one backing off
+    from a PodsReadyTimeout passed over)."""
+    return _ahead(state, None, cq)
+
+
 def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
     BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (ClusterView.away);
@@ -247,6 +253,7 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
     and, in hierarchical cohorts, those that borrow only from a nearer Cohort than this pod (mine, its
     level) come first. With fair sharing, those within nominal quota and those whose ClusterQueue's
     share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
+    A pod group counts once, as one workload (_workloads).
     They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first)."""
     node = state.quota_node(cq.name)
     fair = state.config.fair_sharing
@@ -257,7 +264,7 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
         for other_cq, current in _cohort_queues(state, cq):
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
             shapes = state.pending_shapes.get(current.name, ())
-            for other in state.present_pending(current.name):    # one backing off keeps nothing (ClusterView.away)
+            for other in _workloads(state, state.present_pending(current.name)):   # one backing off keeps nothing
                 if len(passed_over) >= len(shapes):
                     break                    # every shape of its queue is passed over: so is every pod left
                 shape = walk_shape(other)
@@ -280,6 +287,24 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
                 else:
                     passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
     return holders, by_share
+
+
+def _workloads(state: ClusterView, pods: Iterator[PodInfo]) -> Iterator[PodInfo]:
+    """Pending pods as Kueue's workloads: a lone pod as itself, a pod group once, as one workload of its members
+    still to place (as_workload), where its first member comes; a group that cannot be admitted is passed over. A
+    group that must borrow as a whole is no workload "within its own nominal quota" because each of its members
+    alone would be (Kueue's TestScheduleForTASCohorts, "two workloads considered; there is enough space only for
+    the first")."""
+    seen: set[str] = set()
+    for pod in pods:
+        key = group_of(pod)
+        if not key:
+            yield pod
+        elif key not in seen:
+            seen.add(key)
+            waiting = waiting_members(state, key, pod)
+            if waiting:
+                yield as_workload(key, waiting)
 
 
 def reserved_for_heads(state: ClusterView, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:

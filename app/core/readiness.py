@@ -152,7 +152,8 @@ def block_admission(state: ClusterView, pod: PodInfo) -> str:
                 if other is not None and other.queue_name)         # admitted at filter, not bound yet
     blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
     if blocker is None:
-        return ""
+        from .next_in_line import next_in_line      # (it decides admission, which imports this module)
+        return next_in_line(state, pod)
     return (f"waitForPodsReady.blockAdmission: workload {shown(blocker)} is admitted and "
             "not all Ready; nothing else is admitted meanwhile")
 

@@ -741,6 +741,11 @@ class ClusterState:
         a pod of higher priority that finds it taken preempts, as in Kueue."""
         return self.presence.away(uid)
 
+    def expected(self, uid: str) -> bool:
+        """kube-scheduler brings the pod now or once its backoff ends (state.presence): a workload that waits its
+        turn under blockAdmission keeps its place meanwhile (core.next_in_line)."""
+        return self.presence.expected(uid)
+
     def present_pending(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
         """pending_pods(cq_name, before) less those away, from the present pods alone (state.presence)."""
         items = self.pending.get(cq_name, ())

@@ -72,6 +72,12 @@ class Presence:
         now = self.timer()
         return now < found[1] or now > found[1] + OVERDUE
 
+    def expected(self, uid: str) -> bool:
+        """kube-scheduler brings the pod now or once its backoff ends: never tried, or not yet OVERDUE past when it
+        was due (one parked by kube-scheduler, or no longer in its queue, is not)."""
+        found = self.tries.get(uid)
+        return found is None or self.timer() <= found[1] + OVERDUE
+
     def present(self, cq_name: str) -> list[tuple]:
         """The present pods' entries of the ClusterQueue, in queue order, as of now."""
         self._advance()

@@ -1,0 +1,92 @@
+"""waitForPodsReady.blockAdmission's order: which workload is admitted next, across every ClusterQueue.
+
+With blockAdmission Kueue admits one workload at a time: once the admitted ones are all Ready, its next scheduling
+cycle takes the heads of every ClusterQueue and admits the first that fits in its order (pkg/scheduler/scheduler.go,
+classicalIterator: within nominal quota before borrowing, higher priority, then the queue time; a workload requeued
+after a PodsReadyTimeout is ordered by its eviction time with requeuingStrategy.timestamp Eviction, by its creation
+with Creation). Kueue's podsready integration test "Should unblock admission of new workloads in other
+ClusterQueues once the admitted workload exceeds timeout" has it: the timed-out workload's requeued pod, back
+after a 1 s backoff, does not take the turn of the other ClusterQueue's workload that waits longer.
+
+kube-scheduler asks about the pods one by one and after each refusal's backoff (up to 10 s), so the workload that
+goes next keeps its place while kube-scheduler brings it, now or once its backoff ends (ClusterView.expected); one
+it is not bringing (parked, gone from its queue) keeps nothing, and the next one goes.
+"""
+from __future__ import annotations
+
+from weakref import WeakKeyDictionary
+
+from ..objects.pod import PodInfo
+from .admission import Verdict, decide, pending_workloads
+from .gangs import as_workload, group_of, walk_shape
+from .view import ClusterView
+
+_heads: WeakKeyDictionary = WeakKeyDictionary()     # state -> ((generation, second), the heads then)
+
+
+def next_in_line(state: ClusterView, pod: PodInfo) -> str:
+    """Why pod's workload waits for another one that goes first in blockAdmission's order, or "" (it goes first, it
+    would not be admitted now anyway, or no other admissible workload is expected)."""
+    unit = _workload_of(state, pod)
+    mine = decide(state, unit)
+    if not mine.admit or not mine.managed:
+        return ""
+    place, own = _order(state, unit, mine), group_of(pod) or pod.uid
+    for other, verdict in heads(state):
+        if (group_of(other) or other.uid) != own and _order(state, other, verdict) < place:
+            return (f"waitForPodsReady.blockAdmission: workloads are admitted one at a time, in Kueue's order "
+                    f"across ClusterQueues (within nominal quota first, then priority, then queue time: a requeued "
+                    f"workload's eviction time with requeuingStrategy.timestamp Eviction); {_shown(other)} of "
+                    f"ClusterQueue {verdict.cluster_queue} comes before this pod's workload and is admitted next")
+    return ""
+
+
+def heads(state: ClusterView) -> list[tuple[PodInfo, Verdict]]:
+    """Each ClusterQueue's first pending workload that kube-scheduler brings and that would be admitted now, with
+    its verdict: worked out once per state generation and second (note_cleared asks for every refused pod)."""
+    stamp = (state.generation, int(state.timer()))
+    cached = _heads.get(state)
+    if cached is None or cached[0] != stamp:
+        found = (_first_admissible(state, cq) for cq in state.cluster_queues.values())
+        cached = _heads[state] = (stamp, [head for head in found if head is not None])
+    return cached[1]
+
+
+def _workload_of(state: ClusterView, pod: PodInfo) -> PodInfo:
+    key = group_of(pod)
+    members = [m for m in state.members(key) if not m.node_name] if key else []
+    return as_workload(key, members) if members else pod
+
+
+def _first_admissible(state: ClusterView, cq) -> tuple[PodInfo, Verdict] | None:
+    """Kueue's head of the ClusterQueue: its first pending workload that kube-scheduler brings and that would be
+    admitted now (under BestEffortFIFO one that does not fit is set aside; under StrictFIFO it blocks those
+    behind it), with its verdict."""
+    passed_over: set = set()
+    for other in pending_workloads(state, cq):
+        shape = walk_shape(other)
+        if shape in passed_over or not _expected(state, other):
+            continue
+        verdict = decide(state, other)
+        if verdict.admit and verdict.managed:
+            return other, verdict
+        if cq.queueing_strategy == "StrictFIFO":
+            return None
+        passed_over.add(shape)
+    return None
+
+
+def _expected(state: ClusterView, workload: PodInfo) -> bool:
+    key = group_of(workload)
+    pods = state.members(key) if key else [workload]
+    return any(state.expected(m.uid) for m in pods if not m.node_name)
+
+
+def _order(state: ClusterView, workload: PodInfo, verdict: Verdict) -> tuple:
+    borrows = bool(verdict.assignment is not None and verdict.assignment.borrowing)
+    return borrows, state.queue_key(workload)
+
+
+def _shown(workload: PodInfo) -> str:
+    key = group_of(workload)
+    return f"pod group {key}" if key and not workload.job else (f"Job {key}" if key else f"pod {workload.key}")
