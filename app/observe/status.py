@@ -4,7 +4,8 @@ already holds is not written again: every write, even one that changes nothing, 
 from __future__ import annotations
 
 from ..core.fairsharing import dominant_resource_share
-from .views import workload_counts
+from ..objects.meta import format_time
+from .views import queue_status, workload_counts
 
 
 def _amount(resource: str, value: int) -> str:
@@ -27,8 +28,27 @@ def cluster_queue_statuses(state) -> dict[str, dict]:
         share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
         out[name] = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
-                                "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
+                                "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share},
+                                "conditions": [active_condition(state, name, cq)]}}
     return out
+
+
+def active_condition(state, name: str, cq) -> dict:
+    """Kueue's Active condition (pkg/cache/scheduler/clusterqueue.go, inactiveReason): True "Ready", or False with
+    why it admits nothing (inactive: state.tree; stopped: stopPolicy). Its lastTransitionTime is kept while its
+    status stays, so an unchanged queue's status is not written again."""
+    kind, why = queue_status(state, name)
+    if kind == "inactive":
+        status, reason, message = "False", state.tree.codes.get(name, "Inactive"), f"Can't admit new workloads: {why}"
+    elif kind == "stopped":
+        status, reason, message = "False", "Stopped", f"Can't admit new workloads: {why}"
+    else:
+        status, reason, message = "True", "Ready", "Can admit new workloads"
+    old = next((c for c in cq.status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Active"),
+               {})
+    at = old.get("lastTransitionTime") if old.get("status") == status else None
+    return {"type": "Active", "status": status, "reason": reason, "message": message[:32768],
+            "lastTransitionTime": at or format_time(state.clock())}
 
 
 def _merged(target: object, patch: object) -> object:
