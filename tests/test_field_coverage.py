@@ -253,3 +253,31 @@ async def test_an_inactive_cluster_queue_says_why_in_its_status_debug_view_and_m
             assert "spec.admissionScope" in (await c.get("/ui/queues/cq")).text
             metrics = (await c.get("/metrics")).text
             assert 'quotient_cluster_queue_status{cluster_queue="cq",status="inactive"} 1.0' in metrics
+
+
+def test_removing_the_refused_field_makes_the_queue_active_again():
+    """The watch's update of a ClusterQueue (admissionScope removed) or a ResourceFlavor (topologyName removed)
+    reaches the quota tree: the queue admits again."""
+    from helpers import apply
+    flavor = ResourceFlavor("default-flavor").obj()
+    flavor["spec"]["topologyName"] = "default"
+    state = make_state(*queue_world(v1beta2_queue(admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"}),
+                                    flavor))
+    assert "cq" in state.tree.inactive
+    apply(state, v1beta2_queue())
+    assert "topologyName" in state.tree.inactive["cq"] and "admissionScope" not in state.tree.inactive["cq"]
+    apply(state, ResourceFlavor("default-flavor").obj())
+    assert "cq" not in state.tree.inactive
+    assert decide_pod(state, POD.obj()).admit
+
+
+def test_a_gate_removed_from_the_job_lets_its_pods_in():
+    """The Job's update (its admission-gated-by annotation removed, as the gating controller does) is read: the
+    pod refused while it stood is admitted next time."""
+    from helpers import apply
+    gated = Job("train").queue("lq").annotation(KUEUE + "admission-gated-by", "example.com/ctl")
+    state = make_state(*plain_world(), gated.obj())
+    pod = Pod("train-0").cpu("1").of_job(gated).obj()
+    assert decide_pod(state, pod).rule == coverage.GATED_RULE
+    apply(state, Job("train").queue("lq").obj())
+    assert decide_pod(state, pod).admit
