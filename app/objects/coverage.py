@@ -113,8 +113,11 @@ FIELDS: dict[str, dict[str, Entry]] = {
         "spec": honoured("the ResourceFlavor"),
         "spec.nodeLabels": honoured("the flavor's nodes; pods are kept to them"),
         "spec.nodeTaints": honoured("a pod must tolerate them to use the flavor", whole=True),
-        "spec.tolerations": honoured("added to the pod's tolerations when matching the flavor's taints",
-                                     whole=True),
+        "spec.tolerations": honoured(
+            "counted with the pod's own against the flavor's nodeTaints, as Kueue's flavor assigner does; Kueue also "
+            "writes them into the admitted pod, which a scheduler cannot: a pod meant for tainted nodes carries the "
+            "toleration itself, else kube-scheduler offers none of them and the pod is refused NoFlavorNodes",
+            whole=True),
         "spec.topologyName": refused(TOPOLOGY_WHY),
     },
     "WorkloadPriorityClass": {
@@ -135,10 +138,9 @@ CQ_CONCURRENT = "spec.concurrentAdmissionPolicy"
 
 def unsupported_field(path: str, detail: str = "") -> str:
     """The words of a refused ClusterQueue field: the field (and what it says), then why."""
-    kind, entry = "ClusterQueue", FIELDS["ClusterQueue"][path]
-    why = {CQ_ADMISSION_CHECKS: ADMISSION_CHECKS_WHY, CQ_ADMISSION_SCOPE: AFS_WHY,
-           CQ_CONCURRENT: CONCURRENT_WHY}.get(path, entry.says)
-    return f"{kind} field {path}{f' ({detail})' if detail else ''} is not supported: {why}"
+    why = {CQ_ADMISSION_CHECKS: ADMISSION_CHECKS_WHY, "spec.admissionChecks": ADMISSION_CHECKS_WHY,
+           CQ_ADMISSION_SCOPE: AFS_WHY, CQ_CONCURRENT: CONCURRENT_WHY}[path]
+    return f"ClusterQueue field {path}{f' ({detail})' if detail else ''} is not supported: {why}"
 
 
 def topology_flavor(flavor: str, topology: str) -> str:

@@ -346,11 +346,13 @@ def _unsupported(spec: dict) -> tuple[str, ...]:
     admissionChecksStrategy, v1beta1 also admissionChecks; an empty list asks for none), admissionScope with
     UsageBasedAdmissionFairSharing (NoAdmissionFairSharing is Kueue's default), a concurrentAdmissionPolicy."""
     out = []
-    checks = [c.get("name") if isinstance(c, dict) else c
-              for c in _list_of(spec.get("admissionChecksStrategy"), "admissionChecks") + _list_of(spec, "admissionChecks")]
-    if checks:
-        out.append(coverage.unsupported_field(coverage.CQ_ADMISSION_CHECKS,
-                                              "admission checks " + ", ".join(map(str, checks))))
+    strategy = _list_of(spec.get("admissionChecksStrategy"), "admissionChecks")
+    for path, rules in ((coverage.CQ_ADMISSION_CHECKS, strategy),
+                        ("spec.admissionChecks", _list_of(spec, "admissionChecks"))):     # v1beta1's list of names
+        if rules:
+            names = [str(c.get("name") if isinstance(c, dict) else c) for c in rules[:8]]
+            more = f" and {len(rules) - 8} more" if len(rules) > 8 else ""
+            out.append(coverage.unsupported_field(path, f"admission checks {', '.join(names)}{more}"))
     scope = spec.get("admissionScope")
     mode = scope.get("admissionMode") if isinstance(scope, dict) else scope
     if scope is not None and mode != "NoAdmissionFairSharing":
