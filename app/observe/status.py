@@ -1,6 +1,7 @@
 """The ClusterQueue .status Quotient publishes, so `kubectl get clusterqueues` is truthful: flavorsUsage
-(total and borrowed), pending, reserving and admitted workloads, and the fair-sharing share. A status the API
-already holds is not written again: every write, even one that changes nothing, is an event to every watcher."""
+(total and borrowed), pending, reserving and admitted workloads, the fair-sharing share, and the Active condition
+(why an inactive or stopped queue admits nothing). A status the API already holds is not written again: every
+write, even one that changes nothing, is an event to every watcher."""
 from __future__ import annotations
 
 from ..core.fairsharing import dominant_resource_share
