@@ -281,3 +281,12 @@ def test_a_gate_removed_from_the_job_lets_its_pods_in():
     assert decide_pod(state, pod).rule == coverage.GATED_RULE
     apply(state, Job("train").queue("lq").obj())
     assert decide_pod(state, pod).admit
+
+
+def test_a_pod_group_named_only_by_annotation_is_refused_not_split_into_lone_pods():
+    """Kueue's GetPodGroupName (pkg/util/pod/pod.go) reads the pod-group-name annotation first. Before: Quotient
+    read only the label, so each member was admitted alone, the group's all-or-nothing lost."""
+    annotated = POD.clone().annotation(KUEUE + "pod-group-name", "g").annotation(KUEUE + "pod-group-total-count", "2")
+    refused_by(verdict(plain_world(), annotated.obj()), coverage.FEATURE_RULE, "pod-group-name", "label")
+    both = annotated.clone().label(KUEUE + "pod-group-name", "g")
+    assert verdict(plain_world(), both.obj()).rule != coverage.FEATURE_RULE      # the label is read: a group

@@ -180,6 +180,10 @@ MARKS: dict[tuple[str, str], Mark] = {
     (K + "priority-class", "label"): Mark(HONOURED, "the workload's WorkloadPriorityClass", ("pod", "Job")),
     (K + "pod-group-name", "label"): Mark(HONOURED, "the pod group (gang) the pod belongs to"),
     (K + "pod-group-total-count", "annotation"): Mark(HONOURED, "how many pods the group needs"),
+    (K + "pod-group-name", "annotation"): _feature(
+        "Kueue reads a pod group's name from this annotation first (WorkloadIdentifierAnnotations, on by default), "
+        "Quotient from the label kueue.x-k8s.io/pod-group-name only; put the name in the label (the annotation "
+        "may stay when it repeats the label)", ("pod",)),
     (K + "admission-gated-by", "annotation"): Mark(
         HONOURED, "admission gated by other controllers: as in Kueue, nothing is admitted while it is present; "
         "the pods are refused (AdmissionGated) until those controllers remove it", ("pod", "Job"), None,
@@ -245,6 +249,8 @@ def refused_marks(labels: dict[str, str], annotations: dict[str, str], on: str) 
         value = (labels if where == "label" else annotations).get(key)
         if value is None or (mark.acts is not None and value.strip().lower() not in mark.acts):
             continue
+        if where == "annotation" and labels.get(key) == value:
+            continue            # repeats its label, which Quotient reads: it acts as the label does
         found.append((mark.rule != TOPOLOGY_RULE, key, where, value, mark))
     if not found:
         return None
