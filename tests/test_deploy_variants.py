@@ -734,7 +734,7 @@ def test_the_kueue_component_leaves_quotients_crds_out_and_the_docs_say_so_loudl
     assert not [o for o in with_kueue if o["kind"] == "CustomResourceDefinition"]
     without = {o["metadata"]["name"] for o in render("second-scheduler") if o["kind"] == "CustomResourceDefinition"}
     assert without == {f"{p}.kueue.x-k8s.io" for p in ("resourceflavors", "clusterqueues", "localqueues", "cohorts",
-                                                      "workloadpriorityclasses")}
+                                                      "workloadpriorityclasses", "topologies")}
     for doc in ("README.md", "deploy/README.md"):
         text = (ROOT / doc).read_text()
         assert "components/kueue" in text and re.search(r"\*\*[^*]*Kueue[^*]*already installed[^*]*\*\*", text,

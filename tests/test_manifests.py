@@ -275,7 +275,7 @@ def structural_problems(schema: dict, at: str = "") -> list[str]:
 
 KUEUE_KINDS = ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort"]      # the four Quotient converts
 VERSIONS = ["v1beta1", "v1beta2"]
-KIND_VERSIONS = [(k, v) for k in KUEUE_KINDS + ["WorkloadPriorityClass"] for v in VERSIONS]
+KIND_VERSIONS = [(k, v) for k in KUEUE_KINDS + ["WorkloadPriorityClass", "Topology"] for v in VERSIONS]
 
 
 def crds() -> dict[str, dict]:
@@ -299,6 +299,7 @@ def test_crds_define_the_kueue_kinds_with_kueues_names_and_scopes_in_both_versio
         "LocalQueue": ("localqueues.kueue.x-k8s.io", "Namespaced"),
         "Cohort": ("cohorts.kueue.x-k8s.io", "Cluster"),
         "WorkloadPriorityClass": ("workloadpriorityclasses.kueue.x-k8s.io", "Cluster"),
+        "Topology": ("topologies.kueue.x-k8s.io", "Cluster"),        # no more than its schema (issue 36)
     }
     for kind, d in defined.items():
         names = d["spec"]["names"]
@@ -335,8 +336,9 @@ def _without(schema: dict, *paths: str) -> dict:
 
 
 def test_the_versions_differ_only_where_kueues_do():
-    """v1beta2 renamed cohort, dropped admissionChecks and the old fungibility names, and renamed LocalQueue's
-    flavorUsage; everything else is one schema (a fix to one version is made to both)."""
+    """v1beta2 renamed cohort, dropped admissionChecks and the old fungibility names, added
+    concurrentAdmissionPolicy, and renamed LocalQueue's flavorUsage; everything else is one schema (a fix to one
+    version is made to both)."""
     for kind in ("ResourceFlavor", "Cohort", "WorkloadPriorityClass"):
         assert crd_schema(kind, "v1beta1") == crd_schema(kind, "v1beta2"), kind
     old, new = crd_schema("ClusterQueue", "v1beta1"), crd_schema("ClusterQueue", "v1beta2")
@@ -354,7 +356,7 @@ def test_the_versions_differ_only_where_kueues_do():
         {"Preempt", "MayStopSearch", "TryNextFlavor"}
     same = ("spec.flavorFungibility.properties.whenCanBorrow", "spec.flavorFungibility.properties.whenCanPreempt")
     assert _without(old, "spec.cohort", "spec.admissionChecks", *(p.replace(".properties", "") for p in same)) == \
-        _without(new, "spec.cohortName", *(p.replace(".properties", "") for p in same))
+        _without(new, "spec.cohortName", "spec.concurrentAdmissionPolicy", *(p.replace(".properties", "") for p in same))
     lq_old, lq_new = crd_schema("LocalQueue", "v1beta1"), crd_schema("LocalQueue", "v1beta2")
     assert lq_old["properties"]["status"]["properties"]["flavorUsage"] == \
         lq_new["properties"]["status"]["properties"]["flavorsUsage"]
@@ -383,7 +385,7 @@ def _path_in_schema(schema: dict, json_path: str) -> bool:
 @pytest.mark.parametrize("kind, version", KIND_VERSIONS)
 def test_printer_columns_name_fields_of_their_versions_schema(kind, version):
     columns = crd_version(kind, version).get("additionalPrinterColumns", [])
-    assert columns or kind == "ResourceFlavor"
+    assert columns or kind in ("ResourceFlavor", "Topology")       # as in Kueue's CRDs
     for col in columns:
         assert _path_in_schema(crd_schema(kind, version), col["jsonPath"]), col
 

@@ -113,6 +113,8 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
         return cq, _refuse("NamespaceNotSelected", f"namespace {pod.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
+    if pod.refused:             # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
+        return cq, _refuse(pod.refused[0], pod.refused[1], cq.name)
     return cq, None
 
 
@@ -154,6 +156,8 @@ def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
                        "judged as a plain pod of its LocalQueue")
     if job.problem and pod.job:
         return _refuse("InvalidJob", f"Job {job.key}: {job.problem}; fix the Job")
+    if job.refused and pod.job:
+        return _refuse(job.refused[0], f"Job {job.key}: {job.refused[1]}")
     return None
 
 

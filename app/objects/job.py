@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .coverage import refused_marks
 from .errors import InvalidObject
 from .meta import mapping, metadata, stable_uid, string_map, text
 from .pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL
@@ -25,6 +26,7 @@ class JobInfo:
     min_parallelism: int | None = None
     finished: bool = False
     problem: str = ""           # why Kueue would refuse the Job (its webhook); its pods are refused with it
+    refused: tuple[str, str] | None = None  # (rule, reason): a Kueue label or annotation Quotient refuses (coverage)
 
     @property
     def key(self) -> str:
@@ -85,6 +87,7 @@ def decode_job(obj: dict) -> JobInfo:
     conditions = status.get("conditions")
     job.finished = isinstance(conditions, list) and any(
         isinstance(c, dict) and c.get("type") in FINISHED and c.get("status") == "True" for c in conditions)
+    job.refused = refused_marks(job.labels, annotations, "Job")
     raw = annotations.get(MIN_PARALLELISM)
     if raw is not None:
         try:

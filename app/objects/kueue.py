@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
 from ..core.selectors import Selector
+from . import coverage
 from .annotations import fenced, preemption_delay
 from .errors import InvalidObject
-from .meta import listing, mapping, metadata, selector_field, string_map
+from .meta import listing, mapping, metadata, selector_field, string_map, text
 
 GROUP = "kueue.x-k8s.io"
 V1BETA1, V1BETA2 = "v1beta1", "v1beta2"
@@ -48,6 +49,7 @@ class ResourceFlavor:
     node_labels: dict[str, str] = field(default_factory=dict)
     node_taints: list[dict] = field(default_factory=list)
     tolerations: list[dict] = field(default_factory=list)
+    topology_name: str = ""     # spec.topologyName: refused (objects.coverage), its ClusterQueues inactive
 
     def selects(self, node_labels: dict[str, str]) -> bool:
         """A node is the flavor's when it has every one of the flavor's nodeLabels."""
@@ -101,6 +103,8 @@ class ClusterQueue:
     # .status as the API last showed it: Quotient writes it (observe.status) and reads it only to skip a write
     # that would change nothing; never part of equality, so an event that changes only it changes nothing.
     status: dict = field(default_factory=dict, compare=False, repr=False)
+    # Why Quotient cannot serve it as written (fields objects.coverage refuses): it is inactive with these reasons.
+    unsupported: tuple[str, ...] = ()
 
     def covered_resources(self) -> dict[str, int]:
         """resource name -> index of the resource group that covers it."""
@@ -264,6 +268,7 @@ def decode_resource_flavor(obj: dict) -> ResourceFlavor:
                      if isinstance(t, dict)],
         tolerations=[t for t in listing(spec.get("tolerations"), "ResourceFlavor", name, "spec.tolerations")
                      if isinstance(t, dict)],
+        topology_name=text(spec, "topologyName", "ResourceFlavor", name, "spec.topologyName"),
     )
 
 
@@ -338,7 +343,34 @@ def decode_cluster_queue(obj: dict) -> ClusterQueue:
         preemption_delay=preemption_delay(annotations),
         api_version=version,
         status=obj["status"] if isinstance(obj.get("status"), dict) else {},
+        unsupported=_unsupported(spec),
     )
+
+
+def _unsupported(spec: dict) -> tuple[str, ...]:
+    """The reasons, one per field objects.coverage refuses, that a ClusterQueue is inactive: admission checks (v1beta2
+    admissionChecksStrategy, v1beta1 also admissionChecks; an empty list asks for none), admissionScope with
+    UsageBasedAdmissionFairSharing (NoAdmissionFairSharing is Kueue's default), a concurrentAdmissionPolicy."""
+    out = []
+    strategy = _list_of(spec.get("admissionChecksStrategy"), "admissionChecks")
+    for path, rules in ((coverage.CQ_ADMISSION_CHECKS, strategy),
+                        ("spec.admissionChecks", _list_of(spec, "admissionChecks"))):     # v1beta1's list of names
+        if rules:
+            names = [str(c.get("name") if isinstance(c, dict) else c) for c in rules[:8]]
+            more = f" and {len(rules) - 8} more" if len(rules) > 8 else ""
+            out.append(coverage.unsupported_field(path, f"admission checks {', '.join(names)}{more}"))
+    scope = spec.get("admissionScope")
+    mode = scope.get("admissionMode") if isinstance(scope, dict) else scope
+    if scope is not None and mode != "NoAdmissionFairSharing":
+        out.append(coverage.unsupported_field(coverage.CQ_ADMISSION_SCOPE, f"admissionMode {mode}"))
+    if spec.get("concurrentAdmissionPolicy") is not None:
+        out.append(coverage.unsupported_field(coverage.CQ_CONCURRENT))
+    return tuple(out)
+
+
+def _list_of(obj: object, key: str) -> list:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
 
 
 def decode_cohort(obj: dict) -> Cohort:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
 from .annotations import group_total
+from .coverage import refused_claims, refused_marks
 from .errors import InvalidObject
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
@@ -68,6 +69,7 @@ class PodInfo:
     group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
     job: str = ""                       # the workload key of the Kueue-managed Job that owns it (state/jobs)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
+    refused: tuple[str, str] | None = None  # (rule, reason): a Kueue field it uses that Quotient refuses (coverage)
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -88,7 +90,7 @@ class PodInfo:
                 self.missing_priority_class, tuple(sorted(self.node_selector.items())), repr(self.tolerations),
                 repr(self.affinity_terms), self.job, owner.uid if owner is not None and owner.is_batch_job else "",
                 self.group_total, self.labels.get("kueue.x-k8s.io/pod-group-name", ""),
-                self.labels.get("scheduling.x-k8s.io/pod-group", ""))
+                self.labels.get("scheduling.x-k8s.io/pod-group", ""), self.refused)
         return found
 
     @property
@@ -267,11 +269,12 @@ def decode_pod(obj: dict) -> PodInfo:
                        "Pod", key, "nodeAffinity.required")
     uid = text(meta, "uid", "Pod", key, "metadata.uid") or stable_uid("Pod", namespace, name)
     annotations = string_map(meta.get("annotations"), "Pod", key, "metadata.annotations")
+    labels = string_map(meta.get("labels"), "Pod", key, "metadata.labels")
     return PodInfo(
         uid=uid,
         namespace=namespace,
         name=name,
-        labels=string_map(meta.get("labels"), "Pod", key, "metadata.labels"),
+        labels=labels,
         annotations=annotations,
         requests=effective_requests(spec, status, "Pod", key),
         priority=priority,
@@ -293,4 +296,5 @@ def decode_pod(obj: dict) -> PodInfo:
         scheduled_at=_scheduled_at(status, key),
         started=parse_time(status.get("startTime")),
         group_total=group_total(annotations),
+        refused=refused_marks(labels, annotations, "pod") or refused_claims(spec),
     )

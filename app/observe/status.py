@@ -1,9 +1,12 @@
 """The ClusterQueue .status Quotient publishes, so `kubectl get clusterqueues` is truthful: flavorsUsage
-(total and borrowed), pending, reserving and admitted workloads (a Job or pod group is one, as Kueue counts), and the fair-sharing share. A status the API
+(total and borrowed), pending, reserving and admitted workloads (a Job or pod group is one, as Kueue counts), the
+fair-sharing share, and the Active condition (why an inactive or stopped queue admits nothing). A status the API
 already holds is not written again: every write, even one that changes nothing, is an event to every watcher."""
 from __future__ import annotations
 
 from ..core.fairsharing import dominant_resource_share
+from ..objects.meta import format_time
+from .views import queue_status
 from .workloads import counts as workload_counts
 
 
@@ -28,8 +31,27 @@ def cluster_queue_statuses(state) -> dict[str, dict]:
         share = dominant_resource_share(node, cq.fair_weight)[0] if node.parent is not None else 0
         out[name] = {"status": {"flavorsUsage": [{"name": f, "resources": r} for f, r in usage.items()],
                                 "admittedWorkloads": admitted, "pendingWorkloads": pending,
-                                "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share}}}
+                                "reservingWorkloads": reserving + admitted, "fairSharing": {"weightedShare": share},
+                                "conditions": [active_condition(state, name, cq)]}}
     return out
+
+
+def active_condition(state, name: str, cq) -> dict:
+    """Kueue's Active condition (pkg/cache/scheduler/clusterqueue.go, inactiveReason): True "Ready", or False with
+    why it admits nothing (inactive: state.tree; stopped: stopPolicy). Its lastTransitionTime is kept while its
+    status stays, so an unchanged queue's status is not written again."""
+    kind, why = queue_status(state, name)
+    if kind == "inactive":
+        status, reason, message = "False", state.tree.codes.get(name, "Inactive"), f"Can't admit new workloads: {why}"
+    elif kind == "stopped":
+        status, reason, message = "False", "Stopped", f"Can't admit new workloads: {why}"
+    else:
+        status, reason, message = "True", "Ready", "Can admit new workloads"
+    old = next((c for c in cq.status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Active"),
+               {})
+    at = old.get("lastTransitionTime") if old.get("status") == status else None
+    return {"type": "Active", "status": status, "reason": reason, "message": message[:32768],
+            "lastTransitionTime": at or format_time(state.clock())}
 
 
 def _merged(target: object, patch: object) -> object:

@@ -143,18 +143,20 @@ def _change(previous: Charge | None, charge: Charge, observed: bool) -> str:
 
 def _shapes_tree(kind: str, old, new) -> bool:
     """Whether a Kueue object's change reaches what _rebuild derives: the quota tree (ClusterQueues and Cohorts,
-    their cohort or parent and quotas; a flavor's existence makes a ClusterQueue active), the flavors' node sets
-    (nodeLabels) and the charges read against them. Anything else (stopPolicy, queueingStrategy, preemption,
-    flavorFungibility, namespaceSelector, fairSharing weight, annotations, a flavor's taints and tolerations) is
-    read off the stored object by each decision; the queue order does not depend on the ClusterQueue."""
+    their cohort or parent and quotas; a flavor's existence makes a ClusterQueue active, a refused field of its or a
+    flavor's topologyName inactive), the flavors' node sets (nodeLabels) and the charges read against them.
+    Anything else (stopPolicy, queueingStrategy, preemption, flavorFungibility, namespaceSelector, fairSharing
+    weight, annotations, a flavor's taints and tolerations) is read off the stored object by each decision; the
+    queue order does not depend on the ClusterQueue."""
     if old is None or new is None:
         return True
     if kind == "ClusterQueue":
-        return old.cohort != new.cohort or old.resource_groups != new.resource_groups
+        return old.cohort != new.cohort or old.resource_groups != new.resource_groups or \
+            old.unsupported != new.unsupported
     if kind == "Cohort":
         return old.parent != new.parent or old.resource_groups != new.resource_groups
     if kind == "ResourceFlavor":
-        return old.node_labels != new.node_labels
+        return old.node_labels != new.node_labels or old.topology_name != new.topology_name
     return True
 
 

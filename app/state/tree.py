@@ -3,13 +3,16 @@
 A ClusterQueue naming a cohort that has no Cohort object gets an implicit one,
 as in Kueue. A ClusterQueue is inactive (admits nothing, says why) when a
 flavor it names does not exist, or its cohort chain has a cycle or is deeper than
-MAX_COHORT_DEPTH (a chain built to exhaust the recursion of every tree walk).
+MAX_COHORT_DEPTH (a chain built to exhaust the recursion of every tree walk), or
+it uses what Quotient refuses (objects.coverage): a field it cannot serve as
+written, a flavor with a topologyName.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..core.quota import Limits, QuotaNode, compute_subtree
+from ..objects.coverage import topology_flavor
 from ..objects.kueue import ClusterQueue, Cohort, ResourceFlavor, ResourceGroup
 
 
@@ -18,13 +21,14 @@ class QuotaTree:
     queues: dict[str, QuotaNode] = field(default_factory=dict)
     cohorts: dict[str, QuotaNode] = field(default_factory=dict)
     inactive: dict[str, str] = field(default_factory=dict)   # ClusterQueue -> reason
+    codes: dict[str, str] = field(default_factory=dict)      # ClusterQueue -> its Active condition's reason
 
 
 def mirror(tree: QuotaTree) -> QuotaTree:
     """The decisions' tree: the same shape, quotas and bound usage (shared, read-only to decisions) with a
     planning usage of its own, which a decision's simulated charges and removals (core.overlay) change
     without touching the live tree."""
-    twin = QuotaTree(inactive=tree.inactive)
+    twin = QuotaTree(inactive=tree.inactive, codes=tree.codes)
 
     def copy(node: QuotaNode, parent: QuotaNode | None) -> QuotaNode:
         new = QuotaNode(node.name, node.is_cohort, parent, [], node.quotas, node.subtree, dict(node.usage),
@@ -45,6 +49,10 @@ def _limits(groups: list[ResourceGroup]) -> dict:
     return {(fq.name, r): Limits(q.nominal, q.borrowing_limit, q.lending_limit)
             for g in groups for fq in g.flavors for r, q in fq.resources.items()}
 
+
+# The Active condition's reason of an inactive ClusterQueue (observe.status): Kueue's FlavorNotFound, and
+# Quotient's own for what Kueue has no reason for.
+FLAVOR_NOT_FOUND, COHORT_INVALID, UNSUPPORTED = "FlavorNotFound", "CohortInvalid", "NotSupportedByQuotient"
 
 # Kueue sets no depth; real hierarchies are a handful of levels, and every walk of the tree
 # (subtree quota, fair-sharing shares) recurses once per level.
@@ -88,12 +96,20 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
         node = QuotaNode(name, False, quotas=_limits(cq.resource_groups))
         tree.queues[name] = node
         missing = sorted({fq.name for g in cq.resource_groups for fq in g.flavors} - set(flavors))
+        refused = list(cq.unsupported) + [topology_flavor(fq.name, flavors[fq.name].topology_name)
+                                          for g in cq.resource_groups for fq in g.flavors
+                                          if fq.name in flavors and flavors[fq.name].topology_name]
+        if refused:
+            tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused)}"
+            tree.codes[name] = UNSUPPORTED
         if missing:
             tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
                                    f"{', '.join(missing)} does not exist")
+            tree.codes[name] = FLAVOR_NOT_FOUND
         if cq.cohort:
             if cq.cohort in broken:
                 tree.inactive[name] = f"ClusterQueue {name} is inactive: cohort {cq.cohort} {broken[cq.cohort]}"
+                tree.codes[name] = COHORT_INVALID
                 continue
             parent = cohort_node(cq.cohort)
             node.parent = parent
