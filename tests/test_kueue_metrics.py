@@ -94,7 +94,7 @@ async def test_a_job_evicted_or_preempted_counts_one_workload_with_kueues_reason
             await ext.writer.evict(p, "InCohortReclamation", "preempted")
         m = await scrape(c)
     assert observers.metrics.preemption_counts == {("team-b-cq", "InCohortReclamation"): 1}
-    assert events == [("quota_reserved", A, 30.0), ("admitted", A, 32.0), ("evicted", A, "Preempted")]
+    assert events == [("quota_reserved", A, 30.0), ("admitted", A, 32.0), ("evicted", A, ("Preempted", ""))]
     assert value(m, "quotient_evicted_workloads_total", cluster_queue=A, reason="Preempted", underlying_cause="",
                  priority_class="") == 1
     assert value(m, "quotient_admitted_active_workloads", cluster_queue=A) == 1                # run-a alone

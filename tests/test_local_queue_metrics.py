@@ -82,6 +82,8 @@ async def test_local_queue_metrics_count_workloads_as_kueue_does(build_extender,
     total = "quotient_local_queue_admitted_workloads_total"
     assert sample(bound, "quotient_local_queue_admitted_workloads", total, **lq, priority_class="") == 1
     assert sample(bound, "quotient_local_queue_admitted_workloads", total, **lq, priority_class="batch") == 1
+    waited = "quotient_local_queue_admission_wait_time_seconds"                             # the Job: one wait
+    assert sample(bound, waited, waited + "_count", **lq, priority_class="") == 1
     assert sample(bound, "quotient_local_queue_quota_reserved_workloads", "quotient_local_queue_quota_reserved_"
                   "workloads_total", **lq, priority_class="") == 1                           # bind did not recount
 
@@ -104,7 +106,7 @@ async def test_local_queue_metrics_count_workloads_as_kueue_does(build_extender,
 def test_eviction_reasons_are_kueues():
     """metrics.go LocalQueueEvictedWorkloadsTotal: every preemption is Preempted; a workload past backoffLimitCount
     is Deactivated, underlying_cause RequeuingLimitExceeded."""
-    from app.observe.localqueue_metrics import eviction_labels
+    from app.observe.kueue_shapes import eviction_labels
     assert eviction_labels("InCohortReclamation", False) == ("Preempted", "")
     assert eviction_labels("PodsReadyTimeout", False) == ("PodsReadyTimeout", "")
     assert eviction_labels("PodsReadyTimeout", True) == ("Deactivated", "RequeuingLimitExceeded")

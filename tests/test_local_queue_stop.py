@@ -182,4 +182,7 @@ async def test_hold_and_drain_live_the_api_evicts_the_pods_with_reason_local_que
                       if m == "PATCH" and p.endswith("/pods/train-0/status")]
         assert conditions and conditions[0]["type"] == "DisruptionTarget" and conditions[0]["reason"] == "LocalQueueStopped"
         assert any(e.get("reason") == "LocalQueueStopped" for e in kit.api.objects("Event", "events.k8s.io/v1"))
-        assert metrics.local_queues.evicted == {("lq", "team-a", "LocalQueueStopped", "", ""): 1}
+        evicted = {tuple(sorted(m.labels.items())): m.value for f in metrics.registry.collect()
+                   for m in f.samples if m.name == "quotient_local_queue_evicted_workloads_total"}
+        assert evicted == {(("name", "lq"), ("namespace", "team-a"), ("priority_class", ""),
+                            ("reason", "LocalQueueStopped"), ("underlying_cause", "")): 1}

@@ -31,7 +31,6 @@ def attach(extender) -> Observers:
     metrics = Metrics(extender.state, extender.refusals)
     decision_log = DecisionLog(extender.journal)
     extender.journal.listeners.append(metrics.on_decision)
-    extender.journal.listeners.append(metrics.local_queues.on_decision)
     extender.journal.listeners.append(decision_log)
     extender.state.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
     extender.state.on_admitted.append(metrics.admitted_pod)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.gangs import group_of
+from .workloads import workload_key
 
 FR = tuple[str, str]      # (flavor, resource)
 
@@ -25,11 +25,6 @@ class LocalQueueStats:
     reserved: dict[FR, int] = field(default_factory=dict)   # quota held: bound pods and reservations
     used: dict[FR, int] = field(default_factory=dict)       # quota of bound pods
     pending_pods: dict[str, list[str]] = field(default_factory=dict)   # pending workload key -> its pods' uids
-
-
-def workload_key(pod) -> str:
-    """Kueue's one Workload: the pod's Job or pod group, else the pod itself."""
-    return group_of(pod) or pod.uid
 
 
 def _add(into: dict[FR, int], usage: dict[FR, int]) -> None:

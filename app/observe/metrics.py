@@ -20,9 +20,9 @@ from prometheus_client.process_collector import ProcessCollector
 
 from ..act.writer import PREEMPTION_REASONS
 from ..core.fairsharing import dominant_resource_share
-from ..core.quantity import MILLI_RESOURCES
 from ..refusals import WAITED_BUCKETS
 from ..version import build_info
+from .kueue_shapes import amount, eviction_labels, kueue_buckets
 from .localqueue_metrics import LocalQueueMetrics
 from .views import queue_status, reserved_usage
 from .workloads import Episodes, counts as workload_counts, priority_class, workload_key
@@ -38,17 +38,9 @@ ATTEMPT_SUCCESS = frozenset({"Admitted", "GroupAdmitted"})
 NO_ATTEMPT = frozenset({"AlreadyAdmitted", "GroupReserved", "JobSlot"})
 
 
-def kueue_buckets(count: int) -> tuple[float, ...]:
-    """Kueue's generateExponentialBuckets(count): 1 s, then 2.5 s doubling, count bounds in all."""
-    return (1.0,) + tuple(2.5 * 2 ** i for i in range(count - 1))
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
 OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
             "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
-
-
-def amount(value: int, resource: str) -> float:
-    """A quantity as Prometheus shows it: CPU in cores, everything else in base units."""
-    return value / 1000 if resource in MILLI_RESOURCES else float(value)
 
 
 class Metrics:
@@ -95,7 +87,8 @@ class Metrics:
         self._reserved, self._admitted, self._evicted, self._preempted = Episodes(), Episodes(), Episodes(), Episodes()
         self._attempts: deque[str] = deque(maxlen=64)    # filter decisions journaled, until their request ends
         # f(event, pod, cluster_queue, detail), once per workload: "quota_reserved" and "admitted" with the wait in
-        # seconds, "evicted" with Kueue's reason. Per-LocalQueue metrics hook here (the pod names its LocalQueue).
+        # seconds, "evicted" with Kueue's (reason, underlying_cause). Per-LocalQueue metrics hook here (the pod
+        # names its LocalQueue).
         self.workload_listeners: list = []
         self.eviction_failures = Counter(
             "quotient_eviction_failures_total",
@@ -144,8 +137,9 @@ class Metrics:
         registry.register(StateCollector(state, refusals))
         if refusals is not None:
             registry.register(RefusalCollector(refusals))
-        self.local_queues = LocalQueueMetrics(state, refusals)      # quotient_local_queue_* (its own module)
+        self.local_queues = LocalQueueMetrics(state, refusals, registry)     # quotient_local_queue_*
         registry.register(self.local_queues)
+        self.workload_listeners.append(self.local_queues.on_workload)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
@@ -256,10 +250,10 @@ class Metrics:
         InClusterQueue and the like, is Kueue's Preempted; preempted_workloads_total has it)."""
         if pod is not None and not self._evicted.first(self.state, pod):
             return
-        kueue_reason = "Preempted" if reason in PREEMPTION_REASONS else reason
-        self.evicted.labels(cluster_queue, kueue_reason, "", priority_class(pod) if pod is not None else "").inc()
+        labels = eviction_labels(reason)
+        self.evicted.labels(cluster_queue, *labels, priority_class(pod) if pod is not None else "").inc()
         if pod is not None:
-            self._tell("evicted", pod, cluster_queue, kueue_reason)
+            self._tell("evicted", pod, cluster_queue, labels)
 
     def eviction_failed(self, cluster_queue: str, reason: str) -> None:
         self.eviction_failures.labels(cluster_queue, reason).inc()
