@@ -132,8 +132,8 @@ def test_hierarchical_preemption():
     """Kueue preemption_fair_test.go TestFairPreemptions "hierarchical preemption": a's 5-CPU workload is
     placed by walking down from ROOT to the child with the highest weighted share at each level (Kueue's
     TargetClusterQueueOrdering): c (200) first, then RIGHT over c on a tie, and e (weight 0.99) over d in it,
-    then c again; d, e and c then fail the strategies against LEFT (75) and b, compared with a itself inside
-    LEFT, gives two. Victims b1, b2, c1, c2, e1, all for fair sharing. Quotient compared shares only among the
+    then c again; then d, e and c fail LessThanOrEqualToFinalShare (a pod less would leave RIGHT, or c, below
+    LEFT's 75), and b, compared with a itself inside LEFT (100), gives two. Victims b1, b2, c1, c2, e1, all for fair sharing. Quotient compared shares only among the
     children of the lowest common ancestor and took b's first (b and c both 200, b by name)."""
     s = hierarchical_state()
     assert preempted(s, "a", "unit") == {v: IN_COHORT_FAIR_SHARING for v in ("b1", "b2", "c1", "c2", "e1")}

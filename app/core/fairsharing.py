@@ -40,7 +40,8 @@ class Share:
 
     @property
     def rounded(self) -> int:
-        """The weighted share as a whole number per mille (rounded down), MAX_SHARE for a weight-0 borrower."""
+        """The weighted share as a whole number per mille, MAX_SHARE (MaxInt64) for a weight-0 borrower. Rounded
+        down; Kueue rounds its status.fairSharing.weightedShare up and reports the exact value as its metric."""
         if self.zero_weight_borrows:
             return MAX_SHARE
         return math.floor(self.key[1])
