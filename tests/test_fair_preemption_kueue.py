@@ -18,6 +18,8 @@ from app.core.preemption.candidates import find_candidates
 from app.core.preemption.quota import quota_targets
 from app.core.preemption.targets import IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Preemptor
 from app.core.quota import available
+from app.observe.status import cluster_queue_statuses
+from app.observe.views import cluster_queue_view
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
 from helpers import all_usage, make_state, pod_info
@@ -50,13 +52,14 @@ def cohort(name: str, cpu=None, parent: str | None = None, weight=None) -> dict:
 def tree(queues: list[dict], cohorts: list[dict], running: dict[str, list[tuple[str, int]]],
          incoming: tuple[str, str, int], strategies=STRATEGIES["default"]):
     """The quota tree, a LocalQueue per ClusterQueue (namespace = queue name), the running pods
-    {queue: [(name, priority)]} of 1 CPU each, admitted at the same time, and the incoming pod."""
+    {queue: [(name, priority[, CPUs, 1 if not given])]}, and the incoming pod."""
     objects = [ResourceFlavor("default-flavor").obj(), Node("n1").cpu("1000").obj(), *cohorts, *queues]
     for q in queues:
         name = q["metadata"]["name"]
         objects.append(LocalQueue("lq", name).cluster_queue(name).obj())
-    for q, pods in running.items():
-        objects += [Pod(name, q).queue("lq").cpu("1").priority(prio).created(1).node("n1").obj() for name, prio in pods]
+    for q, pods in running.items():     # the first listed is the most recently admitted (Kueue: the lowest UID)
+        objects += [Pod(name, q).queue("lq").cpu(str(cpu)).priority(prio).created(50 - i).node("n1").obj()
+                    for i, (name, prio, cpu) in enumerate((*p, 1)[:3] for p in pods)]
     q, name, cpu = incoming
     objects.append(Pod(name, q).queue("lq").cpu(str(cpu)).created(100).obj())
     return make_state(*objects, config=Configuration(fair_sharing=True, preemption_strategies=tuple(strategies)))
@@ -108,6 +111,12 @@ def test_zero_weight_share_is_zero_within_quota_and_the_maximum_when_borrowing()
              {"b": [("b1", 0)]}, ("a", "a1", 1))
     assert dominant_resource_share(s.quota_node("a"), 0.0) == (0, "")
     assert dominant_resource_share(s.quota_node("b"), 0.0) == (MAX_SHARE, "cpu")
+    # what an admin reads: the view (/debug/queues, the UI) and the ClusterQueue status Quotient writes
+    assert cluster_queue_view(s, "a")["fairSharing"] == {"weight": 0.0, "share": 0, "dominantResource": None}
+    assert cluster_queue_view(s, "b")["fairSharing"] == {"weight": 0.0, "share": "max", "dominantResource": "cpu"}
+    statuses = cluster_queue_statuses(s)
+    assert statuses["a"]["status"]["fairSharing"] == {"weightedShare": 0}
+    assert statuses["b"]["status"]["fairSharing"] == {"weightedShare": MAX_SHARE}
 
 
 # ---- decision 2: the target ClusterQueue chosen from the root down ----------------------------------------------
@@ -137,3 +146,39 @@ def test_hierarchical_preemption():
     children of the lowest common ancestor and took b's first (b and c both 200, b by name)."""
     s = hierarchical_state()
     assert preempted(s, "a", "unit") == {v: IN_COHORT_FAIR_SHARING for v in ("b1", "b2", "c1", "c2", "e1")}
+
+
+# ---- the other zero-weight cases of TestFairPreemptions ----------------------------------------------------------
+
+def test_zero_weight_borrowing_preemptor_cannot_preempt_from_a_borrowing_cq_with_a_non_zero_weight():
+    """Kueue preemption_fair_test.go TestFairPreemptions "zero weight borrowing preemptor cannot preempt from a
+    borrowing CQ with a non-zero weight": a (1 CPU, weight 0) runs a1, b (1 CPU, weight 1) runs b1 and b2; a's
+    next pod makes a borrow: its share is the highest there is, above b's whatever b loses. No target."""
+    s = tree([queue("a", 1, "all", weight="0", reclaim="Any"), queue("b", 1, "all", weight="1")], [],
+             {"a": [("a1", 0)], "b": [("b1", 0), ("b2", 0)]}, ("a", "a_incoming", 1))
+    assert preempted(s, "a", "a_incoming") is None
+
+
+@pytest.mark.parametrize("weight", ["0", "1"])
+def test_borrowing_preemptor_preempts_from_a_borrowing_cq_of_the_same_weight(weight):
+    """Kueue preemption_fair_test.go TestFairPreemptions "zero weight borrowing preemptor can preempt from a
+    borrowing CQ which also has zero weight" and "non-zero weight borrowing preemptor preempts from a borrowing
+    CQ": Cohort all (3 CPUs), a (1 CPU, reclaimWithinCohort Any) and b (0 CPUs), both of that weight; b runs
+    b1..b3. a_incoming (2 CPUs) makes a borrow 1 (ratio 250 of 4 lendable); b borrows 3 (750), 500 after losing
+    one: allowed. Two weight-0 borrowers compare by their unweighted ratios (Kueue's CompareDRS)."""
+    s = tree([queue("a", 1, "all", weight=weight, reclaim="Any"), queue("b", 0, "all", weight=weight)],
+             [cohort("all", 3)], {"b": [("b1", 0), ("b2", 0), ("b3", 0)]}, ("a", "a_incoming", 2))
+    assert preempted(s, "a", "a_incoming") == {"b1": IN_COHORT_FAIR_SHARING}
+
+
+def test_candidates_skipped_by_the_first_strategy_are_still_available_to_the_second_strategy():
+    """Kueue preemption_fair_test.go TestFairPreemptions "candidates skipped by the first strategy are still
+    available to the second strategy": ROOT holds Cohort A (1 CPU, weight 0) with p (2 CPUs, the preemptor) and
+    y (2 CPUs), and x (1 CPU). p runs p1 (2), y y1 and y2 (2 each), x x1 and x2. Against x, p is compared as A,
+    which borrows on weight 0: no x candidate passes the first strategy. y1 goes (p against y inside A), A then
+    borrows nothing, and the second strategy takes x1 from what the first passed over."""
+    s = tree([queue("p", 2, "A", weight="1", reclaim="Any"), queue("y", 2, "A", weight="1"),
+              queue("x", 1, "ROOT", weight="1")], [cohort("A", 1, "ROOT", weight="0")],
+             {"p": [("p1", 0, 2)], "y": [("y1", 0, 2), ("y2", 0, 2)], "x": [("x1", 0), ("x2", 0)]},
+             ("p", "p_incoming", 1))
+    assert preempted(s, "p", "p_incoming") == {"y1": IN_COHORT_FAIR_SHARING, "x1": IN_COHORT_FAIR_SHARING}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 
 from .quota import FR, QuotaNode, potential_available
 
@@ -21,33 +20,32 @@ MAX_SHARE = sys.maxsize
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """Kueue's DRS: the unweighted ratio of the dominant resource (exact), the weight, the resource."""
-    ratio: Fraction = Fraction(0)
-    weight: Fraction = Fraction(1)
+    """Kueue's DRS: the unweighted ratio of the dominant resource (per mille, a float as Kueue's), the
+    weight, the resource, and key, what Kueue's CompareDRS compares: a weight-0 node that borrows ranks
+    above every other, two of them by their unweighted ratios; the rest by ratio / weight."""
+    ratio: float = 0.0
+    weight: float = 1.0
     dominant: str = ""
+    key: tuple = (0, 0.0)
 
     @property
     def zero_weight_borrows(self) -> bool:
         return self.weight == 0 and self.ratio != 0
 
     @property
-    def key(self) -> tuple:
-        """What CompareDRS compares: a weight-0 node that borrows ranks above every other, two of them
-        by their unweighted ratios; the rest by ratio / weight."""
-        if self.zero_weight_borrows:
-            return (1, self.ratio)
-        return (0, self.ratio / self.weight if self.ratio else Fraction(0))
-
-    @property
     def rounded(self) -> int:
         """The weighted share as a whole number per mille, MAX_SHARE (MaxInt64) for a weight-0 borrower. Rounded
         down; Kueue rounds its status.fairSharing.weightedShare up and reports the exact value as its metric."""
-        if self.zero_weight_borrows:
-            return MAX_SHARE
-        return math.floor(self.key[1])
+        return MAX_SHARE if self.zero_weight_borrows else math.floor(self.key[1])
 
 
-NEGATIVE = Share(ratio=Fraction(-1))        # Kueue's NegativeDRS: below every share, where a search starts
+def _share(ratio: float, weight: float, dominant: str = "") -> Share:
+    if weight == 0 and ratio != 0:
+        return Share(ratio, weight, dominant, (1, ratio))
+    return Share(ratio, weight, dominant, (0, ratio / weight if ratio else 0.0))
+
+
+NEGATIVE = _share(-1.0, 1.0)        # Kueue's NegativeDRS: below every share, where a search starts
 
 
 def lendable(cohort: QuotaNode) -> dict[str, int]:
@@ -59,16 +57,13 @@ def lendable(cohort: QuotaNode) -> dict[str, int]:
     return out
 
 
-def weight_of(weight: float) -> Fraction:
-    """A fairSharing.weight as an exact number (its decimal spelling: 0.99 is 99/100); never negative."""
-    return max(Fraction(0), Fraction(str(weight)))
-
-
-def share_of(node: QuotaNode, weight: float, extra: dict[FR, int] | None = None) -> Share:
-    """The node's Share (with extra usage added to it if given)."""
-    w = weight_of(weight)
+def share_of(node: QuotaNode, weight: float, extra: dict[FR, int] | None = None,
+             pools: dict | None = None) -> Share:
+    """The node's Share (with extra usage added to it if given). pools, if given, keeps each parent's
+    lendable for the next call: it depends on quotas only, not on usage."""
+    w = max(0.0, float(weight))
     if node.parent is None:
-        return Share(weight=w)
+        return _share(0.0, w)
     borrowed: dict[str, int] = {}
     extra = extra or {}
     for fr in set(node.subtree) | set(extra):
@@ -76,15 +71,20 @@ def share_of(node: QuotaNode, weight: float, extra: dict[FR, int] | None = None)
         if amount > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + amount
     if not borrowed:
-        return Share(weight=w)
-    pool = lendable(node.parent)
-    best, dominant = Fraction(0), ""
+        return _share(0.0, w)
+    if pools is None:
+        pool = lendable(node.parent)
+    else:
+        pool = pools.get(node.parent)
+        if pool is None:
+            pool = pools[node.parent] = lendable(node.parent)
+    best, dominant = 0.0, ""
     for resource in sorted(borrowed):
         if pool.get(resource, 0) > 0:
-            ratio = Fraction(borrowed[resource] * 1000, pool[resource])
+            ratio = borrowed[resource] * 1000.0 / pool[resource]
             if ratio > best:
                 best, dominant = ratio, resource
-    return Share(best, w, dominant)
+    return _share(best, w, dominant)
 
 
 def dominant_resource_share(node: QuotaNode, weight: float,

@@ -8,7 +8,7 @@ is left out once it borrows nothing (the preemptor's own queue only once it has 
 has no candidate; a Cohort once it borrows nothing and is not above the preemptor, or once all its
 children are left out. Two queues of equal share: the one whose next candidate comes first in
 candidate order; two Cohorts of equal share: the first by name (Kueue takes whichever its set
-yields). Shares are compared as Kueue's CompareDRS, exactly; the preemptor's workload is charged
+yields). Shares are compared as Kueue's CompareDRS does; the preemptor's workload is charged
 meanwhile (the caller does), so every share above it counts it.
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ from ..view import ClusterView
 from .targets import Candidate
 
 
-def share(state: ClusterView, node: QuotaNode) -> Share:
+def share(state: ClusterView, node: QuotaNode, pools: dict | None = None) -> Share:
     """The node's share, with its own fairSharing.weight (1 for a Cohort without an object)."""
     spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
-    return share_of(node, spec.fair_weight if spec else 1.0)
+    return share_of(node, spec.fair_weight if spec else 1.0, pools=pools)
 
 
 def borrows(node: QuotaNode) -> bool:
@@ -34,8 +34,12 @@ class TargetOrdering:
     """The ClusterQueues to take from, highest share first (see the module). The caller pops or drops the
     queue it was given before asking for the next."""
 
-    def __init__(self, state: ClusterView, preemptor: QuotaNode, candidates: list[Candidate]):
+    def __init__(self, state: ClusterView, preemptor: QuotaNode, candidates: list[Candidate],
+                 pools: dict | None = None):
         self.state = state
+        self.pools = {} if pools is None else pools       # each Cohort's lendable (core.fairsharing.share_of)
+        self.children: dict[QuotaNode, list[QuotaNode]] = {}
+        self.known: dict[QuotaNode, Share] = {}            # shares as they stand; changed() forgets some
         self.preemptor = preemptor
         self.above_preemptor: set[QuotaNode] = set()
         node = preemptor.parent
@@ -67,13 +71,29 @@ class TargetOrdering:
     def drop(self, queue: QuotaNode) -> None:
         self.pruned.add(queue)
 
+    def changed(self, queue: QuotaNode) -> None:
+        """A workload of queue was removed: its share and its Cohorts' are to be computed again."""
+        node = queue
+        while node is not None:
+            self.known.pop(node, None)
+            node = node.parent
+
+    def _share(self, node: QuotaNode) -> Share:
+        s = self.known.get(node)
+        if s is None:
+            s = self.known[node] = share(self.state, node, self.pools)
+        return s
+
     def _next(self, cohort: QuotaNode) -> QuotaNode | None:
         best_cq, best_cq_share = None, NEGATIVE
         best_cohort, best_cohort_share = None, NEGATIVE
-        for child in sorted(cohort.children, key=lambda n: n.name):
+        children = self.children.get(cohort)
+        if children is None:
+            children = self.children[cohort] = sorted(cohort.children, key=lambda n: n.name)
+        for child in children:
             if child in self.pruned:
                 continue
-            s = share(self.state, child)
+            s = self._share(child)
             if not child.is_cohort:
                 if (child is not self.preemptor and not borrows(child)) or not self.has_candidate(child):
                     self.pruned.add(child)

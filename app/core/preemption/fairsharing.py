@@ -39,6 +39,7 @@ class _Run:
         self.rm = Removals(state)
         self.rm.charge(PREEMPTOR, pre.cq.name, pre.usage)
         self.targets: list[Target] = []
+        self.pools: dict = {}           # each Cohort's lendable, the same all search long
 
     def fits(self) -> bool:
         """The preemptor fits now (Kueue's workloadFitsForFairSharing: its own charge taken off to ask)."""
@@ -48,22 +49,23 @@ class _Run:
         finally:
             self.rm.charge(PREEMPTOR, self.pre.cq.name, self.pre.usage)
 
-    def take(self, c: Candidate, reason: str) -> bool:
+    def take(self, c: Candidate, reason: str, ordering: TargetOrdering) -> bool:
         """c goes for reason; whether the preemptor fits now."""
         self.rm.remove(c)
+        ordering.changed(self.state.quota_node(c.cluster_queue))
         self.targets.append(Target(c, reason))
         return self.fits()
 
     def shares(self, queue: QuotaNode) -> tuple[QuotaNode, tuple, tuple]:
         """Kueue's ComputeShares: (the target's almost-LCA, the preemptor's almost-LCA share, its own)."""
         mine, theirs = almost_lcas(self.pre.node, queue)
-        return theirs, share_of(self.state, mine).key, share_of(self.state, theirs).key
+        return theirs, share_of(self.state, mine, self.pools).key, share_of(self.state, theirs, self.pools).key
 
     def share_without(self, c: Candidate, theirs: QuotaNode) -> tuple:
         """Kueue's ComputeTargetShareAfterRemoval."""
         self.rm.remove(c)
         try:
-            return share_of(self.state, theirs).key
+            return share_of(self.state, theirs, self.pools).key
         finally:
             self.rm.restore(c)
 
@@ -92,16 +94,16 @@ def _first_strategy(run: _Run, candidates: list[Candidate], needs: set[FR], stra
     default in Kueue)."""
     pre = run.pre
     within_nominal = all(pre.node.usage.get(fr, 0) <= pre.node.subtree.get(fr, 0) for fr in needs)
-    ordering = TargetOrdering(run.state, pre.node, candidates)
+    ordering = TargetOrdering(run.state, pre.node, candidates, run.pools)
     retry: list[Candidate] = []
     for queue in ordering:
         if queue is pre.node:                              # the preemptor's own queue: priority alone
-            if run.take(ordering.pop(queue), IN_CLUSTER_QUEUE):
+            if run.take(ordering.pop(queue), IN_CLUSTER_QUEUE, ordering):
                 return True, retry
             continue
         if within_nominal:
             c = ordering.pop(queue)
-            if not guarantee_protected(run.state, c) and run.take(c, IN_COHORT_RECLAMATION):
+            if not guarantee_protected(run.state, c) and run.take(c, IN_COHORT_RECLAMATION, ordering):
                 return True, retry
             continue
         theirs, preemptor_new, target_old = run.shares(queue)
@@ -110,7 +112,7 @@ def _first_strategy(run: _Run, candidates: list[Candidate], needs: set[FR], stra
             if guarantee_protected(run.state, c):
                 continue            # YuniKorn's law 2, as in the classic path
             if strategy_allows(strategy, preemptor_new, target_old, run.share_without(c, theirs)):
-                if run.take(c, IN_COHORT_FAIR_SHARING):
+                if run.take(c, IN_COHORT_FAIR_SHARING, ordering):
                     return True, retry
                 break               # shares changed: the ordering decides again
             retry.append(c)
@@ -120,12 +122,12 @@ def _first_strategy(run: _Run, candidates: list[Candidate], needs: set[FR], stra
 def _second_strategy(run: _Run, retry: list[Candidate]) -> bool:
     """Kueue's runSecondFsStrategy (rule S2-b): LessThanInitialShare does not depend on the workload, so
     each ClusterQueue, in the ordering's turn, gives its first passed-over candidate if the rule allows."""
-    ordering = TargetOrdering(run.state, run.pre.node, retry)
+    ordering = TargetOrdering(run.state, run.pre.node, retry, run.pools)
     for queue in ordering:
         _, preemptor_new, target_old = run.shares(queue)
         c = ordering.pop(queue)
         if strategy_allows(LESS_THAN_INITIAL_SHARE, preemptor_new, target_old, None) \
-                and run.take(c, IN_COHORT_FAIR_SHARING):
+                and run.take(c, IN_COHORT_FAIR_SHARING, ordering):
             return True
         ordering.drop(queue)
     return False
