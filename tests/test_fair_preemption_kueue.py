@@ -16,7 +16,7 @@ from app.core.admission import assign
 from app.core.fairsharing import MAX_SHARE, dominant_resource_share
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.quota import quota_targets
-from app.core.preemption.targets import IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Preemptor
+from app.core.preemption.targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Preemptor
 from app.core.quota import available
 from app.observe.status import cluster_queue_statuses
 from app.observe.views import cluster_queue_view
@@ -31,12 +31,13 @@ STRATEGIES = {
 }
 
 
-def queue(name: str, cpu, cohort: str, weight=None, reclaim: str | None = None) -> dict:
+def queue(name: str, cpu, cohort: str, weight=None, reclaim: str | None = None, within: str | None = None) -> dict:
     cq = ClusterQueue(name).cohort(cohort).resource_group(FlavorQuotas("default-flavor").resource("cpu", str(cpu)))
     if weight is not None:
         cq.spec(fairSharing={"weight": weight})
-    if reclaim:
-        cq.preemption({"reclaimWithinCohort": reclaim})
+    policy = {k: v for k, v in (("reclaimWithinCohort", reclaim), ("withinClusterQueue", within)) if v}
+    if policy:
+        cq.preemption(policy)
     return cq.obj()
 
 
@@ -182,3 +183,33 @@ def test_candidates_skipped_by_the_first_strategy_are_still_available_to_the_sec
              {"p": [("p1", 0, 2)], "y": [("y1", 0, 2), ("y2", 0, 2)], "x": [("x1", 0), ("x2", 0)]},
              ("p", "p_incoming", 1))
     assert preempted(s, "p", "p_incoming") == {"y1": IN_COHORT_FAIR_SHARING, "x1": IN_COHORT_FAIR_SHARING}
+
+
+# ---- the walk down the tree: what it never enters ----------------------------------------------------------------
+
+@pytest.mark.parametrize("right_cpu,b1,reclaim,incoming", [(1, ("b1", -1, 1), "Any", 5),
+                                                           (3, ("b1", 100, 4), "LowerPriority", 4)])
+def test_preemption_within_the_cluster_queue_when_the_other_side_is_protected(right_cpu, b1, reclaim, incoming):
+    """Kueue preemption_fair_test.go TestFairPreemptions "borrowing cq in non-borrowing cohort is protected"
+    (RIGHT 1 CPU, b1 1 CPU: RIGHT borrows nothing, so b, though borrowing, is never reached) and "forced to
+    preempt within clusterqueue because borrowing workload too important" (RIGHT 3 CPUs, b1 4 CPUs of priority
+    100, reclaimWithinCohort LowerPriority: b1 may not go): a (5 CPUs, weight 10) runs a1..a3 (priority -1);
+    the incoming workload takes a's own three."""
+    s = tree([queue("a", 5, "ROOT", weight="10", reclaim=reclaim, within="LowerPriority"),
+              queue("b", 0, "RIGHT", weight="0.1")], [cohort("ROOT"), cohort("RIGHT", right_cpu, "ROOT", weight="0.1")],
+             {"a": [("a1", -1), ("a2", -1), ("a3", -1)], "b": [b1]}, ("a", "unit", incoming))
+    assert preempted(s, "a", "unit") == {v: IN_CLUSTER_QUEUE for v in ("a1", "a2", "a3")}
+
+
+def test_deep_preemption():
+    """Kueue preemption_fair_test.go TestFairPreemptions "deep preemption": ROOT holds A, B, C, each three
+    Cohorts deep; a (0 CPUs) sits in AAA, b (0 CPUs) in BBB, and Cohort CCCC gives the tree's one CPU. b runs
+    b1 on it. A (weight 1.01) is compared with B (0.99) just below ROOT: b1 goes for a1."""
+    chain = [cohort("ROOT")]
+    for top, weight in (("A", "1.01"), ("B", "0.99"), ("C", None)):
+        names = [top, top * 2, top * 3] + ([top * 4] if top == "C" else [])
+        for i, name in enumerate(names):
+            chain.append(cohort(name, 1 if name == "CCCC" else None, names[i - 1] if i else "ROOT",
+                                weight=weight if i == 0 else None))
+    s = tree([queue("a", 0, "AAA", reclaim="Any"), queue("b", 0, "BBB")], chain, {"b": [("b1", 0)]}, ("a", "a1", 1))
+    assert preempted(s, "a", "a1") == {"b1": IN_COHORT_FAIR_SHARING}
