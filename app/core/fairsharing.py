@@ -21,12 +21,14 @@ MAX_SHARE = sys.maxsize
 @dataclass(frozen=True, slots=True)
 class Share:
     """Kueue's DRS: the unweighted ratio of the dominant resource (per mille, a float as Kueue's), the
-    weight, the resource, and key, what Kueue's CompareDRS compares: a weight-0 node that borrows ranks
-    above every other, two of them by their unweighted ratios; the rest by ratio / weight."""
+    weight, the resource, key, what Kueue's CompareDRS compares (a weight-0 node that borrows ranks above
+    every other, two of them by their unweighted ratios; the rest by ratio / weight), and whether the
+    node uses more than its quota of anything (Kueue's IsBorrowing; the ratio may be 0 even so)."""
     ratio: float = 0.0
     weight: float = 1.0
     dominant: str = ""
     key: tuple = (0, 0.0)
+    borrowing: bool = False
 
     @property
     def zero_weight_borrows(self) -> bool:
@@ -39,10 +41,10 @@ class Share:
         return MAX_SHARE if self.zero_weight_borrows else math.floor(self.key[1])
 
 
-def _share(ratio: float, weight: float, dominant: str = "") -> Share:
+def _share(ratio: float, weight: float, dominant: str = "", borrowing: bool = False) -> Share:
     if weight == 0 and ratio != 0:
-        return Share(ratio, weight, dominant, (1, ratio))
-    return Share(ratio, weight, dominant, (0, ratio / weight if ratio else 0.0))
+        return Share(ratio, weight, dominant, (1, ratio), borrowing)
+    return Share(ratio, weight, dominant, (0, ratio / weight if ratio else 0.0), borrowing)
 
 
 NEGATIVE = _share(-1.0, 1.0)        # Kueue's NegativeDRS: below every share, where a search starts
@@ -84,7 +86,7 @@ def share_of(node: QuotaNode, weight: float, extra: dict[FR, int] | None = None,
             ratio = borrowed[resource] * 1000.0 / pool[resource]
             if ratio > best:
                 best, dominant = ratio, resource
-    return _share(best, w, dominant)
+    return _share(best, w, dominant, True)
 
 
 def dominant_resource_share(node: QuotaNode, weight: float,

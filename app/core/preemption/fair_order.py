@@ -25,11 +25,6 @@ def share(state: ClusterView, node: QuotaNode, pools: dict | None = None) -> Sha
     return share_of(node, spec.fair_weight if spec else 1.0, pools=pools)
 
 
-def borrows(node: QuotaNode) -> bool:
-    """Kueue's DRS.IsBorrowing: the node uses more than its quota of some flavor/resource."""
-    return any(v > node.subtree.get(fr, 0) for fr, v in node.usage.items())
-
-
 class TargetOrdering:
     """The ClusterQueues to take from, highest share first (see the module). The caller pops or drops the
     queue it was given before asking for the next."""
@@ -95,11 +90,11 @@ class TargetOrdering:
                 continue
             s = self._share(child)
             if not child.is_cohort:
-                if (child is not self.preemptor and not borrows(child)) or not self.has_candidate(child):
+                if (child is not self.preemptor and not s.borrowing) or not self.has_candidate(child):
                     self.pruned.add(child)
                 elif s.key > best_cq_share.key or (s.key == best_cq_share.key and self._first(child, best_cq)):
                     best_cq, best_cq_share = child, s
-            elif not borrows(child) and child not in self.above_preemptor:
+            elif not s.borrowing and child not in self.above_preemptor:
                 self.pruned.add(child)
             elif s.key > best_cohort_share.key:
                 best_cohort, best_cohort_share = child, s
