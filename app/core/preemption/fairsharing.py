@@ -72,9 +72,10 @@ class _Run:
 
 def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
                  needs: set[FR]) -> list[Target] | None:
-    """Kueue's fairPreemptions (seed 000 算法概述): while the pod does not fit, take from the ClusterQueue
-    the TargetOrdering gives (the highest share, from the root down) the first workload the first
-    strategy allows; then try the next strategy on what was passed over; then minimise backwards."""
+    """Kueue's FindFairPreemptionTargets (its fairPreemptions, seed 000 算法概述): while the pod does not fit,
+    take from the ClusterQueue the TargetOrdering gives (the highest share, from the root down) the first
+    workload the first strategy allows; then try the next strategy on what was passed over; then minimise
+    backwards."""
     run = _Run(state, pre)
     strategies = state.config.preemption_strategies
     try:
