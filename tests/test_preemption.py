@@ -449,11 +449,13 @@ def fair_shares_state(config=FAIR, weight_b=None):
 
 def test_fair_sharing_takes_from_the_queue_with_the_highest_share():
     """seed 000 公平共享: "在抢占过程中,Kueue 优先从份额值最高的 ClusterQueue 中抢占 Workload"; 算法概述: after each
-    target the shares are compared again. b (333) loses b7, still above c (250 > 166), then b6."""
+    target the shares are compared again. b (333) loses b7, still above c (250 > 166), then b6. a1 stays within
+    a's nominal quota, so the reason is reclamation, as in Kueue's TestFairPreemptions "reclaim nominal from user
+    using the most" (its FairSharingPreemptWithinNominal, on by default)."""
     s = fair_shares_state()
     assert share(s, s.quota_node("b")) == 333 and share(s, s.quota_node("c")) == 166
     targets = quota_targets(s, "team-a", "a1")
-    assert why(targets) == {"team-b/b7": IN_COHORT_FAIR_SHARING, "team-b/b6": IN_COHORT_FAIR_SHARING}
+    assert why(targets) == {"team-b/b7": IN_COHORT_RECLAMATION, "team-b/b6": IN_COHORT_RECLAMATION}
 
 
 def test_classic_preemption_on_the_same_cluster_takes_the_most_recently_admitted():

@@ -2,45 +2,27 @@
 preemptionStrategies LessThanOrEqualToFinalShare and LessThanInitialShare), over hierarchical cohorts."""
 from __future__ import annotations
 
-import heapq
-
 from ..fairsharing import dominant_resource_share
 from ..quota import FR, QuotaNode
+from .fair_order import TargetOrdering, almost_lcas
+from .fair_order import share as share_of
 from .laws import guarantee_protected
-from .removals import Removals, given_back, is_borrowing, quota_fits
-from .targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, Candidate, Preemptor, Target
+from .removals import Removals, given_back, quota_fits
+from .targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Candidate, Preemptor, Target
 from ..view import ClusterView
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+PREEMPTOR = object()        # the overlay's key for the preemptor's own charge
 
 
 def share(state: ClusterView, node: QuotaNode, extra=None) -> int:
-    """The node's weighted dominant resource share (with extra usage added if given)."""
+    """The node's weighted dominant resource share (with extra usage added if given), as reported."""
     spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
     return dominant_resource_share(node, spec.fair_weight if spec else 1.0, extra)[0]
 
 
-def compared(a: QuotaNode, b: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
-    """The ancestors of a and b just below their lowest common cohort: hierarchical fair sharing
-    compares shares level by level, so two teams are compared as their sub-cohorts."""
-    chain = []
-    node = a
-    while node is not None:
-        chain.append(node)
-        node = node.parent
-    on_a = set(map(id, chain))
-    below_b = b
-    while below_b.parent is not None and id(below_b.parent) not in on_a:
-        below_b = below_b.parent
-    common = below_b.parent
-    below_a = a
-    while below_a.parent is not None and below_a.parent is not common:
-        below_a = below_a.parent
-    return below_a, below_b
-
-
-def strategy_allows(name: str, preemptor_new: int, target_old: int, target_new: int) -> bool:
+def strategy_allows(name: str, preemptor_new, target_old, target_new) -> bool:
     """Kueue's preemptionStrategies (seed 000 抢占策略): LessThanOrEqualToFinalShare compares the
     preemptor's share with the target's after the removal, LessThanInitialShare with the target's before."""
     if name == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
@@ -48,67 +30,105 @@ def strategy_allows(name: str, preemptor_new: int, target_old: int, target_new: 
     return preemptor_new < target_old
 
 
+class _Run:
+    """One search: the preemptor charged (Kueue's SimulateUsageAddition, so every share above it counts
+    it) and the candidates removed so far, all on one overlay."""
+
+    def __init__(self, state: ClusterView, pre: Preemptor):
+        self.state, self.pre = state, pre
+        self.rm = Removals(state)
+        self.rm.charge(PREEMPTOR, pre.cq.name, pre.usage)
+        self.targets: list[Target] = []
+        self.pools: dict = {}           # each Cohort's lendable, the same all search long
+
+    def fits(self) -> bool:
+        """The preemptor fits now (Kueue's workloadFitsForFairSharing: its own charge taken off to ask)."""
+        self.rm.take_back(PREEMPTOR)
+        try:
+            return quota_fits(self.pre, True)
+        finally:
+            self.rm.charge(PREEMPTOR, self.pre.cq.name, self.pre.usage)
+
+    def take(self, c: Candidate, reason: str, ordering: TargetOrdering) -> bool:
+        """c goes for reason; whether the preemptor fits now."""
+        self.rm.remove(c)
+        ordering.changed(self.state.quota_node(c.cluster_queue))
+        self.targets.append(Target(c, reason))
+        return self.fits()
+
+    def shares(self, queue: QuotaNode) -> tuple[QuotaNode, tuple, tuple]:
+        """Kueue's ComputeShares: (the target's almost-LCA, the preemptor's almost-LCA share, its own)."""
+        mine, theirs = almost_lcas(self.pre.node, queue)
+        return theirs, share_of(self.state, mine, self.pools).key, share_of(self.state, theirs, self.pools).key
+
+    def share_without(self, c: Candidate, theirs: QuotaNode) -> tuple:
+        """Kueue's ComputeTargetShareAfterRemoval."""
+        self.rm.remove(c)
+        try:
+            return share_of(self.state, theirs, self.pools).key
+        finally:
+            self.rm.restore(c)
+
+
 def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
                  needs: set[FR]) -> list[Target] | None:
-    """Kueue's FindFairPreemptionTargets (seed 000 算法概述): while the pod does not fit, take from the
-    ClusterQueue with the highest share a workload the first strategy allows; then try the next
-    strategy on what was passed over; then minimise backwards."""
-    rm = Removals(state)
-    targets: list[Target] = []
+    """Kueue's FindFairPreemptionTargets (its fairPreemptions, seed 000 算法概述): while the pod does not fit,
+    take from the ClusterQueue the TargetOrdering gives (the highest share, from the root down) the first
+    workload the first strategy allows; then try the next strategy on what was passed over; then minimise
+    backwards."""
+    run = _Run(state, pre)
     strategies = state.config.preemption_strategies
-    by_queue: dict[str, list[Candidate]] = {}
-    for c in candidates:
-        by_queue.setdefault(c.cluster_queue, []).append(c)
-
-    def sides(name: str) -> tuple[QuotaNode, QuotaNode]:
-        return compared(pre.node, state.quota_node(name))
-
-    def preemptor_share(mine: QuotaNode) -> int:
-        return share(state, mine, pre.usage)     # the preemptor's side, with the pod admitted
-
     try:
-        fits, passed_over = False, []
-        heap = [(-share(state, sides(n)[1]), n) for n in by_queue]
-        heapq.heapify(heap)
-        while heap and not fits:
-            _, name = heapq.heappop(heap)
-            queue = by_queue[name]
-            if name == pre.cq.name:                       # the preemptor's own queue: priority alone
-                c = queue.pop(0)
-                rm.remove(c)
-                targets.append(Target(c, IN_CLUSTER_QUEUE))
-                fits = quota_fits(pre, True)
-                if queue:
-                    heapq.heappush(heap, (-share(state, pre.node), name))
-                continue
-            mine, theirs = sides(name)
-            # Both stay as they are while this queue's candidates are tried: mine and theirs are
-            # separate branches, a share's denominator (lendable) ignores usage, and a rejected
-            # candidate is restored exactly.
-            my_share, old_share = preemptor_share(mine), share(state, theirs)
-            for i, c in enumerate(queue):
-                if guarantee_protected(state, c):
-                    continue            # YuniKorn's law 2, as in the classic path
-                rm.remove(c)
-                if strategy_allows(strategies[0], my_share, old_share, share(state, theirs)):
-                    targets.append(Target(c, IN_COHORT_FAIR_SHARING))
-                    del queue[: i + 1]
-                    fits = quota_fits(pre, True)
-                    if queue and is_borrowing(state.quota_node(name), needs):
-                        heapq.heappush(heap, (-share(state, theirs), name))
-                    break
-                rm.restore(c)
-                passed_over.append(c)
+        fits, retry = _first_strategy(run, candidates, needs, strategies[0])
         if not fits and len(strategies) > 1:
-            for name in sorted({c.cluster_queue for c in passed_over}, key=lambda n: -share(state, sides(n)[1])):
-                mine, theirs = sides(name)
-                left = [c for c in passed_over if c.cluster_queue == name and c not in rm.done]
-                if left and strategy_allows(strategies[1], preemptor_share(mine), share(state, theirs), 0):
-                    rm.remove(left[0])
-                    targets.append(Target(left[0], IN_COHORT_FAIR_SHARING))
-                    fits = quota_fits(pre, True)
-                if fits:
-                    break
-        return given_back(rm, pre, targets, True) if fits else None
+            fits = _second_strategy(run, retry)
+        run.rm.take_back(PREEMPTOR)
+        return given_back(run.rm, pre, run.targets, True) if fits else None
     finally:
-        rm.undo()
+        run.rm.undo()
+
+
+def _first_strategy(run: _Run, candidates: list[Candidate], needs: set[FR], strategy: str) \
+        -> tuple[bool, list[Candidate]]:
+    """Kueue's runFirstFsStrategy: (fits, the candidates the strategy passed over). A preemptor within its
+    nominal quota in what it needs reclaims regardless of shares (FairSharingPreemptWithinNominal, on by
+    default in Kueue)."""
+    pre = run.pre
+    within_nominal = all(pre.node.usage.get(fr, 0) <= pre.node.subtree.get(fr, 0) for fr in needs)
+    ordering = TargetOrdering(run.state, pre.node, candidates, run.pools)
+    retry: list[Candidate] = []
+    for queue in ordering:
+        if queue is pre.node:                              # the preemptor's own queue: priority alone
+            if run.take(ordering.pop(queue), IN_CLUSTER_QUEUE, ordering):
+                return True, retry
+            continue
+        if within_nominal:
+            c = ordering.pop(queue)
+            if not guarantee_protected(run.state, c) and run.take(c, IN_COHORT_RECLAMATION, ordering):
+                return True, retry
+            continue
+        theirs, preemptor_new, target_old = run.shares(queue)
+        while ordering.has_candidate(queue):
+            c = ordering.pop(queue)
+            if guarantee_protected(run.state, c):
+                continue            # YuniKorn's law 2, as in the classic path
+            if strategy_allows(strategy, preemptor_new, target_old, run.share_without(c, theirs)):
+                if run.take(c, IN_COHORT_FAIR_SHARING, ordering):
+                    return True, retry
+                break               # shares changed: the ordering decides again
+            retry.append(c)
+    return False, retry
+
+
+def _second_strategy(run: _Run, retry: list[Candidate]) -> bool:
+    """Kueue's runSecondFsStrategy (rule S2-b): LessThanInitialShare does not depend on the workload, so
+    each ClusterQueue, in the ordering's turn, gives its first passed-over candidate if the rule allows."""
+    ordering = TargetOrdering(run.state, run.pre.node, retry, run.pools)
+    for queue in ordering:
+        _, preemptor_new, target_old = run.shares(queue)
+        c = ordering.pop(queue)
+        if strategy_allows(LESS_THAN_INITIAL_SHARE, preemptor_new, target_old, None) \
+                and run.take(c, IN_COHORT_FAIR_SHARING, ordering):
+            return True
+        ordering.drop(queue)
+    return False
