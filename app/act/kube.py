@@ -284,16 +284,10 @@ class KubeWriter:
                 continue                # deleted meanwhile: nothing to write to
             if already_written(cq.status, status):
                 continue                # the API holds it: a write would be an event for nothing
-            try:
-                await self._retry(f"status {name}", lambda: self.custom.patch_cluster_custom_object_status(
+            written += await self._patch_status(
+                f"ClusterQueue {name}", lambda: self.custom.patch_cluster_custom_object_status(
                     KUEUE_GROUP, cq.api_version, "clusterqueues", name, status, _preload_content=False,
                     _content_type="application/merge-patch+json"))
-                written += 1
-            except ApiException as e:
-                self.failures["status"] += 1          # _retry counted its own give-up (WriteError) already
-                log.debug("ClusterQueue %s status not written: %s", name, e)
-            except WriteError as e:
-                log.debug("ClusterQueue %s status not written: %s", name, e)
         return written
 
     async def publish_local_queue_status(self) -> int:
@@ -304,14 +298,21 @@ class KubeWriter:
             lq = self.state.local_queues.get(key)
             if lq is None or already_written(lq.status, status):
                 continue                # deleted meanwhile, or the API holds it: a write would be an event for nothing
-            try:
-                await self._retry(f"status {key}", lambda: self.custom.patch_namespaced_custom_object_status(
+            written += await self._patch_status(
+                f"LocalQueue {key}", lambda: self.custom.patch_namespaced_custom_object_status(
                     KUEUE_GROUP, lq.api_version, lq.namespace, "localqueues", lq.name, status,
                     _preload_content=False, _content_type="application/merge-patch+json"))
-                written += 1
-            except ApiException as e:
-                self.failures["status"] += 1          # _retry counted its own give-up (WriteError) already
-                log.debug("LocalQueue %s status not written: %s", key, e)
-            except WriteError as e:
-                log.debug("LocalQueue %s status not written: %s", key, e)
         return written
+
+    async def _patch_status(self, what: str, call) -> int:
+        """One status merge patch (a ClusterQueue's or a LocalQueue's): 1 if written; a failure is counted and
+        logged, and the next round writes it again."""
+        try:
+            await self._retry(f"status {what}", call)
+            return 1
+        except ApiException as e:
+            self.failures["status"] += 1          # _retry counted its own give-up (WriteError) already
+            log.debug("%s status not written: %s", what, e)
+        except WriteError as e:
+            log.debug("%s status not written: %s", what, e)
+        return 0
