@@ -621,6 +621,8 @@ class WatchSource:
         if etype == "DELETED":
             if key:
                 self._delete(res, key)
+                if self.canary.get(res.kind, ("",))[0] == key:
+                    self.canary.pop(res.kind, None)     # gone by the API's own word: a 404 of it would tell nothing
             else:
                 self._skip(res, "DELETED object without metadata.name")
         else:
@@ -733,7 +735,7 @@ class WatchSource:
             raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
         try:
             if resp.status == 404:
-                return True
+                return last[0] in self.known[res.kind]      # applied and never seen deleted: the restore undid it
             if resp.status != 200:
                 raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
             now = _key_of(orjson.loads(await resp.read()))[2]
