@@ -15,7 +15,7 @@ from app.act.kube import KubeWriter
 from app.api.app import create_app
 from app.objects import coverage
 from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import decide_pod, make_state
+from helpers import Verbs, decide_pod, make_state
 from live import started, until
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -290,3 +290,21 @@ def test_a_pod_group_named_only_by_annotation_is_refused_not_split_into_lone_pod
     refused_by(verdict(plain_world(), annotated.obj()), coverage.FEATURE_RULE, "pod-group-name", "label")
     both = annotated.clone().label(KUEUE + "pod-group-name", "g")
     assert verdict(plain_world(), both.obj()).rule != coverage.FEATURE_RULE      # the label is read: a group
+
+
+
+async def test_a_pod_group_whose_later_member_claims_devices_is_refused_whole(load_extender):
+    """Found in review: a group is decided as one workload made from its first member (gangs.as_workload), so a
+    refused field on any other member was never looked at and the whole group bound, the devices charged nothing.
+    Kueue makes one Workload of the group's pod sets, and its DRA check covers every pod set."""
+    from test_gangs import ALL, gang, snapshot
+    pods = gang(3, "2")
+    pods[2]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    ext = load_extender(snapshot(pending=pods))
+    verbs = Verbs(ext)
+    for p in pods:
+        answer = verbs.filter(p, ALL)
+        why = str(answer["FailedAndUnresolvableNodes"])      # parked: only a change to the group clears it
+        assert not answer["NodeNames"] and "member team-a/g-2" in why and "spec.resourceClaims (gpu)" in why, answer
+    assert ext.journal.of_pod("team-a/g-0")[0]["outcome"] == coverage.DRA_RULE
+    assert not ext.state.holds and not ext.state.reservations and not ext.state.admitted

@@ -55,7 +55,7 @@ class GroupAdmission:
 
 def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
     """A group may be admitted only once its members share one LocalQueue and their WorkloadPriorityClasses
-    exist, its size is known and all of its members exist (a group that lost a member before it ran holds
+    exist, none uses a Kueue field Quotient refuses (objects.coverage), its size is known and all of its members exist (a group that lost a member before it ran holds
     nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
     if len(queues) > 1:
@@ -66,6 +66,9 @@ def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInf
         return Refuse("WorkloadPriorityClassNotFound", f"{describe(key)}: WorkloadPriorityClass "
                       f"{', '.join(missing)} does not exist (label {PRIORITY_CLASS_LABEL} of a member); the group is "
                       "queued once it does: create it, or fix the label")
+    bad = next((m for m in members if m.refused), None)
+    if bad is not None:             # a Kueue field one member uses that Quotient refuses: the group is one workload
+        return Refuse(bad.refused[0], f"{describe(key)}: member {bad.key}: {bad.refused[1]}")
     size = expected_size(state, pod)
     if size is None:
         return Refuse("GroupSizeUnknown", f"{describe(key)}: no size; set the annotation "

@@ -94,7 +94,8 @@ def as_workload(key: str, members: list[PodInfo]) -> PodInfo:
                    name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP) or first.owner.name,
                    requests=requests, priority=max(m.priority or 0 for m in members),
                    pod_priority=max(m.pod_priority or 0 for m in members),
-                   created=min((m.created for m in members if m.created is not None), default=None))
+                   created=min((m.created for m in members if m.created is not None), default=None),
+                   refused=next((m.refused for m in members if m.refused), None))
 
 
 def place(members: list[PodInfo], nodes: list[str], room, allowed=None) -> dict[str, str] | None:
