@@ -308,3 +308,20 @@ async def test_a_pod_group_whose_later_member_claims_devices_is_refused_whole(lo
         assert not answer["NodeNames"] and "member team-a/g-2" in why and "spec.resourceClaims (gpu)" in why, answer
     assert ext.journal.of_pod("team-a/g-0")[0]["outcome"] == coverage.DRA_RULE
     assert not ext.state.holds and not ext.state.reservations and not ext.state.admitted
+
+
+@pytest.mark.parametrize("raw, read", [(5e-324, 0.0), ("1m", 0.001), (0.0015, 0.002), (0.99, 0.99), ("0.99", 0.99), (2, 2.0)])
+def test_a_fair_sharing_weight_is_read_in_thousandths_as_kueue_reads_it(raw, read):
+    """Found in review: weight 5e-324 made a borrowing queue's share inf, and math.floor(inf) raised in filter.
+    Kueue reads the weight as a Quantity's MilliValue (rounded up); a float's own rounding error is not a
+    thousandth, so 5e-324 reads 0 (the weight-0 rules), not 0.001."""
+    cq = v1beta2_queue(fairSharing={"weight": raw})
+    state = make_state(*queue_world(cq))
+    assert state.cluster_queues["cq"].fair_weight == read
+
+
+@pytest.mark.parametrize("raw", [float("inf"), float("nan")])
+def test_a_weight_that_is_no_finite_number_is_refused_with_a_reason(raw):
+    from app.objects.kueue import InvalidObject, decode_cluster_queue
+    with pytest.raises(InvalidObject, match="not a finite number"):
+        decode_cluster_queue(v1beta2_queue(fairSharing={"weight": raw}))

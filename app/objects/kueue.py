@@ -9,6 +9,8 @@ default (V1BETA1_ONLY, V1BETA2_ONLY).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from ..core.quantity import QuantityError, parse_quantity
@@ -253,9 +255,12 @@ def _weight(spec: dict, kind: str, name: str) -> float:
         weight = parse_quantity(raw, "cpu") / 1000 if isinstance(raw, str) else float(raw)
     except (QuantityError, TypeError, ValueError):
         raise InvalidObject(kind, name, f"spec.fairSharing.weight: {raw!r} is not a number") from None
+    if not math.isfinite(weight):
+        raise InvalidObject(kind, name, f"spec.fairSharing.weight: {raw!r} is not a finite number")
     if weight < 0:
         raise InvalidObject(kind, name, "spec.fairSharing.weight must not be negative")
-    return weight
+    # Kueue reads it in thousandths (Quantity.MilliValue, rounded up); the float's own error is no thousandth
+    return math.ceil(weight * 1000 - 1e-6) / 1000
 
 
 def decode_resource_flavor(obj: dict) -> ResourceFlavor:
