@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from ..objects.kueue import V1BETA2
 from .localqueues import LocalQueueStats, local_queue_stats
-from .status import _amount
+from .status import _amount, active
 
 CQ_INACTIVE = "Can't submit new workloads to clusterQueue"     # Kueue's clusterQueueIsInactiveMsg
 
@@ -47,18 +47,6 @@ def _flavors(cq, totals: dict) -> list[dict]:
             for group in cq.resource_groups for f in group.flavors]
 
 
-def _condition(lq, status: str, reason: str, message: str, now: str) -> dict:
-    """metav1.Condition, its lastTransitionTime kept while its status is the one the API holds."""
-    old = next((c for c in lq.status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Active"),
-               None)
-    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else None
-    condition = {"type": "Active", "status": status, "lastTransitionTime": since or now, "reason": reason,
-                 "message": message}
-    if lq.generation:
-        condition["observedGeneration"] = lq.generation
-    return condition
-
-
 def local_queue_status(state, lq, s: LocalQueueStats, now: str) -> dict:
     """The body of one LocalQueue's status patch."""
     status, reason, message = active_condition(state, lq)
@@ -70,7 +58,7 @@ def local_queue_status(state, lq, s: LocalQueueStats, now: str) -> dict:
         "flavorsReservation": _flavors(cq, s.reserved), usage_field: _flavors(cq, s.used),
         "conditions": [*(c for c in lq.status.get("conditions") or ()
                          if isinstance(c, dict) and c.get("type") != "Active"),
-                       _condition(lq, status, reason, message, now)]}}
+                       active(lq.status, status, reason, message, now, lq.generation)]}}
 
 
 def local_queue_statuses(state, now: str | None = None) -> dict[str, dict]:

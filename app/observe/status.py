@@ -38,8 +38,7 @@ def cluster_queue_statuses(state) -> dict[str, dict]:
 
 def active_condition(state, name: str, cq) -> dict:
     """Kueue's Active condition (pkg/cache/scheduler/clusterqueue.go, inactiveReason): True "Ready", or False with
-    why it admits nothing (inactive: state.tree; stopped: stopPolicy). Its lastTransitionTime is kept while its
-    status stays, so an unchanged queue's status is not written again."""
+    why it admits nothing (inactive: state.tree; stopped: stopPolicy)."""
     kind, why = queue_status(state, name)
     if kind == "inactive":
         status, reason, message = "False", state.tree.codes.get(name, "Inactive"), f"Can't admit new workloads: {why}"
@@ -47,11 +46,20 @@ def active_condition(state, name: str, cq) -> dict:
         status, reason, message = "False", "Stopped", f"Can't admit new workloads: {why}"
     else:
         status, reason, message = "True", "Ready", "Can admit new workloads"
-    old = next((c for c in cq.status.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Active"),
-               {})
-    at = old.get("lastTransitionTime") if old.get("status") == status else None
-    return {"type": "Active", "status": status, "reason": reason, "message": message[:32768],
-            "lastTransitionTime": at or format_time(state.clock())}
+    return active(cq.status, status, reason, message, format_time(state.clock()))
+
+
+def active(held: dict, status: str, reason: str, message: str, now: str, generation: int = 0) -> dict:
+    """A metav1.Condition "Active" for a queue whose status the API holds as `held`: its lastTransitionTime is kept
+    while its status stays (an unchanged queue's status is not written again), its message cut to the API's
+    32768 characters (a long list of missing flavors must not make every write fail)."""
+    old = next((c for c in held.get("conditions") or () if isinstance(c, dict) and c.get("type") == "Active"), {})
+    since = old.get("lastTransitionTime") if old.get("status") == status else None
+    condition = {"type": "Active", "status": status, "reason": reason, "message": message[:32768],
+                 "lastTransitionTime": since or now}
+    if generation:
+        condition["observedGeneration"] = generation
+    return condition
 
 
 def _merged(target: object, patch: object) -> object:
