@@ -20,7 +20,8 @@ from app.core import preemption
 from app.core.preemption import choose
 from app.core.preemption import oracle as oracle_module
 from app.core.preemption.candidates import find_candidates
-from app.core.preemption.fairsharing import share, strategy_allows
+from app.core.preemption.fair_order import share
+from app.core.preemption.fairsharing import strategy_allows
 from app.core.preemption.laws import may_preempt, opted_out, preemption_fence
 from app.objects.annotations import DELAY, FENCE
 from app.core.preemption.nodes import node_plans
@@ -453,7 +454,7 @@ def test_fair_sharing_takes_from_the_queue_with_the_highest_share():
     a's nominal quota, so the reason is reclamation, as in Kueue's TestFairPreemptions "reclaim nominal from user
     using the most" (its FairSharingPreemptWithinNominal, on by default)."""
     s = fair_shares_state()
-    assert share(s, s.quota_node("b")) == 333 and share(s, s.quota_node("c")) == 166
+    assert share(s, s.quota_node("b")).rounded == 333 and share(s, s.quota_node("c")).rounded == 166
     targets = quota_targets(s, "team-a", "a1")
     assert why(targets) == {"team-b/b7": IN_COHORT_RECLAMATION, "team-b/b6": IN_COHORT_RECLAMATION}
 
@@ -468,7 +469,7 @@ def test_fair_sharing_weight_divides_a_queues_share():
     """seed 000 ClusterQueue 份额值: "份额值会根据 ClusterQueue 中定义的 .spec.fairSharing.weight 进行加权" - with
     weight 3, b's 333 becomes 111, below c's 166: c loses its newest pods first."""
     s = fair_shares_state(weight_b=3)
-    assert share(s, s.quota_node("b")) == 111
+    assert share(s, s.quota_node("b")).rounded == 111
     assert keys(quota_targets(s, "team-a", "a1"))[0] == "team-c/c5"
 
 

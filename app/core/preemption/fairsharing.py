@@ -2,10 +2,8 @@
 preemptionStrategies LessThanOrEqualToFinalShare and LessThanInitialShare), over hierarchical cohorts."""
 from __future__ import annotations
 
-from ..fairsharing import dominant_resource_share
 from ..quota import FR, QuotaNode
-from .fair_order import TargetOrdering, almost_lcas
-from .fair_order import share as share_of
+from .fair_order import TargetOrdering, almost_lcas, share
 from .laws import guarantee_protected
 from .removals import Removals, given_back, quota_fits
 from .targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Candidate, Preemptor, Target
@@ -14,12 +12,6 @@ from ..view import ClusterView
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 PREEMPTOR = object()        # the overlay's key for the preemptor's own charge
-
-
-def share(state: ClusterView, node: QuotaNode, extra=None) -> int:
-    """The node's weighted dominant resource share (with extra usage added if given), as reported."""
-    spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
-    return dominant_resource_share(node, spec.fair_weight if spec else 1.0, extra)[0]
 
 
 def strategy_allows(name: str, preemptor_new, target_old, target_new) -> bool:
@@ -59,13 +51,13 @@ class _Run:
     def shares(self, queue: QuotaNode) -> tuple[QuotaNode, tuple, tuple]:
         """Kueue's ComputeShares: (the target's almost-LCA, the preemptor's almost-LCA share, its own)."""
         mine, theirs = almost_lcas(self.pre.node, queue)
-        return theirs, share_of(self.state, mine, self.pools).key, share_of(self.state, theirs, self.pools).key
+        return theirs, share(self.state, mine, self.pools).key, share(self.state, theirs, self.pools).key
 
     def share_without(self, c: Candidate, theirs: QuotaNode) -> tuple:
         """Kueue's ComputeTargetShareAfterRemoval."""
         self.rm.remove(c)
         try:
-            return share_of(self.state, theirs, self.pools).key
+            return share(self.state, theirs, self.pools).key
         finally:
             self.rm.restore(c)
 
