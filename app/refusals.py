@@ -101,6 +101,12 @@ class Refusals(dict):
             return r
         return None
 
+    def holds(self, uid: str) -> bool:
+        """The pod was refused and its refusal has not cleared: it waits for a change in the cluster (Kueue's
+        inadmissible, for the pending-workload metrics)."""
+        r = self.get(uid)
+        return r is not None and r.cleared_at is None
+
     def passed(self, uid: str, now: float) -> None:
         """The pod passed filter: its refusal, if any, is kept for /debug/pods until it binds or is gone, as
         cleared (at this retry, when the clearing loop had not seen it yet)."""

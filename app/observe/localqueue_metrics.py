@@ -104,12 +104,11 @@ class LocalQueueMetrics:
             "quotient_local_queue_resource_usage",
             "Quota used by bound pods per LocalQueue, flavor and resource (as kueue_local_queue_resource_usage).",
             labels=fr)
-        refused = self.refusals or {}
         for key in sorted(state.local_queues):
             lq, s = state.local_queues[key], stats[key]
             names = [lq.name, lq.namespace]
             waiting = sum(1 for uids in s.pending_pods.values()
-                          if any(refused.get(u) is not None and refused[u].cleared_at is None for u in uids))
+                          if self.refusals is not None and any(map(self.refusals.holds, uids)))
             live = len(s.pending) if lq.stop_policy == "None" else 0
             pending.add_metric([*names, "active"], live - min(waiting, live))
             pending.add_metric([*names, "inadmissible"], min(waiting, live))

@@ -63,8 +63,7 @@ def counts(state, refusals=None) -> dict[str, QueueWorkloads]:
             key = workload_key(pod) if pod is not None else uid
             if key in taken:
                 continue
-            r = refusals.get(uid) if refusals is not None else None
-            refused[key] = refused.get(key, False) or (r is not None and r.cleared_at is None)
+            refused[key] = refused.get(key, False) or (refusals is not None and refusals.holds(uid))
         found.inadmissible = sum(refused.values())
         found.active = len(refused) - found.inadmissible
     return out
