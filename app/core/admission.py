@@ -166,25 +166,20 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: b
     (all of them when pod is None; with present, only those kube-scheduler brings now: ClusterView.away).
     A group that cannot be admitted (members missing, or naming different queues) holds nothing and is
     passed over."""
-    own, seen = (group_of(pod) if pod is not None else ""), set()
+    own = group_of(pod) if pod is not None else ""
     cfg = state.config.wait_for_pods_ready
     before = state.queue_key(pod) if pod is not None else None
     walk = state.present_pending if present else state.pending_pods
-    for other in walk(cq.name, before=before):
-        if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
-                                                          state.clock(), "")[0]:
-            continue        # backing off or deactivated: it is not admitted first, so it holds nothing
-        key = group_of(other)
-        if not key:
-            if pod is None or other.uid != pod.uid:
-                yield other
-            continue
-        if key == own or key in seen:
-            continue
-        seen.add(key)
-        waiting = waiting_members(state, key, other)
-        if waiting:
-            yield as_workload(key, waiting)     # held members are already counted in the quota
+
+    def others() -> Iterator[PodInfo]:
+        for other in walk(cq.name, before=before):
+            if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
+                                                              state.clock(), "")[0]:
+                continue        # backing off or deactivated: it is not admitted first, so it holds nothing
+            if pod is not None and (other.uid == pod.uid or (own and group_of(other) == own)):
+                continue        # the pod itself, or its own group
+            yield other
+    yield from _workloads(state, others())      # held members are already counted in the quota
 
 
 def pending_workloads(state: ClusterView, cq: ClusterQueue) -> Iterator[PodInfo]:
