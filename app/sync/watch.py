@@ -254,8 +254,8 @@ class WatchSource:
         # kind -> why its watch broke (a dropped or failed connection, a timeout), until it is answered again:
         # an API server restarting (restored from a backup, say) may take binds before this source hears of it.
         self.reconnecting: dict[str, str] = {}
-        # kind -> (key, resourceVersion) of the newest object this source applied: the canary read before a watch
-        # resumes after an interruption (_went_back_since).
+        # kind -> (key, resourceVersion) of the newest object this source applied: the canary read before every
+        # watch (_went_back_since).
         self.canary: dict[str, tuple[str, str]] = {}
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
@@ -621,8 +621,6 @@ class WatchSource:
         if etype == "DELETED":
             if key:
                 self._delete(res, key)
-                if self.canary.get(res.kind, ("",))[0] == key:
-                    self.canary.pop(res.kind, None)     # gone by the API's own word: a 404 of it would tell nothing
             else:
                 self._skip(res, "DELETED object without metadata.name")
         else:
@@ -735,7 +733,8 @@ class WatchSource:
             raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
         try:
             if resp.status == 404:
-                return last[0] in self.known[res.kind]      # applied and never seen deleted: the restore undid it
+                # applied and never seen deleted: the restore undid it (one the API deleted tells nothing)
+                return last[0] in self.known[res.kind]
             if resp.status != 200:
                 raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
             now = _key_of(orjson.loads(await resp.read()))[2]
