@@ -44,14 +44,16 @@ def api_cpu(api: FakeApiServer) -> int:
 @contextlib.asynccontextmanager
 async def live(tmp_path):
     """Quotient live against a fake API (as tests/live.started), with a watch idle limit long enough for a
-    slowed watch to stay open."""
+    slowed watch to stay open, and no watch ended by its timeoutSeconds meanwhile: a watch that starts again reads
+    its canary first (a GET of a pod), which would take the faults these tests aim at the binding's re-read (CI
+    saw it once: the canary's 500 relisted the pods, and bind refused SourceStale)."""
     async with FakeApiServer(bookmark_interval=0.3) as api:
         for obj in objects():
             api.apply(obj)
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         kit = Live(api, client, Configuration())
         try:
-            async with Running(client, kit.state, read_timeout=5.0) as source:
+            async with Running(client, kit.state, read_timeout=5.0, watch_timeout=60) as source:
                 await until(lambda: source.ready, what="initial list")
                 kit.source = source
                 yield kit

@@ -26,7 +26,9 @@ async def live(tmp_path):
                ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).preemption(LOWER)
                    .obj(),
                LocalQueue("lq", "team-a").cluster_queue("cq").obj())
-    async with started(tmp_path, objects) as kit:
+    # No watch ends by its timeoutSeconds during a test: a watch that starts again reads its canary first (a GET of
+    # a pod), which a test's pause of the pods' reads would catch instead of the read it aims at.
+    async with started(tmp_path, objects, watch_timeout=60) as kit:
         yield kit
 
 

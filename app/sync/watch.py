@@ -254,9 +254,6 @@ class WatchSource:
         # kind -> why its watch broke (a dropped or failed connection, a timeout), until it is answered again:
         # an API server restarting (restored from a backup, say) may take binds before this source hears of it.
         self.reconnecting: dict[str, str] = {}
-        # kind -> (key, resourceVersion) of the newest object this source applied: the canary read before every
-        # watch (_went_back_since).
-        self.canary: dict[str, tuple[str, str]] = {}
         self.rng = rng or random.Random()
         self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.known: dict[str, dict[str, tuple[str, str]]] = {r.kind: {} for r in self.resources}
@@ -544,7 +541,6 @@ class WatchSource:
         whose version did not change may have, and every object is applied again."""
         known = self.known[res.kind]
         listed: set[str] = set()
-        newest, newest_rv = None, -1                    # the canary of the watch that follows (_went_back_since)
         for obj in items:
             if not isinstance(obj, dict):
                 self._skip(res, "list item is not an object")
@@ -554,18 +550,12 @@ class WatchSource:
             key, uid, rv = _key_of(obj)
             if key:
                 listed.add(key)
-                if rv.isdigit() and int(rv) > newest_rv:
-                    newest, newest_rv = (key, rv), int(rv)
                 seen = known.get(key)
                 if seen is not None and seen == (uid, rv) and rv and not went_back:
                     continue                            # unchanged since we last applied it
             self._upsert(res, obj)
         for key in [k for k in known if k not in listed]:
             self._delete(res, key)
-        if newest is None:
-            self.canary.pop(res.kind, None)
-        else:
-            self.canary[res.kind] = newest
 
     # ---- applying ---------------------------------------------------------------------
     def _skip(self, res: Resource, reason: str) -> None:
@@ -625,8 +615,6 @@ class WatchSource:
                 self._skip(res, "DELETED object without metadata.name")
         else:
             self._upsert(res, obj)
-            if key and isinstance(rv, str) and rv:
-                self.canary[res.kind] = (key, rv)
         self.events[(res.kind, etype)] += 1
         if isinstance(rv, str) and rv:
             self.rv[res.kind] = rv
@@ -716,25 +704,33 @@ class WatchSource:
         raise WatchError(STALLED, f"neither an event nor a bookmark for {self.stall_timeout:g}s "
                                   f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
-    async def _went_back_since(self, res: Resource) -> bool:
+    def _canary(self, kind: str) -> tuple[str, str] | None:
+        """The newest object this source applied and still holds (known), as (key, resourceVersion): a restore
+        undoes every change after its backup, so when one came, this object is older now, or gone."""
+        newest, newest_rv = None, -1
+        for key, (_, rv) in self.known[kind].items():
+            if rv.isdigit() and int(rv) > newest_rv:
+                newest, newest_rv = (key, rv), int(rv)
+        return newest
+
+    async def _went_back_since(self, res: Resource) -> str:
         """Before a watch resumes (after an interruption, or after the server ended the last one: a restore may
-        have come between two watches, cutting none): is the newest object this source applied now older (or
-        gone)? An API server restored from a backup answers a watch from a resourceVersion it has not reached with
+        have come between two watches, cutting none): the key of the canary (_canary) if it is older now, or gone,
+        else "". An API server restored from a backup answers a watch from a resourceVersion it has not reached with
         504, but once writes have carried its versions past that one again, the watch resumes without an error and
         never shows what the restore undid (a Binding gone, a pod pending again): one read of that object tells.
-        A deletion missed while away relists too. A read that fails cannot tell: it raises WatchError (CANARY_UNREAD),
-        and the kind is relisted rather than resumed blind (a relist is the API's word whatever happened)."""
-        last = self.canary.get(res.kind)
-        if last is None or not last[1].isdigit():
-            return False
+        A read that fails cannot tell: it raises WatchError (CANARY_UNREAD), and the kind is relisted rather than
+        resumed blind (a relist is the API's word whatever happened)."""
+        last = self._canary(res.kind)
+        if last is None:
+            return ""
         try:
             resp = await self._get(res.object_path(last[0]), [], self.request_timeout)
         except WatchError as e:
             raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
         try:
             if resp.status == 404:
-                # applied and never seen deleted: the restore undid it (one the API deleted tells nothing)
-                return last[0] in self.known[res.kind]
+                return last[0]              # held, never seen deleted: the restore undid it
             if resp.status != 200:
                 raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
             now = _key_of(orjson.loads(await resp.read()))[2]
@@ -742,7 +738,7 @@ class WatchSource:
             raise WatchError(CANARY_UNREAD, f"{last[0]}: {type(e).__name__}") from None
         finally:
             resp.release()
-        return now.isdigit() and int(now) < int(last[1])
+        return last[0] if now.isdigit() and int(now) < int(last[1]) else ""
 
     async def _watch_once(self, res: Resource) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.
@@ -750,9 +746,10 @@ class WatchSource:
         rv = self.rv.get(res.kind) or ""
         if not rv:
             raise Gone("no resourceVersion to watch from")
-        if await self._went_back_since(res):
-            raise WatchError(WENT_BACK, f"{self.canary[res.kind][0]} is older than this source saw it: the API "
-                                        "server went back (restored from a backup)")
+        went_back = await self._went_back_since(res)
+        if went_back:
+            raise WatchError(WENT_BACK, f"{went_back} is older than this source saw it, or gone: the API server went "
+                                        "back (restored from a backup)")
         seconds = max(1, int(self.watch_timeout * (1 + self.rng.random()) / 2)) if self.watch_timeout else 0
         query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true")]
         if seconds:
