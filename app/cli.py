@@ -14,9 +14,9 @@ from .sync.snapshot import DEFAULT_SNAPSHOT, SnapshotError, apply_documents, rea
 
 
 def build_from_snapshot(path: str, config_path: str | None = None):
-    """State, writer and extender served from a snapshot file (the embedded default)."""
+    """State, writer and scheduler served from a snapshot file (the embedded default)."""
     from .act.writer import SnapshotWriter
-    from .extender import Extender
+    from .scheduler.scheduler import Scheduler
     from .state.cluster import ClusterState
 
     cluster, own = read_snapshot(path)
@@ -27,7 +27,7 @@ def build_from_snapshot(path: str, config_path: str | None = None):
     state = ClusterState(config)
     apply_documents(path, state, cluster)
     settle_heap()
-    return Extender(state, SnapshotWriter(state))
+    return Scheduler(state, SnapshotWriter(state))
 
 
 class LiveModeError(RuntimeError):
@@ -53,7 +53,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     from .api.app import create_app
     from .api.exposure import is_loopback
     from .api.listeners import listen, serve_all, server
-    from .extender import Extender
+    from .scheduler.scheduler import Scheduler
     from .observe import attach
     from .state.cluster import ClusterState
     from .sync.watch import WatchSource, make_api_client
@@ -67,13 +67,13 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     try:
         state = ClusterState(config)
         writer = make_writer(api_client, state)
-        extender = Extender(state, writer)
-        metrics = attach(extender).metrics
+        scheduler = Scheduler(state, writer)
+        metrics = attach(scheduler).metrics
         source = WatchSource(api_client, state, metrics=metrics, stall_timeout=config.watch_stall_timeout)
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
         label = _leader_label(api_client, elector, metrics)
-        app = create_app(extender, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
+        app = create_app(scheduler, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
                          reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
@@ -82,7 +82,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         main.announce = lambda: logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
             "initial list is applied", api_client.configuration.host, args.host, args.port, prefix)
-        view = _view(args, extender)
+        view = _view(args, scheduler)
         listen(main, conversion, view)      # before any watch or lease: a port that cannot be had stops here
         source.start()
         electing = asyncio.create_task(elector.run()) if elector else None
@@ -196,14 +196,14 @@ def serve(args: argparse.Namespace) -> int:
             return 2
     path = args.snapshot or DEFAULT_SNAPSHOT
     try:
-        extender = build_from_snapshot(path, args.config)
+        scheduler = build_from_snapshot(path, args.config)
     except (SnapshotError, ConfigError) as e:
         print(f"quotient: {e}", file=sys.stderr)
         return 2
-    config = extender.state.config
+    config = scheduler.state.config
     prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
-    state = extender.state
-    main = server(create_app(extender, prefix, reconcile_interval=config.reconcile_interval,
+    state = scheduler.state
+    main = server(create_app(scheduler, prefix, reconcile_interval=config.reconcile_interval,
                              clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
                              identities=config.client_identities),
                   args.host, args.port, args.log_level, tls, limits=_limits(args))
@@ -211,7 +211,7 @@ def serve(args: argparse.Namespace) -> int:
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on %s://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), "https" if tls else "http", args.host,
         args.port, prefix)
-    view = _view(args, extender)
+    view = _view(args, scheduler)
     try:
         listen(main, conversion, view)
     except PortError as e:
@@ -221,13 +221,13 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _view(args: argparse.Namespace, extender):
+def _view(args: argparse.Namespace, scheduler):
     """The --view-port server (/ui and /debug without client certificates, listeners.view_server), or None."""
     if args.view_port is None:
         return None
     from .api.listeners import view_server
 
-    view = view_server(extender, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key,
+    view = view_server(scheduler, args.view_host, args.view_port, args.log_level, args.tls_cert, args.tls_key,
                        _limits(args))
     view.announce = lambda: logging.getLogger("quotient").info(
         "serving /ui and /debug without client certificates on %s:%d (--view-port)", args.view_host, args.view_port)

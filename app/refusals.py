@@ -70,7 +70,7 @@ class Refusals(dict):
         self.waited = [0, 0.0]              # kube-scheduler's tries after a clearing: count, seconds in all
         self.waited_in = [0] * len(WAITED_BUCKETS)   # of them, how many waited at most each WAITED_BUCKETS bound
 
-    def refused(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
+    def book(self, uid: str, rule: str, reason: str, now: float, retry: str = "",
                 holds: frozenset[str] = frozenset()) -> str:
         """Book a refusal; returns the words to answer it with. The same refusal asked again keeps its time, and
         for quota and queue order (the refusals of a waiting backlog) its first words: kube-scheduler writes the

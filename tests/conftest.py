@@ -19,9 +19,10 @@ from app.act.writer import SnapshotWriter
 from app.api.app import create_app
 from app.cli import build_from_snapshot
 from app.config import Configuration
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.state.cluster import ClusterState
 from app.sync.snapshot import apply_documents, read_snapshot
+from helpers import FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
 WIRE_DIR = REPO.parent / "shared" / "wire"
@@ -60,19 +61,19 @@ def write_yaml(tmp_path):
 
 @pytest.fixture
 def load_extender(write_yaml):
-    """load_extender(yaml) -> Extender via build_from_snapshot (the CLI's own builder)."""
-    def load(text: str, name: str = "snapshot.yaml") -> Extender:
+    """load_extender(yaml) -> Scheduler via build_from_snapshot (the CLI's own builder)."""
+    def load(text: str, name: str = "snapshot.yaml") -> Scheduler:
         return build_from_snapshot(write_yaml(text, name))
     return load
 
 
 @pytest.fixture
 def build_extender(write_yaml):
-    """build_extender(yaml, config=..., clock=..., writer=...) -> Extender on a hand-built ClusterState.
+    """build_extender(yaml, config=..., clock=..., writer=...) -> Scheduler on a hand-built ClusterState.
 
     Mirrors build_from_snapshot, but lets a test choose the Configuration, the clock
     and the writer (writer is a factory taking the state, or an object)."""
-    def build(text: str, config: Configuration | None = None, clock=None, writer=None) -> Extender:
+    def build(text: str, config: Configuration | None = None, clock=None, writer=None) -> Scheduler:
         path = write_yaml(text)
         cluster, _ = read_snapshot(path)
         state = ClusterState(config or Configuration(), **({"clock": clock} if clock is not None else {}))
@@ -81,17 +82,26 @@ def build_extender(write_yaml):
             writer = SnapshotWriter(state)
         elif callable(writer) and not hasattr(writer, "bind"):
             writer = writer(state)
-        return Extender(state, writer)
+        return Scheduler(state, writer)
     return build
 
 
 @pytest.fixture
+def ext(request, build_extender):
+    """The test module's cluster as a Scheduler: its CLUSTER text (a snapshot), on a FakeClock at its T0 when it
+    names one."""
+    t0 = getattr(request.module, "T0", None)
+    return build_extender(request.module.CLUSTER, clock=FakeClock(t0) if t0 is not None else None)
+
+
+@pytest.fixture
 def api():
-    """`async with api(extender, prefix) as client:` an httpx client on the real routes."""
+    """`async with api(scheduler, prefix) as client:` an httpx client on the real routes."""
     @contextlib.asynccontextmanager
-    async def open_client(extender: Extender, prefix: str = "", ready=None):
-        app = create_app(extender, prefix) if ready is None else create_app(extender, prefix, ready)
+    async def open_client(scheduler: Scheduler, prefix: str = "", ready=None):
+        app = create_app(scheduler, prefix) if ready is None else create_app(scheduler, prefix, ready)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            client.served = app          # what the application keeps (its offered-node cache), for a test to read
             yield client
     return open_client

@@ -98,7 +98,7 @@ class FakeClock:
 
 def decide_pod(state: ClusterState, obj: dict, offered=None):
     """Apply a pod and decide() for it, with the node names kube-scheduler offered (None: no restriction)."""
-    from app.api.offered import OfferedNodes
+    from app.objects.offered import OfferedNodes
     from app.core.admission import decide
 
     apply(state, obj)
@@ -109,7 +109,7 @@ def decide_pod(state: ClusterState, obj: dict, offered=None):
     return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
 
 
-# ---- one-queue cluster (for the HTTP tests that load an Extender from a snapshot) --------------
+# ---- one-queue cluster (for the HTTP tests that load a Scheduler from a snapshot) --------------
 
 def one_queue(quota: int, strategy: str = "BestEffortFIFO", preemption: dict | None = None,
               nodes=("n1", "n2"), node_cpu: int = 8) -> list[dict]:
@@ -124,24 +124,27 @@ def one_queue(quota: int, strategy: str = "BestEffortFIFO", preemption: dict | N
 
 
 class Verbs:
-    """kube-scheduler's calls on an Extender without HTTP: the body encoded as on the wire, the answer decoded.
-    Rule tests drive the extender's decisions with it; the routes themselves are tested over HTTP
-    (test_verbs, test_wire, test_bad_input)."""
+    """kube-scheduler's calls on a Scheduler without HTTP: the body encoded as on the wire (app.api.verbs), the
+    answer decoded. Rule tests drive the scheduler's decisions with it; the routes themselves are tested over
+    HTTP (test_verbs, test_wire, test_bad_input)."""
 
     def __init__(self, ext):
+        from app.api.verbs import Verbs as Wire
+
         self.ext = ext
+        self.wire = Wire(ext)
 
     def filter(self, pod: dict, names) -> dict:
-        return orjson.loads(self.ext.filter(orjson.dumps(extender_args(as_sent(pod), list(names)))))
+        return orjson.loads(self.wire.filter(orjson.dumps(extender_args(as_sent(pod), list(names)))))
 
     async def bind(self, pod: dict, node: str) -> dict:
-        return orjson.loads(await self.ext.bind(orjson.dumps(binding_args(pod, node))))
+        return orjson.loads(await self.wire.bind(orjson.dumps(binding_args(pod, node))))
 
     def preempt(self, pod: dict, victims: dict[str, list[str]]) -> dict:
         """victims: node -> the victims' uids kube-scheduler's own dry run chose (NodeNameToMetaVictims)."""
         meta = {n: {"Pods": [{"UID": u} for u in uids], "NumPDBViolations": 0} for n, uids in victims.items()}
         body = {"Pod": as_sent(pod), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
-        return orjson.loads(self.ext.preempt(orjson.dumps(body)))
+        return orjson.loads(self.wire.preempt(orjson.dumps(body)))
 
 
 def as_sent(pod: dict) -> dict:

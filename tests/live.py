@@ -9,7 +9,7 @@ import time
 
 from app.act.kube import KubeWriter
 from app.config import Configuration
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.state.cluster import ClusterState
 from app.sync.watch import WatchSource, make_api_client
 from fakeapi import FakeApiServer
@@ -79,7 +79,7 @@ class Live:
         self.api, self.client = api, client
         self.clock = FakeClock()
         self.state = ClusterState(config, clock=self.clock, timer=self.clock.timer)
-        self.ext = Extender(self.state, KubeWriter(client, self.state))
+        self.ext = Scheduler(self.state, KubeWriter(client, self.state))
         self.verbs = Verbs(self.ext)
         self.source = None          # the WatchSource, once started() runs it
 

@@ -140,9 +140,7 @@ def bad_requests() -> list[tuple[str, str, bytes, str]]:
 BAD_REQUESTS = bad_requests()
 
 
-@pytest.fixture
-def ext(load_extender):
-    return load_extender(SNAPSHOT)
+CLUSTER = SNAPSHOT         # the conftest's ext fixture builds it
 
 
 async def good_request(client, verb: str, n: int) -> None:

@@ -12,7 +12,8 @@ import bench_preempt as bp  # noqa: E402
 
 from app.act.kube import KubeWriter  # noqa: E402
 from app.act.writer import SnapshotWriter  # noqa: E402
-from app.extender import Extender  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
+from app.scheduler.scheduler import Scheduler  # noqa: E402
 from app.objects.pod import decode_pod  # noqa: E402
 from fakeapi import FakeApiServer  # noqa: E402
 from helpers import answer_reasons, make_state, with_uids
@@ -37,17 +38,18 @@ async def test_filter_preempts_by_itself_then_admits_once_the_victim_is_gone():
     once, and the next filter of the preemptor passes the node held for it."""
     docs, nodes = bp.cluster_docs(rounds=2, burst=10)
     state = make_state(*with_uids(docs))
-    extender = Extender(state, SnapshotWriter(state))
+    extender = Scheduler(state, SnapshotWriter(state))
     preemptor = with_uids(bp.preemptors("cq-burst", 1))[0]
     body = orjson.dumps({"Pod": preemptor, "Nodes": None, "NodeNames": nodes})
-    refused = orjson.loads(extender.filter(body))
+    wire = Verbs(extender)
+    refused = orjson.loads(wire.filter(body))
     assert refused["NodeNames"] == [] and "preempting cq-burst/victim-" in \
         next(iter(answer_reasons(refused, nodes).values()))
     await extender.actions.settle()
     assert extender.writer.evictions == 1 and len(state.pods) == 2 + 10      # 12 victims and the preemptor, less the one evicted
     reclaim = [e for e in extender.journal.entries if e["verb"] == "reclaim" and e["outcome"] == "Preempting"]
     assert [e["pod"] for e in reclaim] == ["cq-burst/preemptor-000"]
-    admitted = orjson.loads(extender.filter(body))
+    admitted = orjson.loads(wire.filter(body))
     assert admitted["NodeNames"] == [state.holds["uid-cq-burst-preemptor-000"].node]
 
 

@@ -13,7 +13,8 @@ import bench_throughput as bt  # noqa: E402
 import rig  # noqa: E402
 
 from app.act.writer import SnapshotWriter  # noqa: E402
-from app.extender import Extender  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
+from app.scheduler.scheduler import Scheduler  # noqa: E402
 from helpers import make_state, with_uids
 
 
@@ -21,7 +22,7 @@ async def test_every_pod_of_the_backlog_is_admitted_onto_every_node_and_bound():
     docs, names = bt.cluster(nodes=20, backlog=30)
     docs = with_uids(docs)
     state = make_state(*docs)
-    ext = Extender(state, SnapshotWriter(state))
+    ext = Verbs(Scheduler(state, SnapshotWriter(state)))
     pods = [bt.as_scheduler_sends(d) for d in docs if d["kind"] == "Pod"]
     assert len(pods) == 30 and len(state.nodes) == 20
     for pod in pods:

@@ -4,7 +4,7 @@ second is enough for the next ask to be decided anew; and an admission is never 
 from __future__ import annotations
 
 from app.act.writer import SnapshotWriter
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.state.blocked import MAX_AGE
 from builders import Pod
 from helpers import Verbs, apply, delete, make_state, one_queue, uid
@@ -26,7 +26,7 @@ def kit(running: int = 4):
     runs = [Pod(f"run-{i}").queue("q").cpu("1").node("n1").obj() for i in range(running)]
     for p in runs:
         apply(state, p)
-    return clock, state, Verbs(Extender(state, SnapshotWriter(state))), runs
+    return clock, state, Verbs(Scheduler(state, SnapshotWriter(state))), runs
 
 
 def reason(answer: dict) -> str:

@@ -12,12 +12,13 @@ import time
 import httpx
 import pytest
 
-import app.api.app as app_module
+import app.scheduler.loops as loops_module
 from app.sync import freshness
 from app.act.kube import KubeWriter
 from app.act.writer import SnapshotWriter, WriteError
-from app.api.app import Loops, create_app
-from app.extender import Extender
+from app.api.app import create_app
+from app.scheduler.loops import Loops
+from app.scheduler.scheduler import Scheduler
 from app.leader import LeaderElector
 from app.objects.pod import decode_pod
 from app.observe import attach
@@ -50,7 +51,7 @@ async def test_a_write_the_api_never_answers_fails_within_its_timeouts(fake_api,
 
 async def test_a_reconcile_stuck_in_an_await_makes_livez_fail(load_extender, monkeypatch):
     from test_bad_input import SNAPSHOT
-    monkeypatch.setattr(app_module, "MIN_STALL", 0.3)
+    monkeypatch.setattr(loops_module, "MIN_STALL", 0.3)
     ext = load_extender(SNAPSHOT)
     never = asyncio.Event()
     calls = []
@@ -136,7 +137,7 @@ async def test_a_renewal_that_hangs_is_given_up_and_the_elector_goes_on(fake_api
 async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_client):
     seed(fake_api, pods=2)
     state = ClusterState()
-    extender = Extender(state, SnapshotWriter(state))
+    extender = Scheduler(state, SnapshotWriter(state))
     metrics = attach(extender).metrics
     async with Running(api_client, state, metrics=metrics) as source:
         app = create_app(extender, ready=lambda: source.ready)

@@ -143,9 +143,7 @@ NODES = ["od-1", "od-2", "spot-1"]
 T0 = 1_800_000_000.0
 
 
-@pytest.fixture
-def ext(build_extender):
-    return build_extender(SCENARIO, clock=FakeClock(T0))
+CLUSTER = SCENARIO         # the conftest's ext fixture builds it
 
 
 def filter_for(ext, key: str, names=NODES) -> dict:

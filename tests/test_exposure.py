@@ -18,7 +18,7 @@ from app.api.app import create_app
 from app.api.exposure import INSECURE_FLAG, ExposureError, check_exposure, is_loopback
 from app.api.identity import Peer
 from app.config import Configuration
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
 from app.sync.watch import make_api_client
@@ -131,7 +131,7 @@ async def test_a_ghost_whose_bind_the_api_refused_is_forgotten_and_frees_its_quo
                         LocalQueue("q", "team-a").cluster_queue("cq").obj()):
                 fake.apply(obj)
                 apply_object(state, obj)                 # as the watch would deliver them
-            ext = Extender(state, KubeWriter(client, state, timeout=2.0))
+            ext = Scheduler(state, KubeWriter(client, state, timeout=2.0))
             ghost = Pod("ghost").queue("q").cpu("3").wire()
             app = create_app(ext)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:

@@ -1,6 +1,6 @@
 """Pod groups (gangs): recognised by two conventions, admitted whole or not at all.
 
-Rules under test (the issue "pod groups", app/core/gangs.py, Extender._filter_member,
+Rules under test (the issue "pod groups", app/core/gangs.py, app/scheduler/filter.py,
 admission._ahead), and the seeds they come from:
 
   * seed 003 (Kueue waitForPodsReady, 全有或全无调度): some jobs need all their pods running at
@@ -13,7 +13,7 @@ admission._ahead), and the seeds they come from:
     high priority ("Jika salah satu Pod dalam gang memiliki prioritas tinggi, seluruh gang dianggap
     berprioritas tinggi").
 
-The tests build an Extender from a snapshot (builders.snapshot_yaml) and call its filter and bind verbs
+The tests build a Scheduler from a snapshot (builders.snapshot_yaml) and call its filter and bind verbs
 as kube-scheduler does, with wire bodies but without HTTP (helpers.Verbs); members that exist before the
 first filter are pending pods of the snapshot, as the watch would have listed them.
 """
@@ -332,7 +332,7 @@ async def test_first_member_whose_own_node_is_not_offered_admits_the_group_and_w
 
 
 async def test_placement_prefers_offered_nodes(load_extender):
-    """Extender._filter_member: candidates are the flavor's nodes with the offered ones first, so 2 x 6 CPUs
+    """filter for a group member (app/scheduler/filter.py): candidates are the flavor's nodes with the offered ones first, so 2 x 6 CPUs
     offered n2 and n3 (of n1..n3) go there, not on n1 (first by name)."""
     pods = gang(2, "6")
     ext = load_extender(snapshot(nodes=("n1", "n2", "n3"), pending=pods[1:]))

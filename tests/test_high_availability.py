@@ -251,7 +251,7 @@ async def test_a_leader_cut_off_from_the_api_keeps_its_label_answers_503_and_rem
     verbs 503 with the connection closed, so the caller's next connection may reach the new leader. Once the
     API is reachable again the stale label goes."""
     from app.api.app import create_app
-    from app.extender import Extender
+    from app.scheduler.scheduler import Scheduler
     from app.act.writer import SnapshotWriter
     from app.sync.watch import make_api_client
 
@@ -275,7 +275,7 @@ async def test_a_leader_cut_off_from_the_api_keeps_its_label_answers_503_and_rem
                     what="b labelled while a's label stays")
         assert not a.leading and b.leading
         state = ClusterState()
-        app = create_app(Extender(state, SnapshotWriter(state)), leading=lambda: a.leading)
+        app = create_app(Scheduler(state, SnapshotWriter(state)), leading=lambda: a.leading)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a") as http:
             r = await http.post("/filter", json={"Pod": replica_pod("x"), "Nodes": None, "NodeNames": ["n1"]})
         assert r.status_code == 503 and r.headers["connection"] == "close"

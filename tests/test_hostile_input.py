@@ -28,9 +28,7 @@ from builders import Pod, extender_args
 KUEUE = "kueue.x-k8s.io/v1beta1"
 
 
-@pytest.fixture
-def ext(load_extender):
-    return load_extender(SNAPSHOT)
+CLUSTER = SNAPSHOT         # the conftest's ext fixture builds it
 
 
 async def _still_serving(client) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration, WaitForPodsReady
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.objects.job import decode_job
 from app.sync.watch import make_api_client
 from builders import Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, cpu_queue
@@ -85,7 +85,7 @@ async def test_kube_schedulers_preemption_of_a_job_ends_its_workload():
     job = Job("j").queue("q").parallelism(2)
     s = cluster(job.obj(), *(p.obj() for p in pods_of(job, 2, cpu="2")), quota=4, nodes=1, preemption=LOWER)
     apply(s, Node("n1").cpu("8").obj())
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     for p in pods_of(job, 2, cpu="2"):
         assert (await verbs.bind(p.obj(), verbs.filter(p.obj(), ["n1"])["NodeNames"][0])) == {"Error": ""}
     urgent = Pod("urgent").queue("q").cpu("4").priority_class("high").created(100)
@@ -137,7 +137,7 @@ async def test_holds_that_lapse_before_any_pod_binds_end_the_workload():
                    PriorityClass("high", 1000).obj(), Node("n1").cpu("4").obj(), Node("n2").cpu("4").obj(),
                    Pod("low").queue("q").cpu("4").node("n1").obj(), job.obj(),
                    *(p.priority_class("high").obj() for p in pods_of(job, 2, cpu="2")), clock=clock)
-    verbs = Verbs(Extender(s, NoEvict(s)))
+    verbs = Verbs(Scheduler(s, NoEvict(s)))
     verbs.filter(pods_of(job, 1, cpu="2")[0].priority_class("high").obj(), ["n1", "n2"])
     assert s.holds and job.uid in s.job_admissions
     clock.advance(61)
@@ -182,7 +182,7 @@ async def test_a_partially_admitted_job_all_ready_is_not_timed_out():
                    Pod("run").queue("q").cpu("5").node("n1").ready().obj(), job.obj(),
                    *(p.obj() for p in pods_of(job, 4)),
                    config=Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=300.0)), clock=clock)
-    ext = Extender(s, SnapshotWriter(s))
+    ext = Scheduler(s, SnapshotWriter(s))
     verbs = Verbs(ext)
     for p in pods_of(job, 3):
         [node] = verbs.filter(p.obj(), ["n1", "n2", "n3"])["NodeNames"]
@@ -207,7 +207,7 @@ async def test_live_jobs_are_a_source_even_when_none_exists_at_start(tmp_path):
                 late = Job("first").queue("q")
                 api.apply(Pod("first-0").of_job(late).cpu("1").obj())
                 await until(lambda: source.state.pod_by_key("team-a/first-0") is not None, what="the pod")
-                answer = Verbs(Extender(source.state, SnapshotWriter(source.state))).filter(
+                answer = Verbs(Scheduler(source.state, SnapshotWriter(source.state))).filter(
                     Pod("first-0").of_job(late).cpu("1").obj(), ["n1"])
                 assert answer["NodeNames"] == [] and "is not known to Quotient yet" in answer["Error"]
         finally:
@@ -240,7 +240,7 @@ async def test_random_job_lives_keep_the_accounts_and_the_quota(seed):
                    cpu_queue("cq", 6, preemption=LOWER),
                    LocalQueue("q", "team-a").cluster_queue("cq").obj(), PriorityClass("high", 1000).obj(),
                    *(Node(f"n{i}").cpu("4").obj() for i in range(1, 4)), clock=clock)
-    ext = Extender(s, Flaky(s, rng))
+    ext = Scheduler(s, Flaky(s, rng))
     verbs = Verbs(ext)
     jobs: dict[str, dict] = {}
     pods: dict[str, Pod] = {}

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.act.writer import SnapshotWriter
 from app.config import Configuration, ConfigError, decode_configuration
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.observe.metrics import Metrics
 from builders import Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor, cpu_queue
 from helpers import FakeClock, Verbs, apply, delete, make_state, refused
@@ -118,7 +118,7 @@ def test_the_bound_is_measured_from_when_the_pod_was_first_seen_not_from_each_fi
     clock = FakeClock()
     s = state_with(clock=clock)
     s.jobs_listed = True
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     [pod] = orphans(1)
     apply(s, pod.obj())
     for _ in range(4):          # kube-scheduler's retries: 1, 2, 4 s ... none of them restarts the wait
@@ -132,7 +132,7 @@ def test_a_second_pod_of_a_job_already_found_missing_does_not_wait_again():
     clock = FakeClock()
     s = state_with(clock=clock)
     s.jobs_listed = True
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     first, second = orphans(2)
     apply(s, first.obj())
     clock.advance(5.0)
@@ -149,7 +149,7 @@ def test_a_job_deleted_with_cascade_orphan_leaves_its_pods_to_the_pod_rules_at_o
     s = state_with(job.obj(), *(p.obj() for p in pods), clock=clock)
     s.jobs_listed = True
     delete(s, job.obj())
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     assert verbs.filter(pods[0].obj(), ["n1"])["NodeNames"] == ["n1"]
     assert waits(s) == {"quotient_job_waits_total": 0, "quotient_job_waits_expired_total": 0}
 
@@ -160,7 +160,7 @@ async def test_a_job_that_comes_after_the_bound_takes_its_running_pods_without_c
     pods = [Pod(f"slow-{i}").of_job(job).queue("q").cpu("1") for i in range(2)]
     s = state_with(clock=clock)
     s.jobs_listed = True
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     apply(s, *(p.obj() for p in pods))
     clock.advance(5.0)
     for p in pods:
@@ -182,7 +182,7 @@ def test_without_a_job_source_nothing_waits():
     s = state_with(clock=FakeClock())
     [pod] = orphans(1)
     apply(s, pod.obj())
-    assert Verbs(Extender(s, SnapshotWriter(s))).filter(pod.obj(), ["n1"])["NodeNames"] == ["n1"]
+    assert Verbs(Scheduler(s, SnapshotWriter(s))).filter(pod.obj(), ["n1"])["NodeNames"] == ["n1"]
 
 
 def test_job_wait_timeout_is_configurable():
@@ -199,7 +199,7 @@ def test_the_wait_follows_job_wait_timeout():
     clock = FakeClock()
     s = state_with(clock=clock, config=Configuration(job_wait_timeout=30.0))
     s.jobs_listed = True
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     [pod] = orphans(1)
     apply(s, pod.obj())
     clock.advance(29.0)
@@ -231,7 +231,7 @@ def test_a_jobnotseen_refusal_clears_when_the_wait_ends_or_the_job_comes(ending,
     clock = FakeClock()
     s = state_with(clock=clock)
     s.jobs_listed = True
-    ext = Extender(s, SnapshotWriter(s))
+    ext = Scheduler(s, SnapshotWriter(s))
     job = Job("j").queue("q")
     [pod] = [Pod("j-0").of_job(job).queue("q").cpu("1")]
     apply(s, pod.obj())

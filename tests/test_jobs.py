@@ -12,7 +12,7 @@ import pytest
 from app.act.writer import SnapshotWriter
 from app.config import Configuration, WaitForPodsReady
 from app.core.admission import decide
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.objects.errors import InvalidObject
 from app.objects.job import decode_job
 from app.sim.run import differences, simulate
@@ -105,7 +105,7 @@ def test_a_pod_whose_job_the_watch_has_not_delivered_waits_instead_of_passing_un
     unchecked; kube-scheduler is told to try it again after its backoff."""
     known, late = Job("known").queue("q"), Job("late").queue("q")
     s = cluster(known.obj())
-    ext = Extender(s, SnapshotWriter(s))
+    ext = Scheduler(s, SnapshotWriter(s))
     answer = Verbs(ext).filter(Pod("late-0").of_job(late).cpu("1").obj(), ["n1"])
     assert answer["NodeNames"] == [] and "Job team-a/late, the pod's owner, is not known" in answer["Error"]
     apply(s, late.obj(), Pod("late-0").of_job(late).cpu("1").obj())
@@ -121,7 +121,7 @@ def test_a_job_that_does_not_fit_admits_nothing_then_all_of_it_at_once():
     run = Pod("run").queue("q").cpu("3").node("n1")
     s = cluster(run.obj(), Pod("run2").queue("q").cpu("2").node("n2").obj(), job.obj(),
                 *(p.obj() for p in pods_of(job, 4)))
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     for p in pods_of(job, 4):
         answer = verbs.filter(p.obj(), ["n1", "n2"])
         assert answer["NodeNames"] == [] and "Job team-a/j (4 pending members, admitted whole or not at all)" in \
@@ -138,7 +138,7 @@ def test_partial_admission_admits_the_most_pods_that_fit_down_to_the_minimum():
     job = Job("j").queue("q").parallelism(4).min_parallelism(2)
     s = cluster(Pod("run").queue("q").cpu("5").node("n1").obj(), job.obj(), *(p.obj() for p in pods_of(job, 4)),
                 nodes=3)
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     assert verbs.filter(pods_of(job, 1)[0].obj(), ["n1", "n2", "n3"])["NodeNames"]
     assert sorted(s.holds) == [f"uid-team-a-j-{i}" for i in range(3)] and s.job_admissions[job.uid].size == 3
     last = verbs.filter(pods_of(job, 4)[3].obj(), ["n1", "n2", "n3"])
@@ -149,7 +149,7 @@ def test_partial_admission_below_the_minimum_admits_nothing():
     job = Job("j").queue("q").parallelism(4).min_parallelism(3)
     s = cluster(Pod("run").queue("q").cpu("6").node("n1").obj(), job.obj(), *(p.obj() for p in pods_of(job, 4)),
                 nodes=3)
-    answer = Verbs(Extender(s, SnapshotWriter(s))).filter(pods_of(job, 1)[0].obj(), ["n1", "n2", "n3"])
+    answer = Verbs(Scheduler(s, SnapshotWriter(s))).filter(pods_of(job, 1)[0].obj(), ["n1", "n2", "n3"])
     assert answer["NodeNames"] == [] and "nor with fewer pods, down to kueue.x-k8s.io/job-min-parallelism=3" in \
         answer_reasons(answer, ["n1"])["n1"]
     assert s.holds == {} and s.job_admissions == {}
@@ -162,7 +162,7 @@ async def admitted_job(parallelism=4, completions=None, quota=8, preemption=None
     if completions is not None:
         job.completions(completions)
     s = cluster(job.obj(), *(p.obj() for p in pods_of(job, parallelism)), quota=quota, preemption=preemption)
-    ext = Extender(s, SnapshotWriter(s))
+    ext = Scheduler(s, SnapshotWriter(s))
     verbs = Verbs(ext)
     for p in pods_of(job, parallelism):
         [node] = verbs.filter(p.obj(), ["n1", "n2"])["NodeNames"]
@@ -235,7 +235,7 @@ def test_a_pod_of_another_kind_named_job_keeps_todays_rules():
     s = cluster(Job("known").queue("q").obj())
     pod = Pod("v-0").owner("Job", "v", "uid-volcano", api_version="batch.volcano.sh/v1alpha1").cpu("1").obj()
     apply(s, pod)
-    assert Verbs(Extender(s, SnapshotWriter(s))).filter(pod, ["n1"])["NodeNames"] == ["n1"]
+    assert Verbs(Scheduler(s, SnapshotWriter(s))).filter(pod, ["n1"])["NodeNames"] == ["n1"]
 
 
 # ---- the simulator's Job controller (tests/scenarios/job-*.yaml) -------------------------------------------
@@ -287,7 +287,7 @@ async def test_wait_for_pods_ready_times_out_a_job_whole_and_its_workload_ends()
                    LocalQueue("q", "team-a").cluster_queue("cq").obj(), Node("n1").cpu("4").obj(), job.obj(),
                    *(p.obj() for p in pods_of(job, 2)),
                    config=Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=60.0)), clock=clock)
-    ext = Extender(s, SnapshotWriter(s))
+    ext = Scheduler(s, SnapshotWriter(s))
     verbs = Verbs(ext)
     for p in pods_of(job, 2):
         assert (await verbs.bind(p.obj(), verbs.filter(p.obj(), ["n1"])["NodeNames"][0])) == {"Error": ""}

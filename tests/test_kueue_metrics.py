@@ -20,10 +20,7 @@ JOB_PODS = [Pod(f"j-{i}").of_job(JOB).cpu("500m").created_at(format_time(T0 - 30
 A = "team-a-cq"
 
 
-@pytest.fixture
-def ext(build_extender):
-    return build_extender(SCENARIO + "---\n" + snapshot_yaml(JOB.obj(), *(p.obj() for p in JOB_PODS)),
-                          clock=FakeClock(T0))
+CLUSTER = SCENARIO + "---\n" + snapshot_yaml(JOB.obj(), *(p.obj() for p in JOB_PODS))   # conftest's ext
 
 
 async def admit_the_job(ext, c) -> dict[str, str]:

@@ -119,8 +119,8 @@ async def test_a_v1beta2_local_queue_gets_its_status_in_v1beta2(tmp_path):
 
 
 async def test_reconcile_writes_local_queue_status_rate_limited_like_cluster_queue_status(tmp_path):
-    """Extender.reconcile publishes LocalQueue status with ClusterQueue status, at most every STATUS_INTERVAL."""
-    from app.extender import STATUS_INTERVAL
+    """Scheduler.reconcile publishes LocalQueue status with ClusterQueue status, at most every STATUS_INTERVAL."""
+    from app.scheduler.reconcile import STATUS_INTERVAL
     async with started(tmp_path, objects()) as kit:
         patches = lambda: sum(1 for m, p, _ in kit.api.writes  # noqa: E731
                               if m == "PATCH" and "/localqueues/" in p and p.endswith("/status"))

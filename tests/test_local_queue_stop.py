@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from app.core.admission import decide
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.journal import Journal
 from app.state.cluster import ClusterState
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
@@ -106,7 +106,7 @@ async def test_hold_and_drain_evicts_the_local_queues_admitted_pods_with_reason_
     """reconcileOnLocalQueueActiveState: an admitted workload of a HoldAndDrain LocalQueue is evicted with reason
     LocalQueueStopped ("The LocalQueue is stopped"); the ClusterQueue's other LocalQueue keeps its pods."""
     s = cluster(None, "v1beta2", "BestEffortFIFO", running("a1", "lq"), running("a2", "lq"), running("o1", "other"))
-    ext = Extender(s, RecordingWriter(s), Journal())
+    ext = Scheduler(s, RecordingWriter(s), Journal())
     assert await ext.reconcile() == 0
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").version("v1beta2").stop_policy("HoldAndDrain").obj())
     assert await ext.reconcile() == 2
@@ -120,7 +120,7 @@ async def test_hold_and_drain_evicts_the_local_queues_admitted_pods_with_reason_
 async def test_hold_lets_the_local_queues_admitted_pods_run_to_completion():
     """localqueue_types.go: "Hold - Admitted workloads will run to completion"."""
     s = cluster("Hold", "v1beta1", "BestEffortFIFO", running("a1", "lq"))
-    ext = Extender(s, RecordingWriter(s), Journal())
+    ext = Scheduler(s, RecordingWriter(s), Journal())
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
     assert s.admitted[pod_info(s, "team-a", "a1").uid].usage[("default-flavor", "cpu")] == 2 * CPU
 

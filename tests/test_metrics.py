@@ -20,9 +20,7 @@ from test_debug import NODES, SCENARIO, T0, bind_for, filter_for
 Gi = 2**30
 
 
-@pytest.fixture
-def ext(build_extender):
-    return build_extender(SCENARIO, clock=FakeClock(T0))
+CLUSTER = SCENARIO         # the conftest's ext fixture builds it
 
 
 def samples(text: str) -> dict[tuple, float]:

@@ -17,7 +17,8 @@ import orjson
 import pytest
 
 from app.api import offered
-from app.api.offered import OfferedNodeCache, OfferedNodes, fingerprint
+from app.api.offered import OfferedNodeCache, encode_priorities, fingerprint
+from app.objects.offered import OfferedNodes
 from app.sync.dispatch import apply_object
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
 
@@ -93,7 +94,7 @@ async def test_cached_answers_equal_the_ordinary_path(load_extender, api):
             scores = orjson.loads(r.content)                      # "Score": 1 has a space: still JSON
             assert [s["Host"] for s in scores] == passing
             assert all(isinstance(s["Score"], int) and 0 <= s["Score"] <= 10 for s in scores)
-    assert ext.offered.hits >= 2                                  # a reordered filter and a prioritize
+    assert client.served.verbs.verbs.offered.hits >= 2                                  # a reordered filter and a prioritize
 
 
 async def test_a_node_relabelled_between_requests_is_seen(load_extender, api):
@@ -114,7 +115,7 @@ async def test_a_node_relabelled_between_requests_is_seen(load_extender, api):
 def test_priorities_template_writes_one_and_two_digit_scores():
     import numpy as np
     offered = OfferedNodes(["a", "b\u00e9", "c"])
-    out = orjson.loads(offered.priorities(np.array([0, 10, 7])))
+    out = orjson.loads(encode_priorities(offered, np.array([0, 10, 7])))
     assert out == [{"Host": "a", "Score": 0}, {"Host": "b\u00e9", "Score": 10}, {"Host": "c", "Score": 7}]
 
 
@@ -186,7 +187,8 @@ async def test_filter_under_collisions_answers_only_offered_nodes_and_every_one_
                                                                       names))).json()["NodeNames"]
             assert set(cached) <= set(names)
             assert sorted(cached) == sorted(plain) == sorted(big.intersection(names))
-    assert ext.offered.collisions >= 1 and ext.state.skips[offered.COLLISION] == ext.offered.collisions
+    cache = client.served.verbs.verbs.offered
+    assert cache.collisions >= 1 and ext.state.skips[offered.COLLISION] == cache.collisions
 
 
 async def test_the_offered_node_lists_scenario_holds_under_collisions(monkeypatch):

@@ -33,7 +33,7 @@ from app.core.preemption.targets import (Candidate, IN_CLUSTER_QUEUE, IN_COHORT_
 from app.core.quota import available
 from app.core.admission import assign, decide
 from app.core.flavors import Charge
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 
@@ -975,8 +975,8 @@ def uid(name, ns="team-a"):
     return f"uid-{ns}-{name}"
 
 
-def extender(state) -> Extender:
-    return Extender(state, SnapshotWriter(state))
+def extender(state) -> Scheduler:
+    return Scheduler(state, SnapshotWriter(state))
 
 
 async def test_preempt_answers_quotients_groups_only_for_nodes_with_victims(api):
@@ -1077,7 +1077,7 @@ async def test_filter_reclaims_holds_and_evicts_at_once(api):
                  Pod("l1").queue("lq").cpu("4").priority(10).created(1).node("n1").obj(),
                  Pod("l2").queue("lq").cpu("4").priority(10).created(2).node("n1").obj())
     writer = SnapshotWriter(s)
-    ext = Extender(s, writer)
+    ext = Scheduler(s, writer)
     h = Pod("h").queue("lq").cpu("4").priority(1000).created(10).obj()
     async with api(ext) as client:
         r = (await client.post("/filter", json=extender_args(h, ["n1", "n2"]))).json()

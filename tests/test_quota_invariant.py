@@ -8,7 +8,7 @@ import orjson
 
 from app.act.writer import WriteError
 from app.config import Configuration
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
@@ -78,14 +78,14 @@ def setup(*pods: dict, quota: int = 4, clock=None, refuse: bool = False, node_cp
         OBJECTS[o["metadata"]["uid"]] = o
     state = make_state(*objs, config=Configuration(), clock=clock or FakeClock())
     writer = TerminatingWriter(state, refuse)
-    return state, Extender(state, writer), writer
+    return state, Scheduler(state, writer), writer
 
 
-def filter_(ext: Extender, obj: dict, nodes=("n1",)) -> dict:
+def filter_(ext: Scheduler, obj: dict, nodes=("n1",)) -> dict:
     return Verbs(ext).filter(obj, nodes)
 
 
-async def bind(ext: Extender, obj: dict, node_name: str = "n1") -> str:
+async def bind(ext: Scheduler, obj: dict, node_name: str = "n1") -> str:
     return (await Verbs(ext).bind(obj, node_name))["Error"]
 
 

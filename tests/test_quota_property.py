@@ -21,7 +21,8 @@ import orjson
 import pytest
 
 from app.config import Configuration
-from app.extender import Extender
+from app.api.verbs import Verbs
+from app.scheduler.scheduler import Scheduler
 from app.objects.meta import format_time
 from app.objects.pod import decode_pod
 from app.sim.invariant import violations
@@ -183,7 +184,7 @@ class ApiWriter:
             apply_object(self.cluster.state, obj, deleted=True)
 
 
-async def hostile_step(rng: random.Random, cluster: Cluster, ext: Extender) -> None:
+async def hostile_step(rng: random.Random, cluster: Cluster, ext: Scheduler) -> None:
     state = cluster.state
     nodes = sorted(state.nodes)
     what = rng.choice(["new", "filter", "filter", "bind", "bind", "preempt", "delete", "stale", "echo",
@@ -195,13 +196,13 @@ async def hostile_step(rng: random.Random, cluster: Cluster, ext: Extender) -> N
     obj = cluster.api[uid]
     meta = obj["metadata"]
     if what == "filter":
-        ext.filter(orjson.dumps({"Pod": obj, "Nodes": None, "NodeNames": nodes}))
+        Verbs(ext).filter(orjson.dumps({"Pod": obj, "Nodes": None, "NodeNames": nodes}))
     elif what == "bind":          # with or without a filter before it, to any node
-        await ext.bind(orjson.dumps({"PodName": meta["name"], "PodNamespace": "ns", "PodUID": uid,
+        await Verbs(ext).bind(orjson.dumps({"PodName": meta["name"], "PodNamespace": "ns", "PodUID": uid,
                                      "Node": rng.choice(nodes)}))
     elif what == "preempt":
         victims = {n: {"Pods": [{"UID": p.uid} for p in state.pods.values() if p.node_name == n]} for n in nodes}
-        ext.preempt(orjson.dumps({"Pod": obj, "NodeNameToVictims": None, "NodeNameToMetaVictims": victims}))
+        Verbs(ext).preempt(orjson.dumps({"Pod": obj, "NodeNameToVictims": None, "NodeNameToMetaVictims": victims}))
     elif what == "delete":
         del cluster.api[uid]
         apply_object(state, obj, deleted=True)
@@ -219,7 +220,7 @@ async def hostile_step(rng: random.Random, cluster: Cluster, ext: Extender) -> N
 async def test_verbs_in_any_order_never_go_above_quota(case):
     rng = random.Random(SEED * 7919 + case)
     cluster = Cluster(rng)
-    ext = Extender(cluster.state, ApiWriter(cluster))
+    ext = Scheduler(cluster.state, ApiWriter(cluster))
     for step in range(150):
         await hostile_step(rng, cluster, ext)
         found = violations(cluster.state, cluster.truth())

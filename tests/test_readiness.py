@@ -18,10 +18,10 @@ Seed 003 (Kueue, "使用就绪态 Pod 配置全有或全无调度"), the section
 Quotient's own rule on top (the issue): pods a controller recreates after an eviction are the same
 workload for backoff counting, by owner (ownerReferences) or by pod group (readiness.requeue_key).
 
-The tests build an Extender on a snapshot (conftest.build_extender) with a FakeClock and a writer that
+The tests build a Scheduler on a snapshot (conftest.build_extender) with a FakeClock and a writer that
 records evictions, and call its verbs without HTTP (helpers.Verbs); only /debug/workloads is called over
 HTTP. Readiness and phase changes arrive as the watch delivers them (apply_object), and the timeouts are
-acted on by Extender.reconcile, as the serve loop calls it. A docstring that says "Expected:" records a bug
+acted on by Scheduler.reconcile, as the serve loop calls it. A docstring that says "Expected:" records a bug
 found while writing this file, now fixed: the reproduction, and what was expected.
 """
 from __future__ import annotations
@@ -34,7 +34,8 @@ from app.act.writer import SnapshotWriter
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
 from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
-from app.extender import Extender
+from app.scheduler.reconcile import pods_ready_timeouts
+from app.scheduler.scheduler import Scheduler
 from app.observe.views import pending_ahead
 from app.objects.meta import format_time
 from app.objects.pod import decode_pod
@@ -632,7 +633,7 @@ async def test_block_admission_does_not_block_a_groups_own_members(build_extende
 
 
 async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind(build_extender):
-    """BUG (app/extender.py _ready_gate looks only at state.readiness, which track_readiness fills at bind).
+    """BUG (app/scheduler/context.py ready_gate looks only at state.readiness, which track_readiness fills at bind).
     Reproduction: blockAdmission on; filter a (it passes, quota reserved: Quotient's admission); filter b before
     a's bind (kube-scheduler's binding cycle is asynchronous: the next pod's scheduling cycle runs meanwhile).
     Expected: b refused with blockAdmission (a is admitted and not Ready; Kueue blocks from quota reservation).
@@ -831,10 +832,10 @@ def test_pods_of_one_replica_set_timing_out_together_count_one_requeue_each():
                        ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
                        LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *members,
                        config=config, clock=clock)
-    ext = Extender(state, SnapshotWriter(state))
+    ext = Scheduler(state, SnapshotWriter(state))
     assert len(state.readiness) == 3                     # each pod of a ReplicaSet is a unit of its own
     clock.advance(61)
-    evictions = ext._pods_ready_timeouts()
+    evictions = pods_ready_timeouts(ext)
     record = state.requeues["team-a/ReplicaSet/web"]
     assert (record.count, record.deactivated) == (3, True)
     assert sorted((e.record["requeues"], e.record["deactivated"]) for e in evictions) == \

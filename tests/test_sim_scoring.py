@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from app.extender import Extender
+from app.api.verbs import Verbs
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sim.scheduler import SimScheduler
@@ -73,13 +73,13 @@ PACKING = packing([Pod("running").cpu("4").memory("8Gi").node("n2").obj()],
 @pytest.fixture
 def counted_prioritize(monkeypatch):
     calls = []
-    original = Extender.prioritize
+    original = Verbs.prioritize
 
     def prioritize(self, raw):
         calls.append(raw)
         return original(self, raw)
 
-    monkeypatch.setattr(Extender, "prioritize", prioritize)
+    monkeypatch.setattr(Verbs, "prioritize", prioritize)
     return calls
 
 

@@ -30,7 +30,7 @@ def sizes(kit, metrics) -> dict:
             "journal pods": len(ext.journal.by_pod), "decisions counted": sum(metrics.decision_counts.values()),
             "refusals": len(ext.refusals), "evictions failed": len(ext.actions.failed),
             "evictions done": len(ext.actions.done), "announced": len(ext.writer._announced),
-            "timed out": len(ext._timed_out), "pods": len(state.pods), "holds": len(state.holds),
+            "timed out": len(ext.timed_out), "pods": len(state.pods), "holds": len(state.holds),
             "reservations": len(state.reservations), "learned": len(state.learned), "skips": sum(state.skips.values()),
             "expiry heap": len(state._expiry)}
 

@@ -24,9 +24,7 @@ FIELDS = ("usage", "subtreeQuota", "borrowed", "reserved", "lendable", "availabl
           "lendingLimit")
 
 
-@pytest.fixture
-def ext(build_extender):
-    return build_extender(SCENARIO, clock=FakeClock(T0))
+CLUSTER = SCENARIO         # the conftest's ext fixture builds it
 
 
 async def borrow(c, ext) -> None:

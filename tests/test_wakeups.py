@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-import app.extender
-from app.api.app import CLEARED_INTERVAL
+import app.scheduler.outcome
+from app.scheduler.loops import CLEARED_INTERVAL
 from app.config import Configuration, decode_configuration
 from app.refusals import RETRY_HORIZON
 from app.sim.queue import (ASSIGNED_POD_DELETE, ASSIGNED_POD_UPDATE, MAX_UNSCHEDULABLE, UNSCHEDULED_POD_ADD,
@@ -31,7 +31,7 @@ RETRY_SCENARIOS = {"ready-timeout-backoff": "PodsReadyBackoff", "wake-preemption
 
 def no_retries(monkeypatch):
     """Every refusal parks the pod, as before issue 20."""
-    monkeypatch.setattr(app.extender, "retry_cause", lambda *args, **kw: "")
+    monkeypatch.setattr(app.scheduler.outcome, "retry_cause", lambda *args, **kw: "")
 
 
 # ---- the simulator: kube-scheduler's queue, and the scenarios that need a retry -----------------------

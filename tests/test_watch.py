@@ -16,7 +16,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter
 from app.api.app import create_app
-from app.extender import Extender
+from app.scheduler.scheduler import Scheduler
 from app.observe import attach
 from app.state.cluster import ClusterState
 from app.sync.watch import RESOURCES, WatchSource, make_api_client
@@ -64,7 +64,7 @@ async def test_initial_list_builds_state_and_gates_readiness(fake_api, api_clien
     seed(fake_api, pods=5)
     fake_api.fault("hang", resource="clusterqueues", verb="list")
     state = ClusterState()
-    extender = Extender(state, SnapshotWriter(state))
+    extender = Scheduler(state, SnapshotWriter(state))
     async with Running(api_client, state, request_timeout=30.0) as source:
         app = create_app(extender, ready=lambda: source.ready)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
@@ -293,7 +293,7 @@ async def test_absent_crd_is_empty_then_picked_up(fake_api, api_client):
 async def test_restart_and_relist_metrics(fake_api, api_client):
     seed(fake_api)
     state = ClusterState()
-    extender = Extender(state, SnapshotWriter(state))
+    extender = Scheduler(state, SnapshotWriter(state))
     metrics = attach(extender).metrics
     async with Running(api_client, state, metrics=metrics) as source:
         await until(lambda: source.ready and fake_api.open_watches == len(RESOURCES), what="watching")

@@ -10,7 +10,8 @@ import pytest
 from app.act.writer import SnapshotWriter
 from app.core.cleared import cleared_cause
 from app.core.preemption.candidates import find_candidates
-from app.extender import Extender
+from app.api.verbs import Verbs as Wire
+from app.scheduler.scheduler import Scheduler
 from app.objects import kueue
 from app.objects.errors import InvalidObject
 from app.sync.snapshot import SnapshotError, read_snapshot
@@ -134,9 +135,9 @@ async def test_quotient_evicts_for_a_high_workload_priority_that_kube_scheduler_
                     Pod("r-dev").queue("q").cpu("8").priority_class("high").workload_priority("dev").node("n1").obj(),
                     preemption={"withinClusterQueue": "LowerPriority"})
     writer = SnapshotWriter(s)
-    ext = Extender(s, writer)
+    ext = Scheduler(s, writer)
     p = Pod("p").queue("q").cpu("4").workload_priority("prod").created(5).obj()
-    answer = orjson.loads(ext.filter(orjson.dumps(extender_args(p, ["n1"]))))
+    answer = orjson.loads(Wire(ext).filter(orjson.dumps(extender_args(p, ["n1"]))))
     assert "preempting team-a/r-dev (InClusterQueue)" in answer_reasons(answer, ["n1"])["n1"]
     await ext.actions.settle()
     assert writer.evictions == 1 and "uid-team-a-r-dev" not in s.pods
@@ -150,9 +151,9 @@ async def test_a_pod_in_no_queue_is_preempted_only_for_a_higher_pod_priority():
                     Pod("sys").cpu("12").priority_class("mid").node("n1").obj(),
                     preemption={"withinClusterQueue": "LowerPriority"})
     writer = SnapshotWriter(s)
-    ext = Extender(s, writer)
+    ext = Scheduler(s, writer)
     p = Pod("p").queue("q").cpu("8").workload_priority("prod").created(5).obj()
-    answer = orjson.loads(ext.filter(orjson.dumps(extender_args(p, ["n1"]))))
+    answer = orjson.loads(Wire(ext).filter(orjson.dumps(extender_args(p, ["n1"]))))
     assert "LowerPriorityOnNode" not in answer_reasons(answer, ["n1"])["n1"]
     await ext.actions.settle()
     assert "uid-team-a-sys" in s.pods and writer.evictions == 0
@@ -228,7 +229,7 @@ def test_a_pod_group_is_queued_only_once_every_members_class_exists():
         return Pod(name).queue("q").cpu("1").created(created).workload_priority(wpc) \
             .label("kueue.x-k8s.io/pod-group-name", "g").annotation("kueue.x-k8s.io/pod-group-total-count", "2")
     s = queue_state(DEV.obj(), member("g-0", 0, "dev").obj(), member("g-1", 1, "ghost").obj())
-    verbs = Verbs(Extender(s, SnapshotWriter(s)))
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
     for name, created, wpc in (("g-0", 0, "dev"), ("g-1", 1, "ghost")):
         answer = verbs.filter(member(name, created, wpc).obj(), ["n1"])
         assert answer["NodeNames"] == [] and "WorkloadPriorityClass ghost does not exist" in \
@@ -266,7 +267,7 @@ async def test_debug_shows_which_priority_was_used_and_where_it_came_from(api):
     s = queue_state(PriorityClass("high", 5000).obj(), DEV.obj(),
                     Pod("p").queue("q").cpu("1").priority_class("high").workload_priority("dev").obj(),
                     Pod("lost").queue("q").cpu("1").workload_priority("ghost").obj())
-    async with api(Extender(s, SnapshotWriter(s))) as c:
+    async with api(Scheduler(s, SnapshotWriter(s))) as c:
         pod = (await c.get("/debug/pods/team-a/p")).json()
         queue = (await c.get("/debug/queues/cq")).json()
         lost = (await c.get("/debug/pods/team-a/lost")).json()

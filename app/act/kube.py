@@ -78,7 +78,7 @@ def _is_pdb_refusal(e: ApiException) -> bool:
 
 
 class KubeWriter:
-    speaks_for_learned = False   # the API's pods only: one it has not shown is never bound, never evicts (Extender)
+    speaks_for_learned = False   # the API's pods only: one it has not shown is never bound, never evicts (app/scheduler)
 
     def __init__(self, api: client.ApiClient, state, component: str = "quotient", timeout: float = API_TIMEOUT):
         self.api = api

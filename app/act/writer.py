@@ -30,7 +30,7 @@ class OutcomeUnknown(WriteError):
 class Writer(Protocol):
     # speaks_for_learned (a class attribute, True when absent): are the pods known only from requests
     # (ClusterState.learned) the cluster's, so that they may be bound and may preempt? KubeWriter says False: a pod
-    # the API has not shown is never bound and never causes an eviction (Extender._unseen).
+    # the API has not shown is never bound and never causes an eviction (app/scheduler/context.py, Context.unseen).
     async def bind(self, pod: PodInfo, node: str) -> None: ...
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None: ...

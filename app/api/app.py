@@ -3,17 +3,17 @@
 kube-scheduler calls filter for every pod with up to thousands of node names, so
 the verbs skip FastAPI's and Starlette's per-request machinery (middleware, Request,
 routing, Response objects): QuotientApp hands them to VerbApp, which reads the raw
-body, hands it to the Extender, and answers its bytes; all it adds for metrics is one
+body, hands it to Verbs (decode, the Scheduler, encode), and answers its bytes; all it adds for metrics is one
 histogram observation per request. POST /convert, the CRD conversion webhook, takes the same lean path
 (app/api/convert.py; `quotient serve --conversion-port` also serves it alone on a port of its own).
-Everything else is an ordinary FastAPI route.
+Everything else is an ordinary FastAPI route. The scheduler's background loops (app/scheduler/loops.py) run
+for the application's lifetime.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from contextlib import asynccontextmanager
-from time import monotonic, perf_counter
+from time import perf_counter
 
 import orjson
 from fastapi import FastAPI
@@ -21,9 +21,11 @@ from fastapi.responses import RedirectResponse, Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..config import DEFAULT_CLIENT_IDENTITIES
-from ..extender import Extender
 from ..observe import attach
 from ..observe.metrics import CONTENT_TYPE, Metrics
+from ..scheduler import loops as background
+from ..scheduler.request import InvalidRequest
+from ..scheduler.scheduler import Scheduler
 from ..ui.pages import ui_router
 from ..version import build_info
 from .debug import debug_router
@@ -33,6 +35,7 @@ from .convert import PATH as CONVERT_PATH
 from .convert import ConvertApp
 from .limits import (LARGE_BODY, BodyLimit, BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse,
                      too_many_items)
+from .verbs import Verbs
 from .wire import WireError
 
 log = logging.getLogger("quotient.api")
@@ -72,13 +75,13 @@ class QuotientApp(FastAPI):
 
 
 class VerbApp:
-    """POST {prefix}/filter|prioritize|preempt|bind: the raw body to the Extender, its bytes back."""
+    """POST {prefix}/filter|prioritize|preempt|bind: the raw body to Verbs, its bytes back."""
 
-    def __init__(self, extender: Extender, prefix: str = "", metrics: Metrics | None = None, leading=None):
+    def __init__(self, verbs: Verbs, prefix: str = "", metrics: Metrics | None = None, leading=None):
         self.leading = leading
-        self.extender = extender
-        self.sync_verbs = {f"{prefix}/filter": extender.filter, f"{prefix}/prioritize": extender.prioritize,
-                           f"{prefix}/preempt": extender.preempt}
+        self.verbs = verbs
+        self.sync_verbs = {f"{prefix}/filter": verbs.filter, f"{prefix}/prioritize": verbs.prioritize,
+                           f"{prefix}/preempt": verbs.preempt}
         self.timers = {verb: metrics.timer(verb) for verb in VERBS} \
             if metrics is not None else {}
         self.large = LargeBodies(LARGE_BODY)
@@ -102,12 +105,12 @@ class VerbApp:
                     crowded = too_many_items(body)
                     if crowded:
                         return await answer(send, 413, orjson.dumps({"error": f"{verb}: {crowded}"}))
-                    out = await self.extender.bind(body) if handler is None else handler(body)
+                    out = await self.verbs.bind(body) if handler is None else handler(body)
             except BodyTooLarge as e:
                 return await refuse(send, verb, e.limit)
             except ClientGone:
                 return None
-            except WireError as e:
+            except (WireError, InvalidRequest) as e:
                 return await answer(send, 400, orjson.dumps({"error": f"{verb}: {e}"}))
             except Exception as e:  # never crash on a bug: kube-scheduler sees a 500 and retries the pod
                 log.exception("internal error on %s", path)
@@ -120,61 +123,11 @@ class VerbApp:
                 timer.observe(perf_counter() - started)
 
 
-CLEARED_INTERVAL = 1.0     # seconds between two looks for refusals that cleared
-STALL_ROUNDS = 6        # a loop that has not finished a round for this many intervals is stuck
-MIN_STALL = 60.0        # seconds, whatever the interval: a long round under load (slow API writes) is no stall
-
-
-class Loops:
-    """When each background loop last finished a round. A loop stuck in an await (an API call that
-    never answers, a lock never released) makes /livez fail, so the kubelet restarts the process
-    instead of leaving a replica that answers the verbs but never evicts or publishes again."""
-
-    def __init__(self, clock=monotonic):
-        self.clock = clock
-        self.intervals: dict[str, float] = {}
-        self.finished: dict[str, float] = {}
-
-    def start(self, what: str, interval: float) -> None:
-        self.intervals[what] = interval
-        self.finished[what] = self.clock()
-
-    def finish(self, what: str) -> None:
-        self.finished[what] = self.clock()
-
-    def age(self, what: str) -> float:
-        """Seconds since `what` last finished a round (or started)."""
-        return self.clock() - self.finished.get(what, self.clock())
-
-    def stuck(self) -> str | None:
-        """Why the process is not live, or None."""
-        for what, interval in self.intervals.items():
-            limit = max(MIN_STALL, STALL_ROUNDS * interval)
-            age = self.age(what)
-            if age > limit:
-                return f"{what} loop has not finished a round for {age:.0f}s (limit {limit:.0f}s)"
-        return None
-
-
-async def _every(interval: float, work, what: str, loops: Loops, leading=None) -> None:
-    loops.start(what, interval)
-    while True:
-        await asyncio.sleep(interval)
-        if leading is None or leading():     # standbys keep their state but decide and write nothing
-            try:
-                done = work()
-                if asyncio.iscoroutine(done):
-                    await done
-            except Exception:   # a bug must not stop the loop: it is logged and tried again next time
-                log.exception("%s failed", what)
-        loops.finish(what)
-
-
-def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
+def create_app(scheduler: Scheduler, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
                clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "",
                identities=None) -> FastAPI:
-    """The application; with reconcile_interval, Extender.reconcile runs that often in the background;
+    """The application; with reconcile_interval, Scheduler.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs (every synced replica is ready); alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
     server verifies client certificates, so each caller is held to its role (identities: the Configuration's
@@ -182,27 +135,24 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     the server listens on a loopback address, so only requests addressed to a loopback name are answered
     (app.api.exposure.LoopbackHostOnly); readiness: why the state's source is not ready, for /readyz ("stale: ...")."""
 
-    loops = Loops()
+    loops = background.Loops()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        tasks = [asyncio.create_task(_every(reconcile_interval, extender.reconcile, "reconcile", loops, leading)),
-                 asyncio.create_task(_every(min(CLEARED_INTERVAL, reconcile_interval), extender.note_cleared,
-                                            "refusals", loops, leading))] \
-            if reconcile_interval else []
+        tasks = background.start(scheduler, reconcile_interval, loops, leading) if reconcile_interval else []
         yield
         for task in tasks:
             task.cancel()
 
     app = QuotientApp(title="Quotient", docs_url=None, redoc_url=None, lifespan=lifespan)
-    observers = attach(extender)
-    app.state.extender = extender
+    observers = attach(scheduler)
+    app.state.scheduler = scheduler
     app.state.metrics = observers.metrics
     app.state.loops = loops
     observers.metrics.watch_loops(loops)
     prefix = path_prefix.rstrip("/")
     app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
-    app.verbs = VerbApp(extender, prefix, observers.metrics, leading)
+    app.verbs = VerbApp(Verbs(scheduler), prefix, observers.metrics, leading)
     app.loopback_only = loopback_only
     if clients_verified:
         app.authorize = Authorizer(identities or DEFAULT_CLIENT_IDENTITIES, prefix, observers.metrics.forbidden,
@@ -211,8 +161,8 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     # did for every route before its proxy-header middleware was turned off for the verbs' sake.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts="127.0.0.1")
     app.add_middleware(BodyLimit)        # no route reads a byte of a body over its limit (read_body: the verbs)
-    app.include_router(debug_router(extender, clients_verified))
-    app.include_router(ui_router(extender))
+    app.include_router(debug_router(scheduler, clients_verified))
+    app.include_router(ui_router(scheduler))
 
     @app.get("/metrics")
     async def metrics() -> Response:
@@ -247,7 +197,7 @@ def create_app(extender: Extender, path_prefix: str = "", ready=lambda: True,
     return app
 
 
-def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
+def create_view_app(scheduler: Scheduler, loopback: bool = True) -> FastAPI:
     """The view port's application (`quotient serve --view-port`): /ui and /debug for a browser or curl that
     holds no client certificate (through kubectl port-forward, say). It reads the state the main application
     keeps and runs none of its loops; nothing on it changes state (reactivate answers 403). On loopback it
@@ -257,7 +207,7 @@ def create_view_app(extender: Extender, loopback: bool = True) -> FastAPI:
     app.add_middleware(BodyLimit)
     if loopback:
         app.add_middleware(LoopbackHostOnly)
-    app.include_router(debug_router(extender, view_port=True))
-    app.include_router(ui_router(extender))
+    app.include_router(debug_router(scheduler, view_port=True))
+    app.include_router(ui_router(scheduler))
     app.add_api_route("/", lambda: RedirectResponse("/ui", status_code=307), methods=["GET"])
     return app

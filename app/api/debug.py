@@ -106,10 +106,10 @@ def asked_decisions(journal, request: Request) -> dict:
                           params.get("pod") or None)
 
 
-def debug_router(extender, clients_verified: bool = False, view_port: bool = False) -> APIRouter:
+def debug_router(scheduler, clients_verified: bool = False, view_port: bool = False) -> APIRouter:
     """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure),
     and never on the view port (`quotient serve --view-port`), which asks no caller who it is."""
-    state, journal = extender.state, extender.journal
+    state, journal = scheduler.state, scheduler.journal
     router = APIRouter(prefix="/debug")
 
     def now(build: Callable[[], dict]) -> Callable[[], Awaitable[dict]]:
@@ -129,8 +129,8 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
 
     @router.get("/pods/{namespace}/{name:path}")
     async def pod(namespace: str, name: str, request: Request) -> Response:
-        return await respond(request, now(lambda: pod_view(state, journal, namespace, name, extender.actions,
-                                                                   extender.refusals)), text.render_pod)
+        return await respond(request, now(lambda: pod_view(state, journal, namespace, name, scheduler.actions,
+                                                                   scheduler.refusals)), text.render_pod)
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:
@@ -158,7 +158,7 @@ def debug_router(extender, clients_verified: bool = False, view_port: bool = Fal
                 raise DebugError(403, "reactivate changes state: it is served only to loopback callers (kubectl "
                                  "exec, kubectl port-forward) or over TLS with a client certificate of role admin "
                                  "(--tls-client-ca, clientIdentities)")
-            if not extender.reactivate(key):
+            if not scheduler.reactivate(key):
                 raise DebugError(404, f"no requeued workload {key!r}; GET /debug/workloads lists them")
             return {"reactivated": key}
         return await respond(request, now(build), _as_json_text)

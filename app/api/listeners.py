@@ -126,7 +126,7 @@ def conversion_server(host: str, port: int, log_level: str, tls: dict,
     return srv
 
 
-def view_server(extender, host: str, port: int, log_level: str, cert: str | None, key: str | None,
+def view_server(scheduler, host: str, port: int, log_level: str, cert: str | None, key: str | None,
                 limits: ConnectionLimits = ConnectionLimits()) -> uvicorn.Server:
     """The view port: /ui and /debug (app.api.app.create_view_app), never with client certificates. On loopback,
     where kubectl port-forward arrives through the API server's TLS, plain HTTP (a browser needs no certificate
@@ -138,7 +138,7 @@ def view_server(extender, host: str, port: int, log_level: str, cert: str | None
 
     loopback = is_loopback(host)
     tls = {} if loopback else uvicorn_tls_options(cert, key, None)
-    srv = server(create_view_app(extender, loopback), host, port, log_level, tls, cls=_Beside, limits=limits,
+    srv = server(create_view_app(scheduler, loopback), host, port, log_level, tls, cls=_Beside, limits=limits,
                  lifespan="off")
     srv.flag = "--view-port"
     return srv

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 import orjson
 
+from ..objects.offered import OfferedNodes
 from .wire import MAX_NODES
 
 
@@ -136,60 +137,27 @@ def fingerprint(segment: bytes) -> tuple[int, int, int] | None:
     return names.key if names is not None else None
 
 
-class OfferedNodes:
-    """One set of offered node names and what has been worked out for it."""
+def encode_priorities(offered: OfferedNodes, scores: np.ndarray) -> bytes:
+    """HostPriorityList for the offered names, [{"Host": name, "Score": n}, ...], filled in by numpy.
 
-    def __init__(self, names: list[str]):
-        self.names = names
-        self._per_flavors: dict[frozenset, tuple[int, list[str], bytes]] = {}
-        self._rows: tuple[int, np.ndarray] | None = None
-        self._scores_template: tuple[np.ndarray, np.ndarray] | None = None
-
-    def on_offer(self, state, flavors: frozenset) -> tuple[list[str], bytes]:
-        """The offered names in every one of the flavors, and the same as a JSON array."""
-        known = self._per_flavors.get(flavors)
-        if known is not None and known[0] == state.membership_generation:
-            return known[1], known[2]
-        names = self.names
-        for flavor in sorted(flavors):
-            members = state.flavor_nodes.get(flavor)
-            if members is not None:
-                names = list(filter(members.__contains__, names))
-        encoded = orjson.dumps(names)
-        self._per_flavors[flavors] = (state.membership_generation, names, encoded)
-        return names, encoded
-
-    def has_nodes(self, state, flavor: str) -> bool:
-        return bool(self.on_offer(state, frozenset((flavor,)))[0])
-
-    def rows(self, table) -> np.ndarray:
-        """Each name's row in the node table (-1 for a node it does not hold)."""
-        if self._rows is None or self._rows[0] != table.generation:
-            self._rows = (table.generation, table.rows(self.names))
-        return self._rows[1]
-
-
-    def priorities(self, scores: np.ndarray) -> bytes:
-        """HostPriorityList for these names, [{"Host": name, "Score": n}, ...], filled in by numpy.
-
-        Every score takes two characters, padded with a space (valid JSON whitespace),
-        so the answer is one template with the digits written into fixed places."""
-        if self._scores_template is None:
-            parts, slots, at = [b"["], [], 1
-            for i, name in enumerate(self.names):
-                head = (b"," if i else b"") + b'{"Host":' + orjson.dumps(name) + b',"Score":'
-                slots.append(at + len(head))
-                parts += [head, b"  }"]
-                at += len(head) + 3
-            parts.append(b"]")
-            self._scores_template = (np.frombuffer(b"".join(parts), dtype=np.uint8),
-                                     np.array(slots, dtype=np.intp))
-        template, slots = self._scores_template
-        out = template.copy()
-        tens, ones = np.divmod(scores.astype(np.uint8), np.uint8(10))
-        out[slots] = np.where(tens > 0, tens + 48, 32)
-        out[slots + 1] = ones + 48
-        return out.tobytes()
+    Every score takes two characters, padded with a space (valid JSON whitespace),
+    so the answer is one template with the digits written into fixed places."""
+    if offered.scores_template is None:
+        parts, slots, at = [b"["], [], 1
+        for i, name in enumerate(offered.names):
+            head = (b"," if i else b"") + b'{"Host":' + orjson.dumps(name) + b',"Score":'
+            slots.append(at + len(head))
+            parts += [head, b"  }"]
+            at += len(head) + 3
+        parts.append(b"]")
+        offered.scores_template = (np.frombuffer(b"".join(parts), dtype=np.uint8),
+                                   np.array(slots, dtype=np.intp))
+    template, slots = offered.scores_template
+    out = template.copy()
+    tens, ones = np.divmod(scores.astype(np.uint8), np.uint8(10))
+    out[slots] = np.where(tens > 0, tens + 48, 32)
+    out[slots + 1] = ones + 48
+    return out.tobytes()
 
 
 class OfferedNodeCache:

@@ -23,18 +23,18 @@ class Observers:
 _attached: "weakref.WeakKeyDictionary[object, Observers]" = weakref.WeakKeyDictionary()
 
 
-def attach(extender) -> Observers:
-    """Metrics and the decision log for this extender: journal listeners and a counting writer, once."""
-    found = _attached.get(extender)
+def attach(scheduler) -> Observers:
+    """Metrics and the decision log for this scheduler: journal listeners and a counting writer, once."""
+    found = _attached.get(scheduler)
     if found is not None:
         return found
-    metrics = Metrics(extender.state, extender.refusals)
-    decision_log = DecisionLog(extender.journal)
-    extender.journal.listeners.append(metrics.on_decision)
-    extender.journal.listeners.append(decision_log)
-    extender.state.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
-    extender.state.on_admitted.append(metrics.admitted_pod)
-    if not isinstance(extender.writer, ObservedWriter):
-        extender.writer = ObservedWriter(extender.writer, extender.state, metrics)
-    found = _attached[extender] = Observers(metrics, decision_log)
+    metrics = Metrics(scheduler.state, scheduler.refusals)
+    decision_log = DecisionLog(scheduler.journal)
+    scheduler.journal.listeners.append(metrics.on_decision)
+    scheduler.journal.listeners.append(decision_log)
+    scheduler.state.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
+    scheduler.state.on_admitted.append(metrics.admitted_pod)
+    if not isinstance(scheduler.writer, ObservedWriter):
+        scheduler.writer = ObservedWriter(scheduler.writer, scheduler.state, metrics)
+    found = _attached[scheduler] = Observers(metrics, decision_log)
     return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 import orjson
 import yaml
 
-from ..api.offered import OfferedNodes
+from ..objects.offered import OfferedNodes
 from ..core.admission import decide
 from ..objects.errors import InvalidObject
 from ..objects.pod import decode_pod

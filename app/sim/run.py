@@ -10,7 +10,7 @@ from .scheduler import NotConverged, SimScheduler
 
 
 @dataclass
-class Outcome:
+class SimResult:
     admitted: dict[str, str] = field(default_factory=dict)     # pod -> node, bound at the end
     pending: set[str] = field(default_factory=set)             # present, not bound
     preempted: set[str] = field(default_factory=set)
@@ -20,13 +20,13 @@ class Outcome:
     violations: list[str] = field(default_factory=list)        # instants above quota
 
 
-async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight: int = 0) -> Outcome:
+async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight: int = 0) -> SimResult:
     """Run the scenario; prioritize_weight > 0 registers the prioritize verb with that weight (the shipped
     scheduler configurations do not)."""
     sim = SimScheduler(scenario, verbose, prioritize_weight)
     until = scenario.expectation.until if scenario.expectation else None
     await sim.run(until)
-    out = Outcome(timeline=sim.timeline, reasons=dict(sim.last_reason), violations=list(sim.violations))
+    out = SimResult(timeline=sim.timeline, reasons=dict(sim.last_reason), violations=list(sim.violations))
     for key, pod in sim.cluster.pods.items():
         if pod.info.node_name:
             out.admitted[key] = pod.info.node_name
@@ -37,7 +37,7 @@ async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight:
     return out
 
 
-def differences(scenario: Scenario, out: Outcome) -> list[str]:
+def differences(scenario: Scenario, out: SimResult) -> list[str]:
     """Every way the outcome differs from the Expectation, in words."""
     diffs = [f"the quota invariant does not hold {v}" for v in out.violations]
     exp = scenario.expectation

@@ -18,7 +18,7 @@ import orjson
 from ..act.writer import PREEMPTION_REASONS, WriteError
 from ..core.preemption.budgets import spent_budgets
 from ..api.app import create_app
-from ..extender import Extender
+from ..scheduler.scheduler import Scheduler
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
 from .cluster import SimCluster, SimPod, set_condition
@@ -63,10 +63,10 @@ class SimScheduler:
         self.now = scenario.start
         self.state = ClusterState(scenario.config, clock=lambda: self.now)
         self.cluster = SimCluster(self.state)
-        self.extender = Extender(self.state, SimWriter(self))
+        self.scheduler = Scheduler(self.state, SimWriter(self))
         prefix = scenario.config.path_prefix
         self.url = f"{prefix}/" if prefix else "/"
-        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(self.extender, prefix)),
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(self.scheduler, prefix)),
                                         base_url="http://quotient", timeout=5.0)
         self.events: list[tuple[float, int, str, str, str]] = []   # (time, seq, what, pod key, uid)
         self.next_reconcile = scenario.start
@@ -251,7 +251,7 @@ class SimScheduler:
     async def post(self, verb: str, body: dict) -> tuple[int, object]:
         r = await self.client.post(self.url + verb, content=orjson.dumps(body),
                                    headers={"Content-Type": "application/json"})
-        await self.extender.actions.settle()      # evictions the decision issued, written before time moves
+        await self.scheduler.actions.settle()      # evictions the decision issued, written before time moves
         try:
             return r.status_code, orjson.loads(r.content)
         except orjson.JSONDecodeError:
@@ -368,7 +368,7 @@ class SimScheduler:
         if self.now < self.next_reconcile:
             return 0
         self.next_reconcile = self.now + self.scenario.reconcile_every
-        return await self.extender.reconcile()
+        return await self.scheduler.reconcile()
 
     def _next_retry(self) -> float | None:
         """Without `until`: the next backoff over of a pod that something changed for since its last
@@ -387,7 +387,7 @@ class SimScheduler:
             while True:
                 await self.drain()
                 self.news = []
-                self.extender.note_cleared()
+                self.scheduler.note_cleared()
                 if await self.reconcile() or self.news:
                     self.queue.changed(self.now, self.news)
                     continue

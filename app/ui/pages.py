@@ -93,8 +93,8 @@ def tree(view: dict) -> list[TreeNode]:
     return roots
 
 
-def ui_router(extender) -> APIRouter:
-    state, journal = extender.state, extender.journal
+def ui_router(scheduler) -> APIRouter:
+    state, journal = scheduler.state, scheduler.journal
     env = templates()
     files = {name: (HERE / "static" / name).read_bytes() for name in STATIC}
     router = APIRouter(prefix="/ui")
@@ -123,7 +123,7 @@ def ui_router(extender) -> APIRouter:
     @router.get("/pods/{namespace}/{name:path}")
     async def pod_page(namespace: str, name: str) -> HTMLResponse:
         try:
-            view = pod_view(state, journal, namespace, name, extender.actions, extender.refusals)
+            view = pod_view(state, journal, namespace, name, scheduler.actions, scheduler.refusals)
         except NotFound as e:
             return not_found(e)
         return page("pod.html", title=f"Pod {view['pod']}", p=view)

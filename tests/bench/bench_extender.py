@@ -24,9 +24,9 @@ Not a pytest test (tests/bench/conftest.py keeps pytest out). What it does:
      pod count are left out of NodeNames, as NodeResourcesFit would);
   d. reads VmRSS of the server process (its /proc/self/status) after loading;
   e. measures what recording decisions costs the filter path, in-process: the
-     same filter bodies through Extender.filter with the journal recording as
+     same filter bodies through filter (app.api.verbs) with the journal recording as
      `quotient serve` does (journal ring, metrics and decision-log listeners,
-     INFO logging to a file) and with Extender._record replaced by a no-op,
+     INFO logging to a file) and with Books.record (app/scheduler/outcome.py) a no-op for filter's records,
      alternating blocks of each; the difference as a share of filter time.
 
 Quota never runs out during the run: ClusterQueue cq-000 (the filter
@@ -393,12 +393,14 @@ def bench_cycle(client, names: list[str], pods_per_node: dict[str, int], node_po
 
 
 def profile_filter(snapshot: str, names: list[str], calls: int) -> str:
-    """cProfile of Extender.filter in-process (no HTTP) on new pods of the bench queue, each bound after."""
+    """cProfile of filter (app.api.verbs) in-process (no HTTP) on new pods of the bench queue, each bound after."""
     import asyncio
 
     from app.cli import build_from_snapshot
 
-    extender = build_from_snapshot(snapshot)
+    from app.api.verbs import Verbs
+
+    extender = Verbs(build_from_snapshot(snapshot))
     template = Template(BENCH_NAMESPACE)
     names_json = orjson.dumps(names)
     prof = cProfile.Profile()
@@ -427,12 +429,12 @@ def profile_filter(snapshot: str, names: list[str], calls: int) -> str:
 
 
 def recording_cost(snapshot: str, names: list[str], calls: int, workdir: str) -> dict:
-    """Extender.filter in-process with its decisions recorded (journal, metrics, decision log) vs not.
+    """filter (app.api.verbs) in-process with its decisions recorded (journal, metrics, decision log) vs not.
 
     Both modes run the same kind of body (a new pod of the bench queue with all NodeNames,
     bound after, untimed) in short blocks, paired and alternating which mode goes first,
     so drift (caches, the journal and the state growing) falls on both alike. In the no-op
-    mode Extender._record does nothing for filter's decisions; bind records in both modes,
+    mode Books.record does nothing for filter's decisions; bind records in both modes,
     its cost being on the bind path. The cost is the median over pairs of (recording -
     no-op) block means, as a share of the median recording block mean. Time is the
     thread's CPU time (time.thread_time), so a burst of load from another process on the
@@ -442,11 +444,14 @@ def recording_cost(snapshot: str, names: list[str], calls: int, workdir: str) ->
     import statistics
 
     from app.api.app import create_app
+    from app.api.verbs import Verbs
     from app.cli import build_from_snapshot
+    from app.journal import FilterRecord
     from app.observe.logs import setup_logging
 
-    extender = build_from_snapshot(snapshot)
-    create_app(extender, "")          # attaches the listeners `quotient serve` has: metrics, decision log
+    scheduler = build_from_snapshot(snapshot)
+    create_app(scheduler, "")          # attaches the listeners `quotient serve` has: metrics, decision log
+    extender = Verbs(scheduler)
     root = logging.getLogger()
     saved = list(root.handlers), root.level
     log_file = open(os.path.join(workdir, "recording.log"), "w")
@@ -454,19 +459,20 @@ def recording_cost(snapshot: str, names: list[str], calls: int, workdir: str) ->
     template = Template(BENCH_NAMESPACE)
     names_json = orjson.dumps(names)
     block, pairs = 20, max(10, calls // 20)
-    record = extender._record
+    books = scheduler.books
+    record = books.record
 
-    def no_op(verb: str, *args, **kwargs) -> None:
-        if verb != "filter":
-            record(verb, *args, **kwargs)
+    def no_op(decided) -> None:
+        if not isinstance(decided, FilterRecord):
+            record(decided)
     means: dict[str, list[float]] = {"recording": [], "no-op": []}
     counter = iter(range(10**9))
 
     async def run_block(mode: str) -> float:
         if mode == "no-op":
-            extender._record = no_op          # the bench only: an instance attribute shadows the method
-        elif "_record" in vars(extender):
-            del extender._record
+            books.record = no_op          # the bench only: an instance attribute shadows the method
+        elif "record" in vars(books):
+            del books.record
         spent = 0.0
         for _ in range(block):
             i = next(counter)
@@ -644,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     rc = recording_cost(json_path, names, 2000 if quick else 6000, workdir)
     print(f"e. recording decisions on the filter path (in-process, medians of {rc['calls']} calls each): filter "
           f"{rc['recording_ms']:.3f} ms with the journal, metrics and decision log, {rc['noop_ms']:.3f} ms with "
-          f"_record a no-op; recording costs {rc['diff_us']:.1f} us, {rc['pct']:.1f}% of filter time", flush=True)
+          f"Books.record a no-op; recording costs {rc['diff_us']:.1f} us, {rc['pct']:.1f}% of filter time", flush=True)
 
     if a.profile:
         print()

@@ -51,7 +51,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import test_quota_property as prop  # noqa: E402
 
 from app.act.writer import WriteError  # noqa: E402
-from app.extender import Extender  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
+from app.scheduler.scheduler import Scheduler  # noqa: E402
 from app.objects.meta import format_time  # noqa: E402
 from app.sim.scenario import SUBMIT_AT, TERMINATE_AFTER, WATCH_LAG, load_scenario  # noqa: E402
 from app.sim.scheduler import NotConverged, SimScheduler  # noqa: E402
@@ -250,7 +251,7 @@ class FaultyWriter(prop.ApiWriter):
         self.stats["evicted"] += 1
 
 
-async def faulty_step(rng: random.Random, cluster: FaultyCluster, ext: Extender, stats: dict) -> None:
+async def faulty_step(rng: random.Random, cluster: FaultyCluster, ext: Scheduler, stats: dict) -> None:
     what = rng.random()
     if what < 0.10:                                       # kube-scheduler's preemption: preempt, delete its victims
         if not cluster.api:
@@ -260,7 +261,7 @@ async def faulty_step(rng: random.Random, cluster: FaultyCluster, ext: Extender,
         nodes = sorted(cluster.state.nodes)
         victims = {n: {"Pods": [{"UID": p.uid} for p in cluster.state.pods.values() if p.node_name == n]}
                    for n in nodes}
-        answer = orjson.loads(ext.preempt(orjson.dumps({"Pod": obj, "NodeNameToVictims": None,
+        answer = orjson.loads(Verbs(ext).preempt(orjson.dumps({"Pod": obj, "NodeNameToVictims": None,
                                                         "NodeNameToMetaVictims": victims})))
         chosen = answer.get("NodeNameToMetaVictims") or {}
         if chosen:
@@ -271,7 +272,7 @@ async def faulty_step(rng: random.Random, cluster: FaultyCluster, ext: Extender,
                 cluster.terminate(v["UID"])
     elif what < 0.18:                                     # an important pod arrives: filter may preempt for it
         obj = cluster.new_pod(priority=rng.choice([100, 1000]))
-        ext.filter(orjson.dumps({"Pod": obj, "Nodes": None, "NodeNames": sorted(cluster.state.nodes)}))
+        Verbs(ext).filter(orjson.dumps({"Pod": obj, "Nodes": None, "NodeNames": sorted(cluster.state.nodes)}))
         stats["urgent"] += 1
     elif what < 0.26:                                     # time passes, terminating pods finish
         cluster.clock.advance(rng.choice([1, 5, 30]))
@@ -293,7 +294,7 @@ async def hostile_case(seed: int, steps: int) -> dict:
     cluster = FaultyCluster(rng)
     stats = {"refused": 0, "terminating": 0, "evicted": 0, "kube_preemptions": 0, "gone": 0, "late": 0,
              "urgent": 0}
-    ext = Extender(cluster.state, FaultyWriter(cluster, stats))
+    ext = Scheduler(cluster.state, FaultyWriter(cluster, stats))
     instants = above = 0
     found: list[str] = []
     for step in range(steps):

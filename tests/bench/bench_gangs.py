@@ -18,8 +18,8 @@ JSON and loaded with build_from_snapshot, as `quotient serve --snapshot` does, w
 listeners create_app attaches.
 
   a. the placement simulation alone: gangs.place(the members, the nodes of the group's flavor
-     (on-demand, 4,000 nodes), state.rooms()), as Extender._filter_member calls it;
-  b. the whole first-member filter: Extender.filter for the group's first member with every node
+     (on-demand, 4,000 nodes), state.rooms()), as filter calls it for a pod group member (app/scheduler/filter.py);
+  b. the whole first-member filter: filter (app.api.verbs) for the group's first member with every node
      name offered (5,000, as kube-scheduler with percentageOfNodesToScore 100 would): the group
      decision (quota as one workload, queue order), the candidate list, the placement, a hold and
      a reservation per member, the journal entry and the answer. The answer must be the member's
@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench_extender as be  # noqa: E402
 import gen_cluster  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
 
 QUEUE = "cq-000"
 NAMESPACE = "ns-000"
@@ -137,14 +138,14 @@ def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=
 
 def run_filter(extender, body: bytes, first_uid: str, uids: list[str], runs: int, warmup: int,
                profile=None) -> dict:
-    state = extender.state
+    state, wire = extender.state, Verbs(extender)
     lat, bad = [], []
     nodes_used = 0
     for i in range(warmup + runs):
         if profile is not None:
             profile.enable()
         t0 = time.perf_counter()
-        answer = extender.filter(body)
+        answer = wire.filter(body)
         dt = time.perf_counter() - t0
         if profile is not None:
             profile.disable()
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     with GcCount() as gc_b:
         rb = run_filter(extender, body, first.uid, uids, runs, warmup)
     sb = be.stats(rb["lat"])
-    print(f"b. first-member filter (Extender.filter, {len(state.nodes)} NodeNames: decide + placement + "
+    print(f"b. first-member filter (filter, {len(state.nodes)} NodeNames: decide + placement + "
           f"{len(members)} holds and reservations + journal): p50 {sb['p50']:.2f} ms, p99 {sb['p99']:.2f} ms, "
           f"max {sb['max']:.2f} ms, mean {sb['mean']:.2f} ms ({sb['n']} runs after {warmup} warm-up; "
           f"members on {rb['nodes']} nodes; {len(rb['bad'])} bad answers; {gc_b.summary()})", flush=True)
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # c. the second group while the first group's members hold their nodes (admitted, not yet bound):
     # state.rooms() adds up the holds in force per node once per placement.
-    extender.filter(body)
+    Verbs(extender).filter(body)
     held_first = sum(u in state.holds for u in uids)
     second = state.members(f"job:{NAMESPACE}/{SECOND}:{job_uid(SECOND)}" if a.job else f"{NAMESPACE}/{SECOND}")
     uids2 = [m.uid for m in second]
@@ -292,11 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         print(profiled("a. gangs.place", lambda prof: run_place(state, members, flavor_nodes, 10, 0, prof)))
     if a.profile or fail_b:
         print()
-        print(profiled("b. Extender.filter (first member)",
+        print(profiled("b. filter (first member)",
                        lambda prof: run_filter(extender, body, first.uid, uids, 10, 0, prof)))
     if a.profile or fail_c:
         print()
-        extender.filter(body)        # the first group holds its nodes again, for the profile only
+        Verbs(extender).filter(body)        # the first group holds its nodes again, for the profile only
         print(profiled("c. gangs.place with the first group holding",
                        lambda prof: run_place(state, second, flavor_nodes, 10, 0, prof)))
         undo(state, uids)

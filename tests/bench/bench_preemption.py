@@ -25,13 +25,13 @@ that preemption is both needed and allowed:
 The preemptor is a pod of ns-000/user-queue (cq-000), priority 1000, cpu 1,
 memory 1Gi: its quota needs two 500m victims' worth.
 
-  a. self-driven reclaim: Extender.filter for a new pending preemptor with
+  a. self-driven reclaim: filter (app.api.verbs) for a new pending preemptor with
      NodeNames = every node not full (as kube-scheduler, percentageOfNodesToScore
      100, would offer); the answer must be a refusal saying it is preempting
      (FailedAndUnresolvableNodes reasons contain "preempting") and a hold must
      exist. After each call (untimed) the hold is released and the pod removed,
      so every call sees the same state.
-  b. preempt verb: Extender.preempt for a new preemptor with
+  b. preempt verb: preempt (app.api.verbs) for a new preemptor with
      NodeNameToMetaVictims naming 100 full on-demand nodes, each with its newest
      pod as kube-scheduler's dry-run victim; the answer must name at least one
      node. After each call (untimed) its reservation is dropped and the pod removed.
@@ -70,6 +70,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench_extender as be  # noqa: E402
 import gen_cluster  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
 
 PREEMPTOR_QUEUE = "cq-000"
 NAMESPACE = "ns-000"
@@ -245,7 +246,7 @@ class GcWatch:
 
 def run_reclaim(extender, offered_json: bytes, calls: int, warmup: int, profile: cProfile.Profile | None = None,
                 start: int = 0, watch: GcWatch | None = None) -> dict:
-    state = extender.state
+    state, wire = extender.state, Verbs(extender)
     lat, cpu, bad, victims = [], [], [], []
     for i in range(start, start + warmup + calls):
         body, uid = filter_body(i, offered_json)
@@ -254,7 +255,7 @@ def run_reclaim(extender, offered_json: bytes, calls: int, warmup: int, profile:
         if watch is not None:
             watch.active = i >= start + warmup
         c0, t0 = time.thread_time(), time.perf_counter()
-        answer = extender.filter(body)
+        answer = wire.filter(body)
         dt, cpu_dt = time.perf_counter() - t0, time.thread_time() - c0
         if watch is not None:
             watch.active = False
@@ -274,7 +275,7 @@ def run_reclaim(extender, offered_json: bytes, calls: int, warmup: int, profile:
 
 def run_preempt(extender, dry_run: dict[str, str], calls: int, warmup: int,
                 profile: cProfile.Profile | None = None, start: int = 0, watch: GcWatch | None = None) -> dict:
-    state = extender.state
+    state, wire = extender.state, Verbs(extender)
     lat, cpu, bad, nodes, victims = [], [], [], [], []
     for i in range(start, start + warmup + calls):
         body, uid = preempt_body(i, dry_run)
@@ -283,7 +284,7 @@ def run_preempt(extender, dry_run: dict[str, str], calls: int, warmup: int,
         if watch is not None:
             watch.active = i >= start + warmup
         c0, t0 = time.thread_time(), time.perf_counter()
-        answer = extender.preempt(body)
+        answer = wire.preempt(body)
         dt, cpu_dt = time.perf_counter() - t0, time.thread_time() - c0
         if watch is not None:
             watch.active = False
@@ -463,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
             ra = run_reclaim(extender, offered_json, calls, warmup, watch=gc_a)
         sa = be.stats(ra["lat"])
         v = ra["victims"]
-        print(f"a. reclaim decision (Extender.filter, {len(info['offered'])} NodeNames), in-process: "
+        print(f"a. reclaim decision (filter, {len(info['offered'])} NodeNames), in-process: "
               f"p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, mean {sa['mean']:.2f} ms "
               f"({sa['n']} calls after {warmup} warm-up; victims per hold {min(v)}..{max(v)}; "
               f"{len(ra['bad'])} bad answers)", flush=True)
@@ -473,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         with GcWatch() as gc_b:
             rb = run_preempt(extender, dry_run, calls, warmup, watch=gc_b)
         sb = be.stats(rb["lat"])
-        print(f"b. preempt verb (Extender.preempt, {len(dry_run)} candidate nodes), in-process: "
+        print(f"b. preempt verb (preempt, {len(dry_run)} candidate nodes), in-process: "
               f"p50 {sb['p50']:.2f} ms, p99 {sb['p99']:.2f} ms, max {sb['max']:.2f} ms, mean {sb['mean']:.2f} ms "
               f"({sb['n']} calls after {warmup} warm-up; nodes answered {min(rb['nodes'])}..{max(rb['nodes'])}, "
               f"victims in all {min(rb['victims'])}..{max(rb['victims'])}; {len(rb['bad'])} bad answers)", flush=True)
@@ -515,11 +516,11 @@ def main(argv: list[str] | None = None) -> int:
     pcalls = max(20, calls // 4)
     if a.profile or fail_a:
         print()
-        print(profiled("a. reclaim decision (Extender.filter)",
+        print(profiled("a. reclaim decision (filter)",
                        lambda prof, n: run_reclaim(extender, offered_json, n, 0, prof, start=200_000), pcalls))
     if a.profile or fail_b:
         print()
-        print(profiled("b. preempt verb (Extender.preempt)",
+        print(profiled("b. preempt verb (preempt)",
                        lambda prof, n: run_preempt(extender, dry_run, n, 0, prof, start=200_000), pcalls))
 
     print()

@@ -4,7 +4,7 @@ against 15,000, the same refused pods asked about.
     .venv/bin/python tests/bench/bench_refusal_cost.py [--backlogs 150,15000] [--asks 3000] [--profile]
 
 Not a pytest test (tests/bench/conftest.py keeps pytest out). In process, on the verb's whole path from the
-request's bytes to the answer's (Extender.filter), no HTTP: the HTTP layer's cost does not grow with the backlog
+request's bytes to the answer's (app.api.verbs' filter), no HTTP: the HTTP layer's cost does not grow with the backlog
 and bench_throughput.py measures it. The cluster is Kueue's configs/baseline (test/performance/scheduler):
 5 cohorts of 6 ClusterQueues (nominal 20 cpu, borrowingLimit 100, reclaimWithinCohort Any, withinClusterQueue
 LowerPriority), every cohort's quota in use by running small pods, and the backlog spread over the
@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from app.act.writer import SnapshotWriter  # noqa: E402
-from app.extender import Extender  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
+from app.scheduler.scheduler import Scheduler  # noqa: E402
 from app.objects.pod import decode_pod  # noqa: E402
 from helpers import make_state, with_uids  # noqa: E402
 
@@ -112,7 +113,7 @@ def body(p: dict, nodes: list[str]) -> bytes:
 def run(backlog: int, asks: int, churn: int, frees: int) -> dict:
     docs, pending = cluster(backlog)
     state = make_state(*docs)
-    ext = Extender(state, SnapshotWriter(state))
+    ext = Verbs(Scheduler(state, SnapshotWriter(state)))
     nodes = sorted(state.nodes)
     # the asked pods: not the first of their class in their queue, as most of a backlog is not
     asked = [body(p, nodes) for p in pending if int(p["metadata"]["name"].rsplit("-", 1)[1]) >= 1]

@@ -11,7 +11,7 @@ test. Two processes, so that the fake API's own bookkeeping (it records every re
     priority, over quota, so filter refuses them (QuotaExceeded; cq-0's head also gets a preemption
     search that finds nothing to preempt, every reconcile);
   * this process: Quotient live as `quotient serve --kubeconfig` wires it (app/cli.py serve_live): a
-    WatchSource and a KubeWriter on one kubernetes_asyncio ApiClient, an Extender with the metrics, the
+    WatchSource and a KubeWriter on one kubernetes_asyncio ApiClient, a Scheduler with the metrics, the
     decision log and the counting writer attached (app.observe.attach), on a clock that advances by
     the reconcile interval (5 s) per cycle, so the rate-limited ClusterQueue status writes happen
     every other cycle as they would in real time.
@@ -173,7 +173,8 @@ def growth_sites(before, after, top: int) -> list[str]:
 async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> dict:
     from app.act.kube import KubeWriter
     from app.config import Configuration, decode_configuration
-    from app.extender import Extender
+    from app.api.verbs import Verbs
+    from app.scheduler.scheduler import Scheduler
     from app.observe import attach
     from app.state.cluster import ClusterState
     from app.sync.watch import WatchSource, make_api_client
@@ -185,7 +186,7 @@ async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> 
     client = await make_api_client(kubeconfig)
     config = decode_configuration(RICH_CONFIG) if args.rich else Configuration()
     state = ClusterState(config, clock=clock)
-    extender = Extender(state, KubeWriter(client, state))
+    extender = Scheduler(state, KubeWriter(client, state))
     observers = attach(extender)
     source = WatchSource(client, state, metrics=observers.metrics)
     task = source.start()
@@ -199,8 +200,10 @@ async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> 
         bodies = [orjson.dumps({"Pod": {k: p[k] for k in ("metadata", "spec")}, "Nodes": None, "NodeNames": nodes})
                   for p in pending]
 
+        wire = Verbs(extender)
+
         def refuse_all() -> list[bytes]:
-            return [b'"NodeNames":[]' in extender.filter(b) and b for b in bodies]
+            return [b'"NodeNames":[]' in wire.filter(b) and b for b in bodies]
 
         out["refused"] = sum(1 for b in refuse_all() if b)
         cycle_no = 0
@@ -294,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         ready = orjson.loads(fake.stdout.readline() or b"{}")
         if "kubeconfig" not in ready:
             raise SystemExit(f"the fake API did not start:\n{Path(workdir, 'fakeapi.log').read_text()[-3000:]}")
-        print(f"Soak, live: fake API (own process) + WatchSource + KubeWriter + Extender; {source_version()}; "
+        print(f"Soak, live: fake API (own process) + WatchSource + KubeWriter + Scheduler; {source_version()}; "
               f"{NODES} nodes, {QUEUES} ClusterQueues in one cohort, {QUEUES * RUNNING_PER_QUEUE} running pods, "
               f"{len(pending)} pending pods refused; a cycle = reconcile + {a.looks} look for cleared refusals, {a.tick:g} s of clock",
               flush=True)

@@ -15,7 +15,7 @@ admin would look at:
   * the first ClusterQueue of each Cohort has 80% of its usage as nominal quota, so it borrows;
   * --pending pending pods (created after every running pod), --busy-pending of them in the busy queue
     (cq-000, a borrower), the rest round-robin over every queue;
-  * --reservations of those pending pods are passed through Extender.filter (queue heads first, every node
+  * --reservations of those pending pods are passed through filter (app.api.verbs) (queue heads first, every node
     offered), so they hold reservations (reserving, not bound) and the decisions journal has entries.
 
 The snapshot is written as JSON and loaded with build_from_snapshot, as `quotient serve --snapshot` does;
@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench_extender as be  # noqa: E402
 import gen_cluster  # noqa: E402
+from app.api.verbs import Verbs  # noqa: E402
 from bench_gangs import GcCount  # noqa: E402
 from bench_preemption import _quota  # noqa: E402
 
@@ -153,15 +154,15 @@ def reserve(extender, pending: dict[str, list[dict]], count: int) -> int:
     extender.state.config.reservation_timeout = 3600.0
     names = orjson.dumps(sorted(extender.state.nodes)).decode()
     rounds = max((len(v) for v in pending.values()), default=0)
-    done = 0
+    done, wire = 0, Verbs(extender)
     for r in range(rounds):
         for queue in sorted(pending):
             if done >= count:
                 break
             if r < len(pending[queue]):
                 sent = {k: v for k, v in pending[queue][r].items() if k not in ("apiVersion", "kind")}
-                extender.filter(b'{"Pod":' + orjson.dumps(sent) + b',"Nodes":null,"NodeNames":'
-                                + names.encode() + b"}")
+                wire.filter(b'{"Pod":' + orjson.dumps(sent) + b',"Nodes":null,"NodeNames":'
+                            + names.encode() + b"}")
                 done += 1
     return len(extender.state.reservations)
 

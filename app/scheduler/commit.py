@@ -1,0 +1,127 @@
+"""The one place that applies core's decisions to the state and hands their writes to act/.
+
+The verbs and the reconcile decide (core/) and then commit here: reservations, preemption holds, a Job's
+workload admitted or evicted, bindings assumed and undone, waitForPodsReady's requeues, and the evictions act/
+writes. Nothing else in the scheduler changes ClusterState.
+"""
+from __future__ import annotations
+
+from ..act.intents import Actions
+from ..core import readiness
+from ..core.decisions import Evict, Hold, Requeue
+from ..core.flavors import Charge
+from ..objects.pod import PodInfo
+from ..state.cluster import ClusterState
+
+
+class Commit:
+    def __init__(self, state: ClusterState, actions: Actions):
+        self.state = state
+        self.actions = actions
+
+    # ---- housekeeping before a decision ----------------------------------------------
+    def expire(self) -> None:
+        """Reservations and holds past their time end."""
+        self.state.expire_reservations()
+
+    def forget_stale_learned(self) -> None:
+        self.state.forget_stale_learned()
+
+    def forget_stale_requeue(self, pod: PodInfo) -> None:
+        """A controller's new owner: the requeues of the one it replaced are gone."""
+        self.state.forget_stale_requeue(pod)
+
+    def learn(self, pod: PodInfo) -> None:
+        """A pod known from kube-scheduler's request only, until a source shows it."""
+        self.state.learn_pod(pod)
+
+    def tried(self, uid: str, refused: bool) -> None:
+        self.state.tried(uid, refused=refused)
+
+    # ---- quota kept for a pod ------------------------------------------------------------
+    def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> None:
+        self.state.reserve(uid, charge, timeout)
+
+    def drop_reservation(self, uid: str) -> None:
+        self.state.drop_reservation(uid)
+
+    def release(self, members: list[PodInfo]) -> None:
+        """Each member's hold and reservation end."""
+        for m in members:
+            self.state.release_hold(m.uid)
+            self.state.drop_reservation(m.uid)
+
+    def remember_refused(self, pod: PodInfo, verdict, has_nodes, reclaim_tried: bool = False) -> None:
+        """The refusal stands for pods of the pod's shape behind it (state.blocked), until something frees."""
+        state = self.state
+        if reclaim_tried:
+            state.blocked.remember(state, pod, verdict, has_nodes, reclaim_tried=True)
+        else:
+            state.blocked.remember(state, pod, verdict, has_nodes)
+
+    # ---- preemption and workloads ------------------------------------------------------
+    def hold(self, h: Hold, evicted: set[str] | None = None):
+        """The room and quota the victims free, kept for the preemptor (members of a group share evicted)."""
+        return self.state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+
+    def victims_of(self, holder: str, held) -> list[Evict]:
+        """The victims of a preemption, still running, whose eviction is not in flight, not just written and
+        not backing off: not issued yet, failed, or lost (its task cancelled, no event loop to run it); each is
+        marked issued. The decision that chose them issues them at once (act/ writes them on the event loop)."""
+        state, out = self.state, []
+        for uid, (reason, message) in held.victims.items():
+            victim = state.pods.get(uid)
+            if victim is None or victim.deleting or victim.terminal:
+                continue
+            if not self.actions.wanted(uid):
+                continue          # in flight, just written (the watch shows it soon), or backing off
+            held.evicted.add(uid)
+            charge = state.admitted.get(uid)
+            out.append(Evict(victim, reason, message, "reclaim", "Preempted",
+                             {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
+        return out
+
+    def admit_job(self, job_uid: str, size: int, charge: Charge, partial: bool) -> None:
+        self.state.admit_job(job_uid, size, charge, partial=partial)
+
+    def evict_job(self, job_uid: str) -> None:
+        self.state.evict_job(job_uid)
+
+    def evict_jobs_of(self, uids) -> None:
+        """The pods a Job makes again in the place of these are a new workload."""
+        self.state.evict_jobs_of(uids)
+
+    def requeue(self, rq: Requeue) -> None:
+        """waitForPodsReady's timeout: the workload's requeue counted, its members' holds and reservations
+        ended (its evictions are the caller's to write)."""
+        state = self.state
+        state.readiness.pop(rq.unit, None)
+        if not rq.members:
+            return
+        q = state.requeues.setdefault(rq.workload, readiness.RequeueRecord(first_created=rq.first_created,
+                                                                           owner_uid=rq.owner_uid))
+        q.count, q.at, q.deactivated = rq.count, rq.at, rq.deactivated
+        self.release(list(rq.members))
+
+    def reactivate(self, key: str) -> bool:
+        """A workload's PodsReadyTimeout record (deactivation and backoff) cleared, as an admin asks."""
+        return self.state.requeues.pop(key, None) is not None
+
+    # ---- bindings ----------------------------------------------------------------------
+    def bind(self, uid: str, node: str, charge: Charge | None) -> str:
+        """The pod assumed bound, its charge taken; a reason when the quota invariant refuses it."""
+        return self.state.commit_binding(uid, node, charge)
+
+    def unbind(self, uid: str, node: str) -> bool:
+        """A Binding that was not written: its charge taken back."""
+        return self.state.undo_binding(uid, node)
+
+    # ---- writes ----------------------------------------------------------------------------
+    def submit(self, evictions: list[Evict]) -> None:
+        """A request's evictions, written now by act/ (its answer does not wait for them)."""
+        if evictions:
+            self.actions.submit(evictions)
+
+    async def evict(self, evictions: list[Evict]) -> int:
+        """A reconcile's evictions, written by act/; how many pods were evicted."""
+        return await self.actions.evict(evictions)

@@ -1,0 +1,195 @@
+"""filter: which of the offered nodes the pod may take now, or the one rule that refuses it.
+
+A pod passes when its ClusterQueue admits it (core.admission), onto the nodes of its flavors; a pod group
+member passes only with its whole group (core.gang_admission), onto the node held for it; a pod of an admitted
+Job takes a slot its workload keeps (core.job_slots). A pod that must reclaim quota starts a preemption here.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+
+from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
+from ..core.admission import Verdict, decide, may_reclaim
+from ..core.decisions import Refuse
+from ..core.gangs import group_of
+from ..journal import FilterRecord
+from ..objects.offered import OfferedNodes
+from ..objects.pod import PodInfo
+from ..sync import freshness
+from .context import Context
+from .outcome import Outcome, passed, refused
+from .reclaim import POD_NOT_SEEN, admit_group, reclaim_for
+from .request import Offer
+
+
+def filter_pod(ctx: Context, offer: Offer) -> Outcome:
+    offered = offer.offered
+    state, commit = ctx.state, ctx.commit
+    commit.expire()
+    commit.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
+    pod = ctx.pod_of(offer.pod)
+    stale = freshness.refusal(state, pod)
+    if stale:
+        return refused(pod, freshness.SOURCE_STALE, stale, FilterRecord(
+            pod=pod.key, outcome=freshness.SOURCE_STALE, reason=stale, resolvable=False))
+    if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
+        gate = ctx.ready_gate(pod)
+        if gate:
+            return refused(pod, "PodsReadyGate", gate, FilterRecord(
+                pod=pod.key, outcome="PodsReadyGate", reason=gate, resolvable=False))
+    if group_of(pod) and pod.queue_name:
+        return _member(ctx, pod, offered)
+    waiting = reclaim.victims_left(state, state.holds.get(pod.uid))
+    if waiting:
+        return refused(pod, "WaitingForVictims", waiting)
+    charge = state.admitted.get(pod.uid)
+
+    def has_nodes(flavor: str) -> bool:
+        return offered.has_nodes(state, flavor)
+
+    if charge is not None:   # already bound by Quotient: only its flavors' nodes
+        verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
+        flavors = charge.flavors
+    else:
+        commit.drop_reservation(pod.uid)
+        known = state.blocked.lookup(state, pod, has_nodes)
+        if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
+            return _behind(pod, known, offered)
+        verdict = decide(state, pod, has_nodes)
+        flavors = verdict.assignment.flavors if verdict.assignment else {}
+    if not verdict.managed:
+        return passed(pod, *offered.on_offer(state, frozenset()), booked=False)
+    tried = verdict.assignment.reasons if verdict.assignment else ()
+    records = []
+    if not verdict.admit and may_reclaim(verdict):
+        unseen = ctx.unseen(pod)
+        if unseen:
+            reason = f"{verdict.reason}; no preemption: {unseen}; only pods the API shows may cause evictions"
+            return refused(pod, POD_NOT_SEEN, reason, FilterRecord(
+                pod=pod.key, outcome=POD_NOT_SEEN, reason=reason, queue=verdict.cluster_queue, resolvable=False,
+                offered=len(offered.names)), cluster_queue=verdict.cluster_queue)
+        started = reclaim_for(ctx, pod, verdict)
+        records = started.records
+        if started.started:
+            out = refused(pod, "Preempting", started.started, *records, FilterRecord(
+                pod=pod.key, outcome="Preempting", reason=started.started, queue=verdict.cluster_queue,
+                resolvable=False, offered=len(offered.names), tried=list(tried)))
+            out.evictions = started.evictions
+            return out
+        verdict = replace(verdict, reason=verdict.reason + started.unfound)
+        commit.remember_refused(pod, verdict, has_nodes, reclaim_tried=True)
+    elif not verdict.admit:
+        commit.remember_refused(pod, verdict, has_nodes)
+    if not verdict.admit:
+        return refused(pod, verdict.rule, verdict.reason, *records, FilterRecord(
+            pod=pod.key, outcome=verdict.rule, reason=verdict.reason, queue=verdict.cluster_queue,
+            resolvable=verdict.resolvable, offered=len(offered.names), tried=list(tried)),
+            cluster_queue=verdict.cluster_queue, resolvable=verdict.resolvable, assignment=verdict.assignment)
+    kept = _flavor_nodes(ctx, pod, frozenset(flavors.values()), offered)
+    if isinstance(kept, Refuse):
+        return _refused_after(pod, kept, verdict.cluster_queue)
+    if charge is None:
+        charge = filtering.reservation(state, verdict)
+        if isinstance(charge, Refuse):
+            return _refused_after(pod, charge, verdict.cluster_queue)
+        commit.reserve(pod.uid, charge, ctx.reservation_timeout(pod))
+    passing, encoded = kept
+    # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
+    # as unresolvable and only ever shows reasons when no node is left, which is not the case here.
+    return passed(pod, passing, encoded, FilterRecord(
+        pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue, flavors=dict(flavors),
+        offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
+        borrowing=bool(verdict.assignment and verdict.assignment.borrowing), tried=list(tried)))
+
+
+def _refused_after(pod: PodInfo, r: Refuse, queue: str) -> Outcome:
+    """A core refusal after the verdict admitted (no node passes)."""
+    return refused(pod, r.rule, r.reason, FilterRecord(pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue))
+
+
+def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
+    """A refusal that stands for a pod of the same shape at or ahead of this one (state.blocked): answered
+    as it was decided, preemption included (none was found then), naming the pod it was decided for."""
+    v = known.verdict
+    reason = v.reason if known.pod == pod.key else (
+        f"{v.reason} (as decided for {known.pod}, of the same requests and priority and ahead of this pod in "
+        f"ClusterQueue {v.cluster_queue}; nothing has freed quota in its cohort since)")
+    return refused(pod, v.rule, reason, FilterRecord(
+        pod=pod.key, outcome=v.rule, reason=reason, queue=v.cluster_queue, resolvable=v.resolvable,
+        offered=len(offered.names), tried=list(v.assignment.reasons) if v.assignment else []),
+        cluster_queue=v.cluster_queue, resolvable=v.resolvable, assignment=v.assignment)
+
+
+def _flavor_nodes(ctx: Context, pod: PodInfo, flavors: frozenset, offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
+    """The offered nodes of the pod's flavors it may take (core.filtering.nodes_for), and their JSON."""
+    passing, encoded = offered.on_offer(ctx.state, flavors)
+    kept = filtering.nodes_for(ctx.state, pod, flavors, passing, len(offered.names))
+    if isinstance(kept, Refuse):
+        return kept
+    return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
+
+
+def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
+    """A pod group member (core.gang_admission): the group is admitted whole, every member with a node
+    of its own held at once, or none is; a member then passes only onto its held node."""
+    state, key = ctx.state, group_of(pod)
+
+    def refuse(r: Refuse, *records) -> Outcome:
+        return refused(pod, r.rule, r.reason, *records, FilterRecord(
+            pod=pod.key, outcome=r.rule, reason=r.reason, queue=r.cluster_queue, group=key),
+            cluster_queue=r.cluster_queue or None)
+
+    def onto(node: str, *records, booked: bool = True) -> Outcome:
+        return passed(pod, [node], orjson.dumps([node]), *records, remember=False, booked=booked)
+
+    if pod.node_name:          # already bound: its own node only, the group is not admitted again
+        if pod.node_name in offered.names:
+            return onto(pod.node_name, booked=False)
+        return refuse(Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}"))
+    admitted = state.job_admissions.get(pod.owner.uid) if pod.job else None
+    if admitted is not None and pod.uid not in state.holds:
+        return _job_pod(ctx, pod, key, admitted, offered)
+    group = state.members(key)
+    refusal = gang_admission.check_group(state, pod, key, group)
+    if refusal is not None:
+        ctx.commit.release(members.released_by(refusal, group))
+        return refuse(refusal)
+    held = state.holds.get(pod.uid)
+    if held is not None:
+        refusal = gang_admission.held_member(state, key, group, held, offered.names)
+        if refusal is not None:
+            return refuse(refusal)
+        return onto(held.node, FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=key,
+                                            node=held.node))
+    admission = admit_group(ctx, pod, key, gangs.pending_members(state, group), set(offered.names))
+    if isinstance(admission.decision, Refuse):
+        out = refuse(admission.decision, *admission.records)
+    else:
+        out = onto(admission.decision.node_of(pod.uid), *admission.records)
+    out.evictions = admission.evictions
+    return out
+
+
+def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNodes) -> Outcome:
+    """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
+    quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
+    state, charge = ctx.state, admitted.charge
+    if job_slots.queue_changed(state, pod, charge.cluster_queue):    # not this workload's slot
+        ctx.commit.evict_job(pod.owner.uid)
+        return _member(ctx, pod, offered)
+    at_size = job_slots.at_size(state, pod, key, admitted)
+    if at_size is not None:
+        return refused(pod, at_size.rule, at_size.reason, FilterRecord(
+            pod=pod.key, outcome=at_size.rule, reason=at_size.reason, queue=charge.cluster_queue, group=key),
+            cluster_queue=charge.cluster_queue)
+    kept = _flavor_nodes(ctx, pod, frozenset(charge.flavors.values()), offered)
+    if isinstance(kept, Refuse):
+        return _refused_after(pod, kept, charge.cluster_queue)
+    passing, encoded = kept
+    if pod.uid not in state.reservations:
+        ctx.commit.reserve(pod.uid, admitted.spare_charge(1), ctx.reservation_timeout(pod))
+    return passed(pod, passing, encoded, FilterRecord(
+        pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue, group=key,
+        flavors=dict(charge.flavors), offered=len(offered.names), nodes=len(passing)))
