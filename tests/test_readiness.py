@@ -647,7 +647,7 @@ async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind
 
 
 async def test_block_admission_refusal_names_the_pod(build_extender):
-    """BUG (app/extender.py _ready_gate: `unit.removeprefix('pod:')` is the pod's uid). Reproduction: as in
+    """BUG (app/scheduler/context.py ready_gate: `unit.removeprefix('pod:')` is the pod's uid). Reproduction: as in
     test_block_admission_holds_others_until_the_admitted_workload_is_ready. Expected: the refusal names the
     workload as an admin can look it up, "team-a/a". Actual: "workload uid-team-a-a is admitted and not yet all
     Ready" (in the simulator a generated uid such as 22ea18b4-...). GET /debug/workloads keys single pods by uid

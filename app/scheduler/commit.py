@@ -24,6 +24,10 @@ class Commit:
         """Reservations and holds past their time end."""
         self.state.expire_reservations()
 
+    def expire_assumed(self) -> None:
+        """Assumed bindings the API has sent an unbinding for, past ASSUMED_TTL: its word is taken."""
+        self.state.expire_assumed()
+
     def forget_stale_learned(self) -> None:
         self.state.forget_stale_learned()
 

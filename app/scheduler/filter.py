@@ -89,11 +89,11 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
             cluster_queue=verdict.cluster_queue, resolvable=verdict.resolvable, assignment=verdict.assignment)
     kept = _flavor_nodes(ctx, pod, frozenset(flavors.values()), offered)
     if isinstance(kept, Refuse):
-        return _refused_after(pod, kept, verdict.cluster_queue)
+        return _refusal(pod, kept, queue=verdict.cluster_queue)
     if charge is None:
         charge = filtering.reservation(state, verdict)
         if isinstance(charge, Refuse):
-            return _refused_after(pod, charge, verdict.cluster_queue)
+            return _refusal(pod, charge, queue=verdict.cluster_queue)
         commit.reserve(pod.uid, charge, ctx.reservation_timeout(pod))
     passing, encoded = kept
     # Nodes outside the pod's flavors are dropped without a reason: kube-scheduler treats them
@@ -104,9 +104,11 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
         borrowing=bool(verdict.assignment and verdict.assignment.borrowing), tried=list(tried)))
 
 
-def _refused_after(pod: PodInfo, r: Refuse, queue: str) -> Outcome:
-    """A core refusal after the verdict admitted (no node passes)."""
-    return refused(pod, r.rule, r.reason, FilterRecord(pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue))
+def _refusal(pod: PodInfo, r: Refuse, *records, queue: str, group: str | None = None,
+             cluster_queue: str | None = None) -> Outcome:
+    """A core decision's refusal (a Refuse), journaled with the queue (and the group) it was decided in."""
+    return refused(pod, r.rule, r.reason, *records, FilterRecord(
+        pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue, group=group), cluster_queue=cluster_queue)
 
 
 def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
@@ -122,7 +124,8 @@ def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
         cluster_queue=v.cluster_queue, resolvable=v.resolvable, assignment=v.assignment)
 
 
-def _flavor_nodes(ctx: Context, pod: PodInfo, flavors: frozenset, offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
+def _flavor_nodes(ctx: Context, pod: PodInfo, flavors: frozenset,
+                  offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
     """The offered nodes of the pod's flavors it may take (core.filtering.nodes_for), and their JSON."""
     passing, encoded = offered.on_offer(ctx.state, flavors)
     kept = filtering.nodes_for(ctx.state, pod, flavors, passing, len(offered.names))
@@ -136,18 +139,14 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
     of its own held at once, or none is; a member then passes only onto its held node."""
     state, key = ctx.state, group_of(pod)
 
-    def refuse(r: Refuse, *records) -> Outcome:
-        return refused(pod, r.rule, r.reason, *records, FilterRecord(
-            pod=pod.key, outcome=r.rule, reason=r.reason, queue=r.cluster_queue, group=key),
-            cluster_queue=r.cluster_queue or None)
-
     def onto(node: str, *records, booked: bool = True) -> Outcome:
         return passed(pod, [node], orjson.dumps([node]), *records, remember=False, booked=booked)
 
     if pod.node_name:          # already bound: its own node only, the group is not admitted again
         if pod.node_name in offered.names:
             return onto(pod.node_name, booked=False)
-        return refuse(Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}"))
+        bound = Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}")
+        return _member_refusal(pod, key, bound)
     admitted = state.job_admissions.get(pod.owner.uid) if pod.job else None
     if admitted is not None and pod.uid not in state.holds:
         return _job_pod(ctx, pod, key, admitted, offered)
@@ -155,21 +154,26 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
     refusal = gang_admission.check_group(state, pod, key, group)
     if refusal is not None:
         ctx.commit.release(members.released_by(refusal, group))
-        return refuse(refusal)
+        return _member_refusal(pod, key, refusal)
     held = state.holds.get(pod.uid)
     if held is not None:
         refusal = gang_admission.held_member(state, key, group, held, offered.names)
         if refusal is not None:
-            return refuse(refusal)
+            return _member_refusal(pod, key, refusal)
         return onto(held.node, FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=key,
                                             node=held.node))
     admission = admit_group(ctx, pod, key, gangs.pending_members(state, group), set(offered.names))
     if isinstance(admission.decision, Refuse):
-        out = refuse(admission.decision, *admission.records)
+        out = _member_refusal(pod, key, admission.decision, *admission.records)
     else:
         out = onto(admission.decision.node_of(pod.uid), *admission.records)
     out.evictions = admission.evictions
     return out
+
+
+def _member_refusal(pod: PodInfo, key: str, r: Refuse, *records) -> Outcome:
+    """A refusal of a pod group member (or a Job's pod), decided for its group."""
+    return _refusal(pod, r, *records, queue=r.cluster_queue, group=key, cluster_queue=r.cluster_queue or None)
 
 
 def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNodes) -> Outcome:
@@ -181,12 +185,10 @@ def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNod
         return _member(ctx, pod, offered)
     at_size = job_slots.at_size(state, pod, key, admitted)
     if at_size is not None:
-        return refused(pod, at_size.rule, at_size.reason, FilterRecord(
-            pod=pod.key, outcome=at_size.rule, reason=at_size.reason, queue=charge.cluster_queue, group=key),
-            cluster_queue=charge.cluster_queue)
+        return _member_refusal(pod, key, at_size)
     kept = _flavor_nodes(ctx, pod, frozenset(charge.flavors.values()), offered)
     if isinstance(kept, Refuse):
-        return _refused_after(pod, kept, charge.cluster_queue)
+        return _refusal(pod, kept, queue=charge.cluster_queue)
     passing, encoded = kept
     if pod.uid not in state.reservations:
         ctx.commit.reserve(pod.uid, admitted.spare_charge(1), ctx.reservation_timeout(pod))

@@ -25,7 +25,7 @@ class Outcome:
     verb: str
     pod: PodInfo | None = None
     records: list[Record] = field(default_factory=list)     # journaled in order when the request ends
-    evictions: list[Evict] = field(default_factory=list)    # written by act/ once the decision is complete
+    evictions: list[Evict] | tuple = ()                      # written by act/ once the decision is complete
     nodes: list[str] | None = None
     encoded: bytes = b""
     remember: bool = False           # filter: prioritize will be sent these nodes (api's offered-node cache)
@@ -38,8 +38,8 @@ class Outcome:
     offered: int = 0                     # filter: how many nodes were offered
     error: str = ""                      # filter: a refusal answered as a retry; bind: the refusal
     scores: np.ndarray | None = None
-    victims: dict[str, list[str]] = field(default_factory=dict)
-    violations: dict[str, int] = field(default_factory=dict)
+    victims: dict[str, list[str]] | None = None
+    violations: dict[str, int] | None = None
     passthrough: bool = False
 
 

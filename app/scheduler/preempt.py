@@ -15,7 +15,7 @@ def preempt(ctx: Context, ask: PreemptAsk) -> Outcome:
     if unseen:
         return Outcome("preempt", pod, [PreemptRecord(
             pod=pod.key, outcome="NoPreemption", candidates=ask.nodes,
-            reason=f"{unseen}; only pods the API shows may cause evictions")])
+            reason=f"{unseen}; only pods the API shows may cause evictions")], victims={}, violations={})
     decision = kube_preempt.answer(ctx.state, pod, ask.nodes)
     if decision.passthrough:
         return Outcome("preempt", pod, passthrough=True)

@@ -39,10 +39,9 @@ async def reconcile(ctx: Context) -> int:
 
 def plan(ctx: Context) -> list[Evict]:
     """Everything a reconcile decides, at once on one consistent state: the evictions to write."""
-    state = ctx.state
     ctx.commit.expire()
-    state.expire_assumed()
-    ctx.actions.prune(state.pods)
+    ctx.commit.expire_assumed()
+    ctx.actions.prune(ctx.state.pods)
     chosen: list[Evict] = []
     reclaim_for_heads(ctx, chosen)
     evictions = chosen + victims_to_evict(ctx) + timed_out_still_running(ctx) + pods_ready_timeouts(ctx) \
