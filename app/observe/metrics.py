@@ -144,7 +144,7 @@ class Metrics:
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
         self._timers: dict[str, object] = {}
-        self._loops = None              # app.api.app.Loops, once an application runs the background loops
+        self._loops = None              # app.scheduler.loops.Loops, once an application runs the background loops
 
     # ---- event side: cheap, on the verb path ------------------------------------
     def timer(self, verb: str):
