@@ -11,7 +11,8 @@ from app.act.kube import KubeWriter
 from app.config import Configuration
 from app.extender import Extender
 from app.state.cluster import ClusterState
-from app.sync.watch import WatchSource, make_api_client
+from app.sync.apiserver import make_api_client
+from app.sync.watch import WatchSource
 from fakeapi import FakeApiServer
 from helpers import FakeClock, Verbs, all_usage
 

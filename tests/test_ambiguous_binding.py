@@ -19,7 +19,7 @@ from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Po
 from fakeapi import FakeApiServer
 from helpers import uid
 from live import Live, Running, until
-from app.sync.watch import make_api_client
+from app.sync.apiserver import make_api_client
 
 import pytest
 
