@@ -184,3 +184,13 @@ def refused(answer: dict, offered) -> str:
     assert set(reasons) == set(offered), reasons
     assert len(set(reasons.values())) == 1, reasons
     return next(iter(reasons.values()))
+
+
+def refused_by(verdict, rule, *names, resolvable=False) -> None:
+    """core's decision on a pod of a queue refused it by rule (resolvable or not), its reason naming each of names."""
+    assert verdict.managed is True
+    assert verdict.admit is False, verdict
+    assert verdict.rule == rule, verdict
+    assert verdict.resolvable is resolvable, verdict
+    for name in names:
+        assert name in verdict.reason, (name, verdict.reason)

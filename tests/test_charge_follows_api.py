@@ -14,7 +14,7 @@ import pytest
 from app.api.app import create_app
 from app.core.quantity import parse_quantity
 from builders import QUEUE_LABEL, ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import answer_reasons, uid
+from helpers import refused, uid
 from live import Live, started, until
 
 NOMINAL = {"cq-a": 4000, "cq-b": 2000}
@@ -105,12 +105,6 @@ def last(kit: Live, pod: str, verb: str | None = None) -> dict:
     return next(e for e in kit.ext.journal.of_pod(f"team-a/{pod}") if verb is None or e["verb"] == verb)
 
 
-def refused(answer: dict) -> str:
-    reasons = answer_reasons(answer, ["n1"])
-    assert answer["NodeNames"] == [] and reasons, answer
-    return next(iter(reasons.values()))
-
-
 # ---- between filter and bind ----------------------------------------------------------------------------
 
 async def test_a_queue_label_moved_between_filter_and_bind_is_refused_at_bind(live):
@@ -126,7 +120,7 @@ async def test_a_queue_label_moved_between_filter_and_bind_is_refused_at_bind(li
     assert not live.api.get("Pod", "team-a", "p")["spec"].get("nodeName")
     assert last(live, "p", "bind")["reason"].startswith("ChangedSinceFilter: pod team-a/p changed since filter")
     assert uid(p) not in live.state.reservations          # filter decides anew
-    assert "cq-b" in refused(live.filter(p))              # and cq-b is full
+    assert "cq-b" in refused(live.filter(p), ["n1"])              # and cq-b is full
     assert within_quota(live) and charged(live) == api_usage(live)
 
 
@@ -141,7 +135,7 @@ async def test_requests_grown_between_filter_and_bind_are_refused_at_bind(live):
     error = await live.bind(p)
     assert "changed since filter" in error and "cpu 1 -> 4" in error, error
     assert not live.api.get("Pod", "team-a", "p")["spec"].get("nodeName")
-    assert "cq-a" in refused(live.filter(p))              # decided anew at its new size: it does not fit
+    assert "cq-a" in refused(live.filter(p), ["n1"])              # decided anew at its new size: it does not fit
     assert within_quota(live) and charged(live) == api_usage(live)
 
 
@@ -175,7 +169,7 @@ async def test_a_running_pod_resized_beyond_its_queue_is_charged_reported_and_bl
     await over_quota_shown(live, "cq-a", "r")
     t = Pod("t").queue("lq-a").cpu("1").obj()
     await known(live, t)
-    assert "no pod is admitted until it is back within quota" in refused(live.filter(t))
+    assert "no pod is admitted until it is back within quota" in refused(live.filter(t), ["n1"])
     assert last(live, "t", "filter")["outcome"] == "ClusterQueueOverQuota"
     live.api.delete("Pod", "team-a", "s")
     await resize(live, "r", "2")                          # 2 of 4: back within quota
@@ -211,13 +205,13 @@ async def test_a_queue_label_moved_after_bind_is_charged_to_the_new_queue_and_re
     await over_quota_shown(live, "cq-b", "p")
     q = Pod("q").queue("lq-b").cpu("1").obj()
     await known(live, q)
-    assert "ClusterQueue cq-b uses cpu 4 of nominal 2" in refused(live.filter(q))
+    assert "ClusterQueue cq-b uses cpu 4 of nominal 2" in refused(live.filter(q), ["n1"])
     other = Pod("other").queue("lq-a").cpu("4").obj()     # cq-a is free again, and not blocked
     await known(live, other)
     assert live.filter(other)["NodeNames"] == ["n1"]
     live.api.delete("Pod", "team-a", "p")
     await until(lambda: uid(p) not in live.state.pods, what="p deleted")
-    assert "no pod is admitted" not in refused(live.filter(q))     # cq-b is full, not over: QuotaExceeded
+    assert "no pod is admitted" not in refused(live.filter(q), ["n1"])     # cq-b is full, not over: QuotaExceeded
     assert last(live, "q", "filter")["outcome"] == "QuotaExceeded"
     assert api_usage(live)["cq-b"] == 2000
 
