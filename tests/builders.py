@@ -430,6 +430,12 @@ def as_v1beta2(obj: dict) -> dict:
     return convert(obj, "v1beta2")
 
 
+def Expectation(**spec) -> dict:
+    """A scenario's Expectation document (../shared/scenarios/FORMAT.md): admitted, pending, placements, until, ...
+    by their names in the file."""
+    return {"apiVersion": "quotient.dev/v1alpha1", "kind": "Expectation", "spec": spec}
+
+
 # ---- the verbs' bodies (../shared/wire/) ---------------------------------------------------------
 
 def extender_args(pod: dict, names: list[str]) -> dict:

@@ -25,6 +25,7 @@ def single(*extra, config=None, clock=None, cpu="9", selector=None, **spec):
                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *extra, config=config, clock=clock)
 
 
+
 # ---- queue label --------------------------------------------------------------------------------------------
 
 def test_pod_without_queue_label_is_not_managed():
@@ -125,7 +126,8 @@ def test_namespace_selector_match_labels_on_namespace_labels():
                    LocalQueue("lq", "team-c").cluster_queue("cq").obj())
     assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
     assert decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()).admit is True
-    refused_by(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c", "cq", "research-cohort=team-a-b")
+    refused_by(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c", "cq",
+               "research-cohort=team-a-b")
 
 
 def test_namespace_selector_metadata_name_label():

@@ -28,7 +28,8 @@ from app.sim.cluster import SimCluster, SimPod
 from app.sim.scenario import ScenarioError, load_scenario
 from app.sim.scheduler import SimScheduler
 
-from builders import BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running
+from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running,
+                      snapshot_yaml)
 from helpers import FakeClock, apply, make_state, pod_info, preemptor_of
 
 
@@ -171,28 +172,12 @@ def test_an_equal_priority_pod_group_created_before_the_preemptor_is_no_candidat
 # ---- the simulator stamps as an API server does ---------------------------------------------------------
 
 def scenario_file(tmp_path, pods: str) -> str:
-    text = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}]}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}
-""" + pods
+    """A scenario file: cq (8 CPUs) behind team-a/q, node n1 (8 CPUs, 8Gi, 10 pods), then the pods as the file
+    writes them (sim_pod: no uid, no creationTimestamp unless given: the simulator stamps them)."""
+    text = snapshot_yaml(ResourceFlavor("default-flavor").obj(),
+                         ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 8)).obj(),
+                         LocalQueue("q", "team-a").cluster_queue("cq").obj(),
+                         Node("n1").cpu("8").memory("8Gi").allocatable("pods", "10").obj()) + pods
     path = tmp_path / "s.yaml"
     path.write_text(text)
     return str(path)

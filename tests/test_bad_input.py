@@ -18,7 +18,8 @@ QUOTIENT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "quotient"
 
 SNAPSHOT = snapshot_yaml(
     Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
-    ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4).resource("memory", "16Gi")).obj(),
+    ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)
+                                      .resource("memory", "16Gi")).obj(),
     LocalQueue("q", "team-a").cluster_queue("cq").obj(),
     Node("n1").cpu("8").memory("32Gi").obj(), Node("n2").cpu("8").memory("32Gi").obj())
 

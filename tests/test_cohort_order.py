@@ -16,6 +16,7 @@ from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, pod_i
 FR = ("default-flavor", "cpu")
 
 
+
 # ---- point 3: borrowing level -----------------------------------------------------------------------------
 
 def tree_state(*extra):
@@ -63,7 +64,8 @@ def test_pod_borrowing_from_its_parent_cohort_goes_before_older_higher_priority_
                    Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).obj())
     before = all_usage(s)
     v = decide(s, pod_info(s, "team-far", "far-pending"))
-    refused_by(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending", "borrows only from cohort c")
+    refused_by(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending",
+               "borrows only from cohort c")
     assert all_usage(s) == before                        # the virtual charges were taken back
     near = decide(s, pod_info(s, "team-near", "near-pending"))
     assert near.admit is True, near.reason
@@ -89,7 +91,8 @@ def test_borrower_from_root_proceeds_when_the_nearer_pod_leaves_enough():
     v = decide_pod(s, Pod("far-pending", "team-far").queue("lq").cpu("1").priority(100).obj())
     assert v.admit is True, v.reason
     s = tree_state(Pod("near-small", "team-near").queue("lq").cpu("1").created(60).obj())
-    refused_by(decide_pod(s, Pod("far-big", "team-far").queue("lq").cpu("2").priority(100).obj()), "BorrowingLevelOrder", "team-near/near-small")
+    refused_by(decide_pod(s, Pod("far-big", "team-far").queue("lq").cpu("2").priority(100).obj()),
+               "BorrowingLevelOrder", "team-near/near-small")
 
 
 # ---- point 4: a blocked StrictFIFO head keeps the cohort's room -------------------------------------------
@@ -123,7 +126,8 @@ def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota
     assert (head.admit, head.rule, head.assignment.mode) == (False, "QuotaExceeded", "Preempt")
     before = all_usage(s)
     v = decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj())
-    refused_by(v, "StrictFIFOReservation", "ClusterQueue cq-a keeps 6 cpu", "team-a/a-head", "reclaimWithinCohort LowerPriority, not Any", "cq-b")
+    refused_by(v, "StrictFIFOReservation", "ClusterQueue cq-a keeps 6 cpu", "team-a/a-head",
+               "reclaimWithinCohort LowerPriority, not Any", "cq-b")
     assert all_usage(s) == before
     delete(s,
            Pod("a-run").queue("lq").cpu("4").priority(100).node("n1").obj())       # the head's own running pod finishes
@@ -151,7 +155,8 @@ def test_pods_within_their_own_nominal_quota_are_not_held_back():
     delete(s, Pod("b-run", "team-b").queue("lq").cpu("2").priority(100).node("n1").obj())
     assert decide(s, pod_info(s, "team-a", "a-head")).assignment.mode == "Preempt"     # still blocked
     assert decide_pod(s, Pod("b-small", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
-    refused_by(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()), "StrictFIFOReservation", "team-a/a-head")
+    refused_by(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()),
+               "StrictFIFOReservation", "team-a/a-head")
 
 
 def test_resources_to_reserve_follows_kueue_quota_resources_to_reserve():

@@ -23,7 +23,7 @@ from __future__ import annotations
 from app.core import gangs
 from app.objects.pod import decode_pod
 from builders import LocalQueue, Node, Pod, PodGroup, running, snapshot_yaml
-from helpers import Verbs, one_queue, refused, uid
+from helpers import Verbs, one_queue, refused, uid, usage
 
 CPU = 1000
 Gi = 2**30
@@ -56,10 +56,6 @@ def gang(n: int = 3, cpu: str = "3", group: str = "g", total: int | None = None,
     """n members g-0..g-{n-1}, created a second apart; total defaults to n."""
     return [member(f"{group}-{i}", group, total=n if total is None else total, cpu=cpu, created=i, **kw)
             for i in range(n)]
-
-
-def usage(ext, cq: str = "cq", flavor: str = "default-flavor", resource: str = "cpu") -> int:
-    return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
 
 
 def nothing_held(ext, used_before: int = 0) -> None:

@@ -189,8 +189,10 @@ def test_preempt_hierarchical_and_priority_candidates():
     s = state(co("r", cpu=1), co("c", "r", 4), q("q", "c", policy=policy), q("q-borrowing", "r"),
               q("q-same-cohort", "c"),
               running("admitted-borrowing", "lq", "2", namespace="q-borrowing", priority=-1, created=1).obj(),
-              running("admitted-same-cohort-preemptible", "lq", "1", namespace="q-same-cohort", priority=-1, created=1).obj(),
-              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing", priority=1, created=1).obj(),
+              running("admitted-same-cohort-preemptible", "lq", "1", namespace="q-same-cohort",
+                      priority=-1, created=1).obj(),
+              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing",
+                      priority=1, created=1).obj(),
               incoming=incoming(3))
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM,
                           "q-same-cohort/admitted-same-cohort-preemptible": WHILE_BORROWING}
@@ -203,7 +205,8 @@ def test_preempt_hierarchical_candidates_and_inside_cq():
               q("q-same-cohort", "c"),
               running("admitted-borrowing", "lq", "2", namespace="q-borrowing", priority=-1, created=1).obj(),
               running("admitted-same-queue-preemptible", "lq", "1", namespace="q", priority=-1, created=1).obj(),
-              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing", priority=1, created=1).obj(),
+              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing",
+                      priority=1, created=1).obj(),
               incoming=incoming(3))
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM, "q/admitted-same-queue-preemptible": IN_CQ}
 
@@ -246,8 +249,10 @@ def test_hierarchical_preemption_with_multiple_resources():
               Cohort("c").parent("r")
                   .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4").resource("memory", "4Gi")).obj(),
               q("q", "c", memory="0"), q("q-borrowing", "r", memory="0"), q("q-same-cohort", "c", memory="0"),
-              running("admitted-borrowing", "lq", "3", namespace="q-borrowing", priority=0, created=1).memory("1Gi").obj(),
-              running("admitted-same-cohort", "lq", "1", namespace="q-same-cohort", priority=-2, created=1).memory("3Gi").obj(),
+              running("admitted-borrowing", "lq", "3", namespace="q-borrowing",
+                      priority=0, created=1).memory("1Gi").obj(),
+              running("admitted-same-cohort", "lq", "1", namespace="q-same-cohort",
+                      priority=-2, created=1).memory("3Gi").obj(),
               incoming=incoming(2, -2, memory="1Gi"))
     assert preemptor_of(s, "q", "in").needs == {MEM}
     assert s.quota_node("q-borrowing").usage[MEM] == gi

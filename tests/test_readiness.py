@@ -40,8 +40,7 @@ from app.objects.meta import format_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
 from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, snapshot_yaml)
-from helpers import FakeClock, Verbs, make_state, one_queue, uid
-from helpers import refused
+from helpers import FakeClock, Verbs, make_state, one_queue, refused, uid, usage
 
 CPU = 1000
 T0 = BASE_TIME                               # pods are created from here on
@@ -99,10 +98,6 @@ def member(name: str, group: str = "g", total: int = 2, cpu: str = "2", at: floa
 
 def key(pod: dict) -> str:
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-
-
-def usage(ext) -> int:
-    return ext.state.tree.queues["cq"].usage.get(("default-flavor", "cpu"), 0)
 
 
 def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None, deleted: bool = False) -> None:

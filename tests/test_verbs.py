@@ -7,7 +7,7 @@ from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration
 from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, binding_args,
                       extender_args, running, snapshot_yaml)
-from helpers import FakeClock, uid
+from helpers import FakeClock, uid, usage
 
 CPU = 1000
 
@@ -69,10 +69,6 @@ def two_groups() -> str:
 LOWER_PRIORITY = {"withinClusterQueue": "LowerPriority"}
 
 ALL_NODES = ["od-1", "spot-1", "plain-1", "spot-2"]
-
-
-def usage(ext, cq: str, flavor: str, resource: str = "cpu") -> int:
-    return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
 
 
 # ---- a pod that fits ------------------------------------------------------------------------------
