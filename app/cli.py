@@ -56,7 +56,8 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     from .scheduler.scheduler import Scheduler
     from .observe import attach
     from .state.cluster import ClusterState
-    from .sync.watch import WatchSource, make_api_client
+    from .sync.apiserver import make_api_client
+    from .sync.watch import WatchSource
 
     config = load_configuration(args.config) if args.config else Configuration()
     try:

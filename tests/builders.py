@@ -341,13 +341,17 @@ class Pod(_Builder):
         self._obj["metadata"]["creationTimestamp"] = timestamp
         return self
 
-    def started(self, seconds: float) -> Pod:
-        """status.startTime, BASE_TIME + seconds: when the kubelet started it."""
+    def started(self, seconds: float | None) -> Pod:
+        """status.startTime, BASE_TIME + seconds: when the kubelet started it (None: not started)."""
+        if seconds is None:
+            return self
         self._obj.setdefault("status", {"phase": "Running"})["startTime"] = format_time(BASE_TIME + seconds)
         return self
 
-    def scheduled(self, seconds: float) -> Pod:
-        """The PodScheduled condition's lastTransitionTime, BASE_TIME + seconds: when it was bound."""
+    def scheduled(self, seconds: float | None) -> Pod:
+        """The PodScheduled condition's lastTransitionTime, BASE_TIME + seconds: when it was bound (None: none)."""
+        if seconds is None:
+            return self
         self._condition({"type": "PodScheduled", "status": "True",
                          "lastTransitionTime": format_time(BASE_TIME + seconds)})
         return self
@@ -412,11 +416,24 @@ class Pod(_Builder):
         return out
 
 
+def running(name: str, queue: str | None, cpu, node: str = "n1", *, namespace: str = "team-a",
+            priority: int | None = None, created: float = 0) -> Pod:
+    """A pod of LocalQueue `queue` (None: of none) requesting cpu, bound to node and Running there: the workload a
+    test's cluster already runs. A builder: chain what else the test is about, end with .obj()."""
+    return Pod(name, namespace).queue(queue).cpu(cpu).priority(priority).created(created).node(node)
+
+
 def as_v1beta2(obj: dict) -> dict:
     """A kueue.x-k8s.io/v1beta1 object as Kueue's conversion serves it in v1beta2 (app/objects/conversion.py):
     spec.cohort is spec.cohortName, Borrow and Preempt are MayStopSearch, admissionChecks move under
     admissionChecksStrategy. Any other object is returned as it is (a copy)."""
     return convert(obj, "v1beta2")
+
+
+def Expectation(**spec) -> dict:
+    """A scenario's Expectation document (../shared/scenarios/FORMAT.md): admitted, pending, placements, until, ...
+    by their names in the file."""
+    return {"apiVersion": "quotient.dev/v1alpha1", "kind": "Expectation", "spec": spec}
 
 
 # ---- the verbs' bodies (../shared/wire/) ---------------------------------------------------------

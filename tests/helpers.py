@@ -187,3 +187,25 @@ def refused(answer: dict, offered) -> str:
     assert set(reasons) == set(offered), reasons
     assert len(set(reasons.values())) == 1, reasons
     return next(iter(reasons.values()))
+
+
+def usage(ext, cq: str = "cq", flavor: str = "default-flavor", resource: str = "cpu") -> int:
+    """What the ClusterQueue's quota tree counts as used of (flavor, resource): running pods and reservations."""
+    return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
+
+
+def refusal(answer: dict) -> str:
+    """The reason of the first node a filter answer refused (no node passing, at least one reason)."""
+    reasons = answer_reasons(answer, ["any"])
+    assert answer["NodeNames"] == [] and reasons, answer
+    return next(iter(reasons.values()))
+
+
+def refused_by(verdict, rule, *names, resolvable=False) -> None:
+    """core's decision on a pod of a queue refused it by rule (resolvable or not), its reason naming each of names."""
+    assert verdict.managed is True
+    assert verdict.admit is False, verdict
+    assert verdict.rule == rule, verdict
+    assert verdict.resolvable is resolvable, verdict
+    for name in names:
+        assert name in verdict.reason, (name, verdict.reason)

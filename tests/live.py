@@ -10,8 +10,10 @@ import time
 from app.act.kube import KubeWriter
 from app.config import Configuration
 from app.scheduler.scheduler import Scheduler
+from app.objects.pod import decode_pod
 from app.state.cluster import ClusterState
-from app.sync.watch import WatchSource, make_api_client
+from app.sync.apiserver import make_api_client
+from app.sync.watch import WatchSource
 from fakeapi import FakeApiServer
 from helpers import FakeClock, Verbs, all_usage
 
@@ -72,6 +74,13 @@ async def fresh_state(client) -> ClusterState:
     return state
 
 
+def api_cpu(api: FakeApiServer) -> int:
+    """The API's own word on quota: millicores of the pods it shows bound and not finished."""
+    return sum(decode_pod(p).requests.get("cpu", 0) for p in api.objects("Pod")
+               if (p.get("spec") or {}).get("nodeName")
+               and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
 class Live:
     """Quotient as `serve --kubeconfig` runs it: the watch feeding a ClusterState, the KubeWriter writing."""
 
@@ -93,6 +102,11 @@ class Live:
         """The watch has delivered this pod with these PodInfo fields."""
         p = self.state.pods.get(obj["metadata"]["uid"])
         return p is not None and all(getattr(p, k) == v for k, v in fields.items())
+
+    async def deliver(self, obj: dict) -> None:
+        """The API server takes obj (created or replaced) and the watch delivers it to the state."""
+        self.api.apply(obj)
+        await until(lambda: self.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
 
     async def equal_to_a_fresh_list(self) -> None:
         """The state equals what a fresh list builds (admission times included), and nothing is left only

@@ -11,7 +11,7 @@ from app.core.flavors import Charge
 from app.core.quota import available
 
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info
+from helpers import CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by
 
 FR = ("default-flavor", "cpu")
 
@@ -24,14 +24,6 @@ def single(*extra, config=None, clock=None, cpu="9", selector=None, **spec):
     return make_state(ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(), queue.obj(),
                       LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *extra, config=config, clock=clock)
 
-
-def refused(v, rule, *names, resolvable=False):
-    assert v.managed is True
-    assert v.admit is False, v
-    assert v.rule == rule, v
-    assert v.resolvable is resolvable, v
-    for name in names:
-        assert name in v.reason, (name, v.reason)
 
 
 # ---- queue label --------------------------------------------------------------------------------------------
@@ -48,7 +40,7 @@ def test_pod_without_queue_label_is_refused_when_manage_jobs_without_queue_name(
     """seed 001 集群队列 (Kueue's manageJobsWithoutQueueName): every pod must then go through a queue."""
     s = single(config=Configuration(manage_jobs_without_queue_name=True))
     v = decide_pod(s, Pod("free").cpu("1").obj())
-    refused(v, "NoQueueName", "kueue.x-k8s.io/queue-name")
+    refused_by(v, "NoQueueName", "kueue.x-k8s.io/queue-name")
 
 
 # ---- LocalQueue / ClusterQueue resolution ---------------------------------------------------------------------
@@ -56,7 +48,7 @@ def test_pod_without_queue_label_is_refused_when_manage_jobs_without_queue_name(
 def test_missing_local_queue_is_refused_naming_it():
     """seed 001 集群队列: the pod's queue-name label must name a LocalQueue in its namespace."""
     s = single()
-    refused(decide_pod(s, Pod("p").queue("nope").cpu("1").obj()), "LocalQueueNotFound", "team-a/nope")
+    refused_by(decide_pod(s, Pod("p").queue("nope").cpu("1").obj()), "LocalQueueNotFound", "team-a/nope")
 
 
 def test_local_queue_in_another_namespace_does_not_count():
@@ -64,20 +56,20 @@ def test_local_queue_in_another_namespace_does_not_count():
     s = make_state(ResourceFlavor("default-flavor").obj(),
                    ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj(),
                    LocalQueue("lq", "team-b").cluster_queue("cq").obj())
-    refused(decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()), "LocalQueueNotFound", "team-a/lq")
+    refused_by(decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()), "LocalQueueNotFound", "team-a/lq")
 
 
 def test_missing_cluster_queue_is_refused_naming_it():
     """seed 001 集群队列: a LocalQueue pointing to a ClusterQueue that does not exist admits nothing."""
     s = make_state(ResourceFlavor("default-flavor").obj(), LocalQueue("lq", "team-a").cluster_queue("ghost-cq").obj())
-    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueNotFound", "ghost-cq", "team-a/lq")
+    refused_by(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueNotFound", "ghost-cq", "team-a/lq")
 
 
 def test_inactive_cluster_queue_is_refused_with_its_reason():
     """seed 001 资源规格与资源: a ClusterQueue naming a ResourceFlavor that does not exist admits nothing."""
     s = make_state(ClusterQueue("cq").resource_group(FlavorQuotas("ghost-flavor").resource("cpu", "9")).obj(),
                    LocalQueue("lq", "team-a").cluster_queue("cq").obj())
-    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueInactive", "ghost-flavor")
+    refused_by(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueInactive", "ghost-flavor")
 
 
 # ---- stopPolicy ------------------------------------------------------------------------------------------------
@@ -86,7 +78,7 @@ def test_inactive_cluster_queue_is_refused_with_its_reason():
 def test_stop_policy_holds_new_admissions(policy):
     """seed 001 停止策略: "stopPolicy: Hold ... 将停止 ClusterQueue 中新的工作负载接纳"; HoldAndDrain also."""
     s = single(stopPolicy=policy)
-    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueStopped", "cq", policy)
+    refused_by(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "ClusterQueueStopped", "cq", policy)
 
 
 @pytest.mark.parametrize("policy", [None, "None"])
@@ -108,7 +100,7 @@ def test_null_namespace_selector_selects_no_namespace():
                        .namespace_selector(None).obj(),
                    LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     assert s.cluster_queues["cq"].namespace_selector is None
-    refused(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "cq", "namespaceSelector")
+    refused_by(decide_pod(s, Pod("p").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "cq", "namespaceSelector")
 
 
 def test_empty_namespace_selector_selects_every_namespace():
@@ -134,8 +126,8 @@ def test_namespace_selector_match_labels_on_namespace_labels():
                    LocalQueue("lq", "team-c").cluster_queue("cq").obj())
     assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
     assert decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()).admit is True
-    refused(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c", "cq",
-            "research-cohort=team-a-b")
+    refused_by(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c", "cq",
+               "research-cohort=team-a-b")
 
 
 def test_namespace_selector_metadata_name_label():
@@ -148,7 +140,7 @@ def test_namespace_selector_metadata_name_label():
                    Namespace("team-a").obj(), LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
                    LocalQueue("lq", "team-b").cluster_queue("cq").obj())
     assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
-    refused(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
+    refused_by(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
 
 
 def test_namespace_selector_match_expressions():
@@ -165,8 +157,8 @@ def test_namespace_selector_match_expressions():
                    LocalQueue("lq", "team-b").cluster_queue("cq").obj(),
                    LocalQueue("lq", "team-c").cluster_queue("cq").obj())
     assert decide_pod(s, Pod("p", "team-a").queue("lq").cpu("1").obj()).admit is True
-    refused(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
-    refused(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c")
+    refused_by(decide_pod(s, Pod("p", "team-b").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-b")
+    refused_by(decide_pod(s, Pod("p", "team-c").queue("lq").cpu("1").obj()), "NamespaceNotSelected", "team-c")
 
 
 def test_namespace_label_change_is_seen():
@@ -192,7 +184,7 @@ def test_strict_fifo_older_pod_that_does_not_fit_blocks_newer_pod_that_fits():
     s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
                    Pod("old").queue("lq").cpu("4").obj())
     v = decide_pod(s, Pod("new").queue("lq").cpu("2").created(10).obj())
-    refused(v, "StrictFIFO", "team-a/old")
+    refused_by(v, "StrictFIFO", "team-a/old")
 
 
 def test_best_effort_fifo_older_pod_that_does_not_fit_does_not_block():
@@ -221,7 +213,7 @@ def test_strict_fifo_higher_priority_newer_pod_blocks_older_low_priority():
     s = fifo_state("StrictFIFO", Pod("running").queue("lq").cpu("6").node("n1").obj(),
                    Pod("new-high").queue("lq").cpu("4").priority(100).created(10).obj())
     v = decide_pod(s, Pod("old-low").queue("lq").cpu("2").priority(0).obj())
-    refused(v, "StrictFIFO", "team-a/new-high")
+    refused_by(v, "StrictFIFO", "team-a/new-high")
 
 
 def test_strict_fifo_priority_comes_from_the_priority_class():
@@ -233,7 +225,7 @@ def test_strict_fifo_priority_comes_from_the_priority_class():
                     "value": 1000},
                    Pod("running").queue("lq").cpu("6").node("n1").obj(), high)
     assert pod_info(s, "team-a", "new-high").priority == 1000
-    refused(decide_pod(s, Pod("old-low").queue("lq").cpu("2").obj()), "StrictFIFO", "team-a/new-high")
+    refused_by(decide_pod(s, Pod("old-low").queue("lq").cpu("2").obj()), "StrictFIFO", "team-a/new-high")
 
 
 def test_strict_fifo_equal_priority_orders_by_creation_time():
@@ -285,7 +277,7 @@ def test_nominal_quota_first_pending_team_b_pod_comes_before_team_a_borrowing():
     s = cohort_state(b_pending)
     before = all_usage(s)
     v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
-    refused(v, "NominalQuotaFirst", "team-b/b-pending", "team-a-cq")
+    refused_by(v, "NominalQuotaFirst", "team-b/b-pending", "team-a-cq")
     assert all_usage(s) == before
     # team-b's pod itself is admitted, within its nominal quota
     vb = decide(s, pod_info(s, "team-b", "b-pending"))
@@ -310,7 +302,7 @@ def test_nominal_quota_first_only_blocks_when_the_pending_pods_need_the_quota():
     v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("10").obj())
     assert v.admit is True and v.assignment.borrowing is True
     v = decide_pod(s, Pod("a-big", "team-a").queue("lq").cpu("11").obj())
-    refused(v, "NominalQuotaFirst", "team-b/b-pending")
+    refused_by(v, "NominalQuotaFirst", "team-b/b-pending")
 
 
 def test_nominal_quota_first_ignores_team_b_pods_that_would_borrow_themselves():
@@ -510,7 +502,7 @@ def test_nominal_quota_first_ignores_pending_pods_team_b_would_refuse():
                    LocalQueue("lq", "other").cluster_queue("team-b-cq").obj(),
                    Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(),
                    Pod("x-pending", "other").queue("lq").cpu("12").obj())
-    refused(decide(s, pod_info(s, "other", "x-pending")), "NamespaceNotSelected", "other")
+    refused_by(decide(s, pod_info(s, "other", "x-pending")), "NamespaceNotSelected", "other")
     v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
     assert v.admit is True, v.reason
     assert v.assignment.borrowing is True

@@ -28,18 +28,9 @@ from app.sim.cluster import SimCluster, SimPod
 from app.sim.scenario import ScenarioError, load_scenario
 from app.sim.scheduler import SimScheduler
 
-from builders import BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running,
+                      snapshot_yaml)
 from helpers import FakeClock, apply, make_state, pod_info, preemptor_of
-
-
-def running(name, created=0, scheduled=None, started=None, cpu="1", priority=None):
-    """A running pod; scheduled/started are seconds after BASE_TIME (PodScheduled, status.startTime)."""
-    pod = Pod(name).queue("lq").cpu(cpu).priority(priority).created(created).node("n1")
-    if scheduled is not None:
-        pod.scheduled(scheduled)
-    if started is not None:
-        pod.started(started)
-    return pod.obj()
 
 
 def within_state(*pods, policy="LowerOrNewerEqualPriority", clock=None, quota="4"):
@@ -57,11 +48,11 @@ def candidate_keys(state, ns="team-a", name="p") -> list[str]:
 # ---- decoding and the source of the admission time ------------------------------------------------------
 
 def test_pod_decodes_podscheduled_and_starttime():
-    obj = running("a", created=1, scheduled=10, started=12)
+    obj = running("a", "lq", "1", created=1).scheduled(10).started(12).obj()
     obj["status"]["conditions"].append({"type": "Ready", "status": "True", "lastTransitionTime": "2030-01-01T00:00:00Z"})
     info = decode_pod(obj)
     assert (info.scheduled_at, info.started, info.created) == (BASE_TIME + 10, BASE_TIME + 12, BASE_TIME + 1)
-    unschedulable = running("b", created=1)
+    unschedulable = running("b", "lq", "1", created=1).obj()
     unschedulable["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
                                               "lastTransitionTime": format_time(BASE_TIME + 5)}]
     assert decode_pod(unschedulable).scheduled_at is None      # kube-scheduler's "not yet": no admission
@@ -72,7 +63,7 @@ def test_pod_decodes_podscheduled_and_starttime():
 def test_a_pod_quotient_did_not_bind_is_admitted_when_the_api_says_it_was_bound(scheduled, started, source, at):
     """Issue 12 point 1: PodScheduled's lastTransitionTime, else status.startTime, else creationTimestamp; the
     charge records which, and /debug shows it."""
-    s = within_state(running("a", created=1, scheduled=scheduled, started=started, cpu="1"))
+    s = within_state(running("a", "lq", "1", created=1).scheduled(scheduled).started(started).obj())
     charge = s.admitted["uid-team-a-a"]
     assert (charge.admitted_at, charge.admitted_from) == (BASE_TIME + at, source)
     view = pod_view(s, Journal(), "team-a", "a")["charge"]
@@ -81,7 +72,7 @@ def test_a_pod_quotient_did_not_bind_is_admitted_when_the_api_says_it_was_bound(
 
 
 def test_admission_times_are_whole_seconds():
-    obj = running("a", cpu="1")
+    obj = running("a", "lq", "1").obj()
     obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
                                     "lastTransitionTime": "2026-01-01T00:00:07.900Z"}]
     s = within_state(obj)
@@ -96,19 +87,19 @@ def test_quotients_own_bind_is_its_second_then_the_apis_podscheduled():
     x = pod_info(s, "team-a", "x")
     s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000}))
     assert (s.admitted[x.uid].admitted_at, s.admitted[x.uid].admitted_from) == (BASE_TIME + 20, "bind")
-    apply(s, running("x", created=1, scheduled=21, cpu="1"))      # the API server's clock was a second on
+    apply(s, running("x", "lq", "1", created=1).scheduled(21).obj())      # the API server's clock was a second on
     assert (s.admitted[x.uid].admitted_at, s.admitted[x.uid].admitted_from) == (BASE_TIME + 21, "PodScheduled")
 
 
 # ---- one order: most recently admitted first, ties broken the same way everywhere --------------------------
 
 TIED = [  # all created in one second; admission, then startTime, then creation, then name decide
-    running("a-first", created=0, scheduled=30, cpu="1"),
-    running("b-latest", created=0, scheduled=40, cpu="1"),
-    running("c-older-start", created=0, scheduled=35, started=36, cpu="1"),
-    running("d-later-start", created=0, scheduled=35, started=37, cpu="1"),
-    running("e-tie", created=0, scheduled=20, started=21, cpu="1"),
-    running("f-tie", created=0, scheduled=20, started=21, cpu="1"),
+    running("a-first", "lq", "1").scheduled(30).obj(),
+    running("b-latest", "lq", "1").scheduled(40).obj(),
+    running("c-older-start", "lq", "1").scheduled(35).started(36).obj(),
+    running("d-later-start", "lq", "1").scheduled(35).started(37).obj(),
+    running("e-tie", "lq", "1").scheduled(20).started(21).obj(),
+    running("f-tie", "lq", "1").scheduled(20).started(21).obj(),
 ]
 NEWEST_FIRST = ["team-a/b-latest", "team-a/d-later-start", "team-a/c-older-start", "team-a/a-first",
                 "team-a/f-tie", "team-a/e-tie"]
@@ -145,7 +136,7 @@ def test_a_restart_rebuilds_the_same_candidate_order():
     x = pod_info(s, "team-a", "x")
     assert s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000})) == ""
     assert s.admitted[x.uid].admitted_at == BASE_TIME + 35
-    bound = running("x", created=0, scheduled=35, cpu="1")       # the API's PodScheduled, the same second
+    bound = running("x", "lq", "1").scheduled(35).obj()       # the API's PodScheduled, the same second
     apply(s, bound)
     before = candidate_keys(s)
     restarted = within_state(*[o for o in objects if o["metadata"]["name"] != "x"], bound, quota="7")
@@ -168,7 +159,7 @@ def test_an_equal_priority_pod_group_created_before_the_preemptor_is_no_candidat
     """LowerOrNewerEqualPriority for a running pod group (one workload in Kueue): newer by its queue-order
     time, its first member's creation; before, a group was taken as soon as one member was newer."""
     def member(name, created):
-        obj = running(name, created=created, cpu="2")
+        obj = running(name, "lq", "2", created=created).obj()
         obj["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
         obj["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
         return obj
@@ -181,28 +172,12 @@ def test_an_equal_priority_pod_group_created_before_the_preemptor_is_no_candidat
 # ---- the simulator stamps as an API server does ---------------------------------------------------------
 
 def scenario_file(tmp_path, pods: str) -> str:
-    text = """
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}]}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: '8', memory: 8Gi, pods: '10'}}
-""" + pods
+    """A scenario file: cq (8 CPUs) behind team-a/q, node n1 (8 CPUs, 8Gi, 10 pods), then the pods as the file
+    writes them (sim_pod: no uid, no creationTimestamp unless given: the simulator stamps them)."""
+    text = snapshot_yaml(ResourceFlavor("default-flavor").obj(),
+                         ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 8)).obj(),
+                         LocalQueue("q", "team-a").cluster_queue("cq").obj(),
+                         Node("n1").cpu("8").memory("8Gi").allocatable("pods", "10").obj()) + pods
     path = tmp_path / "s.yaml"
     path.write_text(text)
     return str(path)
@@ -282,7 +257,7 @@ def test_a_simulated_eviction_of_a_bound_pod_goes_through_deletion_timestamp(mon
         return real(state, obj, deleted=deleted)
     state = within_state()
     cluster = SimCluster(state)
-    obj = running("v", cpu="1")
+    obj = running("v", "lq", "1").obj()
     obj["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "j", "uid": "uid-j", "controller": True}]
     cluster.add_pod(SimPod(obj, decode_pod(obj)))
     monkeypatch.setattr(simcluster, "apply_object", spy)

@@ -18,8 +18,8 @@ from app.objects.pod import decode_pod
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from fakeapi import FakeApiServer
 from helpers import uid
-from live import Live, Running, until
-from app.sync.watch import make_api_client
+from live import Live, Running, api_cpu, until
+from app.sync.apiserver import make_api_client
 
 import pytest
 
@@ -30,15 +30,6 @@ def objects():
     return (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
             ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
             LocalQueue("lq", "team-a").cluster_queue("cq").obj())
-
-
-def api_cpu(api: FakeApiServer) -> int:
-    """The CPU (millicores) of the pods the API shows bound and not finished: all of them are cq's here."""
-    total = 0
-    for p in api.objects("Pod"):
-        if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            total += decode_pod(p).requests.get("cpu", 0)
-    return total
 
 
 @contextlib.asynccontextmanager
@@ -61,19 +52,14 @@ async def live(tmp_path):
             await client.close()
 
 
-async def pending(kit: Live, obj: dict) -> None:
-    kit.api.apply(obj)
-    await until(lambda: kit.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
-
-
 async def filtered_low_and_high_pending(kit: Live) -> tuple[dict, dict]:
     """A low-priority pod that passed filter for all of the quota (4 cpu on n1), and a high-priority one pending
     beside it that would fit the same quota."""
     low = Pod("low").queue("lq").cpu("4").priority(1).obj()
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(kit, low)
+    await kit.deliver(low)
     assert kit.filter(low)["NodeNames"] == ["n1"]
-    await pending(kit, high)
+    await kit.deliver(high)
     return low, high
 
 
@@ -141,7 +127,7 @@ async def test_a_retried_bind_of_a_pod_still_assumed_writes_the_binding_again(tm
     writes it, rather than answering success from Quotient's own unconfirmed word."""
     async with live(tmp_path) as kit:
         low = Pod("low").queue("lq").cpu("4").obj()
-        await pending(kit, low)
+        await kit.deliver(low)
         assert kit.filter(low)["NodeNames"] == ["n1"]
         kit.api.fault("error", resource="pods", verb="write", sub="binding", code=500, times=3)
         kit.api.fault("error", resource="pods", verb="get", code=500, times=1)
@@ -157,7 +143,7 @@ async def test_a_definite_refusal_takes_the_charge_back_at_once(tmp_path):
     """A 422 (or 403, 404) says the Binding was not written: no read needed, the charge goes back now."""
     async with live(tmp_path) as kit:
         low = Pod("low").queue("lq").cpu("4").obj()
-        await pending(kit, low)
+        await kit.deliver(low)
         assert kit.filter(low)["NodeNames"] == ["n1"]
         kit.api.fault("error", resource="pods", verb="write", sub="binding", code=403)
         assert "failed" in await kit.bind(low)

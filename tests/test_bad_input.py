@@ -11,45 +11,17 @@ import pytest
 
 from app.cli import build_from_snapshot
 from app.sync.snapshot import SnapshotError, read_snapshot
-from builders import Pod, binding_args, extender_args
+from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, binding_args,
+                      extender_args, snapshot_yaml)
 
 QUOTIENT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "quotient"
 
-SNAPSHOT = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 4}, {name: memory, nominalQuota: 16Gi}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n2}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
-"""
+SNAPSHOT = snapshot_yaml(
+    Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+    ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)
+                                      .resource("memory", "16Gi")).obj(),
+    LocalQueue("q", "team-a").cluster_queue("cq").obj(),
+    Node("n1").cpu("8").memory("32Gi").obj(), Node("n2").cpu("8").memory("32Gi").obj())
 
 NODES = ["n1", "n2"]
 
@@ -257,56 +229,22 @@ async def test_unknown_keys_are_ignored(ext, api):
 
 # ---- snapshot files --------------------------------------------------------------------------------------
 
-NS = """apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
-"""
-FLAVOR = """apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
-"""
+NS = snapshot_yaml(Namespace("team-a").obj())
+FLAVOR = snapshot_yaml(ResourceFlavor("default-flavor").obj())
 
 
-def cq_doc(resources: str = "[{name: cpu, nominalQuota: 4}]", flavor: str = "default-flavor", cohort: str = "",
+def cq_doc(nominal=4, borrowing=None, lending=None, flavor: str = "default-flavor", cohort: str | None = None,
            name: str = "cq") -> str:
-    return f"""apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {{name: {name}}}
-spec:
-  namespaceSelector: {{}}
-  {f"cohort: {cohort}" if cohort else ""}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: {flavor}
-      resources: {resources}
-"""
+    quotas = FlavorQuotas(flavor).resource("cpu", nominal, borrowing, lending)
+    return snapshot_yaml(ClusterQueue(name).cohort(cohort).resource_group(quotas).obj())
 
 
-LQ = """apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
-"""
-NODE = """apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
-"""
+LQ = snapshot_yaml(LocalQueue("q", "team-a").cluster_queue("cq").obj())
+NODE = snapshot_yaml(Node("n1").cpu("8").memory("32Gi").obj())
 
 
 def pod_doc(queue: str = "q") -> str:
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  namespace: team-a
-  labels: {{kueue.x-k8s.io/queue-name: {queue}}}
-spec:
-  containers:
-  - name: c
-    resources: {{requests: {{cpu: "1"}}}}
-"""
+    return snapshot_yaml(Pod("p").queue(queue).cpu("1").obj())
 
 
 def docs(*parts: str) -> str:
@@ -328,14 +266,12 @@ BAD_SNAPSHOTS = [
      2, "unknown quotient.dev kind", True),
     ("kueue-wrong-group", docs(NS, "apiVersion: v1\nkind: ResourceFlavor\nmetadata: {name: f}\n"), 2,
      "apiVersion must be kueue.x-k8s.io", True),
-    ("negative-nominal", docs(NS, FLAVOR, cq_doc("[{name: cpu, nominalQuota: -1}]")), 3, "negative", False),
-    ("lending-above-nominal", docs(NS, FLAVOR, cq_doc("[{name: cpu, nominalQuota: 4, lendingLimit: 5}]",
-                                                      cohort="co")),
+    ("negative-nominal", docs(NS, FLAVOR, cq_doc(-1)), 3, "negative", False),
+    ("lending-above-nominal", docs(NS, FLAVOR, cq_doc(4, lending=5, cohort="co")),
      3, "lendingLimit must be <= nominalQuota", False),
-    ("borrowing-without-cohort", docs(NS, FLAVOR, cq_doc("[{name: cpu, nominalQuota: 4, borrowingLimit: 2}]")),
+    ("borrowing-without-cohort", docs(NS, FLAVOR, cq_doc(4, borrowing=2)),
      3, "borrowingLimit needs a cohort", False),
-    ("bad-node-quantity", docs(NS, "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
-                                   "status: {allocatable: {cpu: lots}}\n"), 2, "lots", False),
+    ("bad-node-quantity", docs(NS, snapshot_yaml(Node("n1").cpu("lots").obj())), 2, "lots", False),
 ]
 
 

@@ -14,7 +14,7 @@ import pytest
 from app.api.app import create_app
 from app.core.quantity import parse_quantity
 from builders import QUEUE_LABEL, ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import answer_reasons, uid
+from helpers import refused, uid
 from live import Live, started, until
 
 NOMINAL = {"cq-a": 4000, "cq-b": 2000}
@@ -65,14 +65,9 @@ def charged(kit: Live) -> dict[str, int]:
     return {cq: kit.state.tree.queues[cq].bound.get(CPU, 0) for cq in NOMINAL}
 
 
-async def known(kit: Live, obj: dict) -> None:
-    kit.api.apply(obj)
-    await until(lambda: kit.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
-
-
 async def bound_here(kit: Live, obj: dict) -> None:
     """Filter and bind by Quotient, then started by the kubelet, as the watch shows it."""
-    await known(kit, obj)
+    await kit.deliver(obj)
     assert kit.filter(obj)["NodeNames"] == ["n1"]
     assert await kit.bind(obj) == ""
     kit.api.start_pod("team-a", obj["metadata"]["name"])
@@ -105,20 +100,14 @@ def last(kit: Live, pod: str, verb: str | None = None) -> dict:
     return next(e for e in kit.ext.journal.of_pod(f"team-a/{pod}") if verb is None or e["verb"] == verb)
 
 
-def refused(answer: dict) -> str:
-    reasons = answer_reasons(answer, ["n1"])
-    assert answer["NodeNames"] == [] and reasons, answer
-    return next(iter(reasons.values()))
-
-
 # ---- between filter and bind ----------------------------------------------------------------------------
 
 async def test_a_queue_label_moved_between_filter_and_bind_is_refused_at_bind(live):
     """Before: bind charged cq-a (filter's decision); the watch then charged cq-b with no check: cq-b ran
     4,000m on a 2,000m nominal quota, nothing logged."""
-    await known(live, Pod("full").queue("lq-b").cpu("2").node("n1").obj())
+    await live.deliver(Pod("full").queue("lq-b").cpu("2").node("n1").obj())
     p = Pod("p").queue("lq-a").cpu("2").obj()
-    await known(live, p)
+    await live.deliver(p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     await move(live, "p", "lq-b")
     error = await live.bind(p)
@@ -126,22 +115,22 @@ async def test_a_queue_label_moved_between_filter_and_bind_is_refused_at_bind(li
     assert not live.api.get("Pod", "team-a", "p")["spec"].get("nodeName")
     assert last(live, "p", "bind")["reason"].startswith("ChangedSinceFilter: pod team-a/p changed since filter")
     assert uid(p) not in live.state.reservations          # filter decides anew
-    assert "cq-b" in refused(live.filter(p))              # and cq-b is full
+    assert "cq-b" in refused(live.filter(p), ["n1"])              # and cq-b is full
     assert within_quota(live) and charged(live) == api_usage(live)
 
 
 async def test_requests_grown_between_filter_and_bind_are_refused_at_bind(live):
     """pods/resize on a pending pod, 1 -> 4 CPU after filter passed it at 1. Before: the charge stayed at filter's
     1 CPU: the API showed 7,000m in a 4,000m queue while Quotient counted 4 of 4."""
-    await known(live, Pod("big").queue("lq-a").cpu("3").node("n1").obj())
+    await live.deliver(Pod("big").queue("lq-a").cpu("3").node("n1").obj())
     p = Pod("p").queue("lq-a").cpu("1").obj()
-    await known(live, p)
+    await live.deliver(p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     await resize(live, "p", "4")
     error = await live.bind(p)
     assert "changed since filter" in error and "cpu 1 -> 4" in error, error
     assert not live.api.get("Pod", "team-a", "p")["spec"].get("nodeName")
-    assert "cq-a" in refused(live.filter(p))              # decided anew at its new size: it does not fit
+    assert "cq-a" in refused(live.filter(p), ["n1"])              # decided anew at its new size: it does not fit
     assert within_quota(live) and charged(live) == api_usage(live)
 
 
@@ -174,8 +163,8 @@ async def test_a_running_pod_resized_beyond_its_queue_is_charged_reported_and_bl
     assert charged(live) == api_usage(live)               # the charge follows the API
     await over_quota_shown(live, "cq-a", "r")
     t = Pod("t").queue("lq-a").cpu("1").obj()
-    await known(live, t)
-    assert "no pod is admitted until it is back within quota" in refused(live.filter(t))
+    await live.deliver(t)
+    assert "no pod is admitted until it is back within quota" in refused(live.filter(t), ["n1"])
     assert last(live, "t", "filter")["outcome"] == "ClusterQueueOverQuota"
     live.api.delete("Pod", "team-a", "s")
     await resize(live, "r", "2")                          # 2 of 4: back within quota
@@ -202,7 +191,7 @@ async def test_a_queue_label_moved_after_bind_is_charged_to_the_new_queue_and_re
     """Kueue's webhook refuses a queue-name change on a pod that is not gated (admitted); an extender sees the
     change only after the API took it. Before: cq-b was charged 4,000m of 2,000m with no check, nothing logged,
     and pods of cq-b were still judged as if it had room in other resources."""
-    await known(live, Pod("full").queue("lq-b").cpu("2").node("n1").obj())
+    await live.deliver(Pod("full").queue("lq-b").cpu("2").node("n1").obj())
     p = Pod("p").queue("lq-a").cpu("2").obj()
     await bound_here(live, p)
     await move(live, "p", "lq-b")
@@ -210,14 +199,14 @@ async def test_a_queue_label_moved_after_bind_is_charged_to_the_new_queue_and_re
     assert charged(live) == api_usage(live)
     await over_quota_shown(live, "cq-b", "p")
     q = Pod("q").queue("lq-b").cpu("1").obj()
-    await known(live, q)
-    assert "ClusterQueue cq-b uses cpu 4 of nominal 2" in refused(live.filter(q))
+    await live.deliver(q)
+    assert "ClusterQueue cq-b uses cpu 4 of nominal 2" in refused(live.filter(q), ["n1"])
     other = Pod("other").queue("lq-a").cpu("4").obj()     # cq-a is free again, and not blocked
-    await known(live, other)
+    await live.deliver(other)
     assert live.filter(other)["NodeNames"] == ["n1"]
     live.api.delete("Pod", "team-a", "p")
     await until(lambda: uid(p) not in live.state.pods, what="p deleted")
-    assert "no pod is admitted" not in refused(live.filter(q))     # cq-b is full, not over: QuotaExceeded
+    assert "no pod is admitted" not in refused(live.filter(q), ["n1"])     # cq-b is full, not over: QuotaExceeded
     assert last(live, "q", "filter")["outcome"] == "QuotaExceeded"
     assert api_usage(live)["cq-b"] == 2000
 

@@ -31,9 +31,9 @@ def test_version_flag_prints_the_packages_version():
 
 
 async def test_version_route_and_build_info_metric(load_extender):
-    from test_verbs import RACE
+    from test_verbs import small
 
-    app = create_app(load_extender(RACE))
+    app = create_app(load_extender(small()))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         r = await client.get("/version")
         assert r.status_code == 200 and r.json() == {
@@ -46,9 +46,9 @@ async def test_version_route_and_build_info_metric(load_extender):
 
 
 async def test_root_redirects_to_the_view_and_healthz_answers_as_livez(load_extender):
-    from test_verbs import RACE
+    from test_verbs import small
 
-    app = create_app(load_extender(RACE), alive=lambda: alive[0])
+    app = create_app(load_extender(small()), alive=lambda: alive[0])
     alive = [True]
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         r = await client.get("/")
@@ -58,7 +58,7 @@ async def test_root_redirects_to_the_view_and_healthz_answers_as_livez(load_exte
         alive[0] = False
         r = await client.get("/healthz")
     assert r.status_code == 503 and r.json()["reason"] == "watch loop not running"
-    view = create_view_app(load_extender(RACE))         # the --view-port application too
+    view = create_view_app(load_extender(small()))         # the --view-port application too
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=view), base_url="http://127.0.0.1") as client:
         r = await client.get("/")
     assert r.status_code == 307 and r.headers["location"] == "/ui"

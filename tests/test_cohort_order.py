@@ -11,17 +11,10 @@ from app.core.admission import decide
 from app.core.borrowing import borrowing_level, resources_to_reserve, subtree_height
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, pod_info
+from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by
 
 FR = ("default-flavor", "cpu")
 
-
-def refused(v, rule, *names):
-    assert v.admit is False, v
-    assert v.rule == rule, v
-    assert v.resolvable is False, v
-    for name in names:
-        assert name in v.reason, (name, v.reason)
 
 
 # ---- point 3: borrowing level -----------------------------------------------------------------------------
@@ -71,8 +64,8 @@ def test_pod_borrowing_from_its_parent_cohort_goes_before_older_higher_priority_
                    Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).obj())
     before = all_usage(s)
     v = decide(s, pod_info(s, "team-far", "far-pending"))
-    refused(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending",
-            "borrows only from cohort c")
+    refused_by(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending",
+               "borrows only from cohort c")
     assert all_usage(s) == before                        # the virtual charges were taken back
     near = decide(s, pod_info(s, "team-near", "near-pending"))
     assert near.admit is True, near.reason
@@ -98,8 +91,8 @@ def test_borrower_from_root_proceeds_when_the_nearer_pod_leaves_enough():
     v = decide_pod(s, Pod("far-pending", "team-far").queue("lq").cpu("1").priority(100).obj())
     assert v.admit is True, v.reason
     s = tree_state(Pod("near-small", "team-near").queue("lq").cpu("1").created(60).obj())
-    refused(decide_pod(s, Pod("far-big", "team-far").queue("lq").cpu("2").priority(100).obj()),
-            "BorrowingLevelOrder", "team-near/near-small")
+    refused_by(decide_pod(s, Pod("far-big", "team-far").queue("lq").cpu("2").priority(100).obj()),
+               "BorrowingLevelOrder", "team-near/near-small")
 
 
 # ---- point 4: a blocked StrictFIFO head keeps the cohort's room -------------------------------------------
@@ -133,8 +126,8 @@ def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota
     assert (head.admit, head.rule, head.assignment.mode) == (False, "QuotaExceeded", "Preempt")
     before = all_usage(s)
     v = decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj())
-    refused(v, "StrictFIFOReservation", "ClusterQueue cq-a keeps 6 cpu", "team-a/a-head",
-            "reclaimWithinCohort LowerPriority, not Any", "cq-b")
+    refused_by(v, "StrictFIFOReservation", "ClusterQueue cq-a keeps 6 cpu", "team-a/a-head",
+               "reclaimWithinCohort LowerPriority, not Any", "cq-b")
     assert all_usage(s) == before
     delete(s,
            Pod("a-run").queue("lq").cpu("4").priority(100).node("n1").obj())       # the head's own running pod finishes
@@ -162,8 +155,8 @@ def test_pods_within_their_own_nominal_quota_are_not_held_back():
     delete(s, Pod("b-run", "team-b").queue("lq").cpu("2").priority(100).node("n1").obj())
     assert decide(s, pod_info(s, "team-a", "a-head")).assignment.mode == "Preempt"     # still blocked
     assert decide_pod(s, Pod("b-small", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
-    refused(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()),
-            "StrictFIFOReservation", "team-a/a-head")
+    refused_by(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()),
+               "StrictFIFOReservation", "team-a/a-head")
 
 
 def test_resources_to_reserve_follows_kueue_quota_resources_to_reserve():

@@ -237,7 +237,7 @@ async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_pat
     trusts no version."""
     async with started(tmp_path, ONE_QUEUE) as live:
         p, backup = await bound_after_a_backup(live)
-        known = int(live.source.known["Pod"]["team-a/p"][1])
+        known = int(live.source.store.known["Pod"]["team-a/p"][1])
         live.api.fault("pause", resource="pods", verb="list")
         live.api.restore(backup)
         await live.api.paused_request()

@@ -15,129 +15,37 @@ import copy
 import orjson
 import pytest
 
+from builders import (ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor,
+                      snapshot_yaml)
 from helpers import FakeClock, all_usage
 
-SCENARIO = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-b}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: on-demand}
-spec: {nodeLabels: {instance-type: on-demand}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: spot}
-spec: {nodeLabels: {instance-type: spot}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: Cohort
-metadata: {name: co}
-spec: {}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: team-a-cq}
-spec:
-  cohort: co
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: on-demand
-      resources:
-      - {name: cpu, nominalQuota: 6, borrowingLimit: 2}
-      - {name: memory, nominalQuota: 36Gi}
-    - name: spot
-      resources:
-      - {name: cpu, nominalQuota: 4}
-      - {name: memory, nominalQuota: 16Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: team-b-cq}
-spec:
-  cohort: co
-  namespaceSelector: {}
-  queueingStrategy: StrictFIFO
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: on-demand
-      resources:
-      - {name: cpu, nominalQuota: 10, lendingLimit: 4}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: team-a}
-spec: {clusterQueue: team-a-cq}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: lq, namespace: team-b}
-spec: {clusterQueue: team-b-cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: od-1, labels: {instance-type: on-demand}}
-status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: od-2, labels: {instance-type: on-demand}}
-status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: spot-1, labels: {instance-type: spot}}
-status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: run-a, namespace: team-a, uid: uid-run-a, labels: {kueue.x-k8s.io/queue-name: lq},
-           creationTimestamp: "2026-01-01T00:00:00Z"}
-spec:
-  nodeName: od-1
-  containers: [{name: c, resources: {requests: {cpu: "5", memory: 4Gi}}}]
-status: {phase: Running}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: run-b, namespace: team-b, uid: uid-run-b, labels: {kueue.x-k8s.io/queue-name: lq},
-           creationTimestamp: "2026-01-01T00:00:00Z"}
-spec:
-  nodeName: od-2
-  containers: [{name: c, resources: {requests: {cpu: "8"}}}]
-status: {phase: Running}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: big, namespace: team-b, uid: uid-big, labels: {kueue.x-k8s.io/queue-name: lq},
-           creationTimestamp: "2026-01-01T01:00:00Z"}
-spec:
-  containers: [{name: c, resources: {requests: {cpu: "12"}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: small, namespace: team-b, uid: uid-small, labels: {kueue.x-k8s.io/queue-name: lq},
-           creationTimestamp: "2026-01-01T01:00:10Z"}
-spec:
-  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: wait-1, namespace: team-a, uid: uid-wait-1, labels: {kueue.x-k8s.io/queue-name: lq},
-           creationTimestamp: "2026-01-01T01:00:00Z"}
-spec:
-  containers: [{name: c, resources: {requests: {cpu: "2", memory: 1Gi}}}]
-"""
+def _pod(name: str, namespace: str, *requests: str) -> Pod:
+    """A pod of LocalQueue lq in namespace, uid uid-<name>, requesting cpu (and memory)."""
+    return Pod(name, namespace).uid(f"uid-{name}").queue("lq").requests(dict(zip(("cpu", "memory"), requests)))
+
+
+def _node(name: str, instance_type: str) -> dict:
+    return Node(name).cpu("16").memory("64Gi").labels({"instance-type": instance_type}).obj()
+
+
+SCENARIO = snapshot_yaml(
+    Namespace("team-a").obj(), Namespace("team-b").obj(),
+    ResourceFlavor("on-demand").node_labels({"instance-type": "on-demand"}).obj(),
+    ResourceFlavor("spot").node_labels({"instance-type": "spot"}).obj(),
+    Cohort("co").obj(),
+    ClusterQueue("team-a-cq").cohort("co").preemption({"withinClusterQueue": "LowerPriority"})
+    .resource_group(FlavorQuotas("on-demand").resource("cpu", 6, borrowing=2).resource("memory", "36Gi"),
+                    FlavorQuotas("spot").resource("cpu", 4).resource("memory", "16Gi")).obj(),
+    ClusterQueue("team-b-cq").cohort("co").queueing_strategy("StrictFIFO")
+    .resource_group(FlavorQuotas("on-demand").resource("cpu", 10, lending=4)).obj(),
+    LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
+    LocalQueue("lq", "team-b").cluster_queue("team-b-cq").obj(),
+    _node("od-1", "on-demand"), _node("od-2", "on-demand"), _node("spot-1", "spot"),
+    _pod("run-a", "team-a", "5", "4Gi").node("od-1").obj(),
+    _pod("run-b", "team-b", "8").node("od-2").obj(),
+    _pod("big", "team-b", "12").created(3600).obj(),            # 01:00:00, the oldest pending
+    _pod("small", "team-b", "1").created(3610).obj(),
+    _pod("wait-1", "team-a", "2", "1Gi").created(3600).obj())
 
 NODES = ["od-1", "od-2", "spot-1"]
 T0 = 1_800_000_000.0

@@ -12,7 +12,7 @@ from app.objects.budgets import IntOrPercent, decode_pdb
 from app.objects.errors import InvalidObject
 from app.objects.podgroup import decode_pod_group
 from app.sync.dispatch import remove_object
-from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, running
 from helpers import apply, delete, make_state, pod_info
 
 
@@ -20,10 +20,6 @@ def pdb(name: str = "db", ns: str = "team-a", selector: dict | None = None, **sp
     body = {"selector": selector, **spec} if selector is not None or "selector" in spec else spec
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": ns}, "spec": body}
-
-
-def running(name: str, app: str = "db", ready: bool = True, **kw) -> dict:
-    return Pod(name).queue("lq").cpu("1").label("app", app).node("n1").phase("Running" if ready else "Pending").obj()
 
 
 def scanned(state) -> set[str]:
@@ -86,7 +82,8 @@ def test_disruptions_allowed_as_the_disruption_controller_counts_them(expected, 
 def test_a_null_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespace():
     """policy/v1: "A null selector will match no pods, while an empty ({}) selector will select all pods within
     its namespace." BUG fixed: a budget without a selector made every running pod of its namespace a last resort."""
-    objects = [Node("n1").obj(), running("db-1"), running("web-1", app="web")]
+    objects = [Node("n1").obj(), running("db-1", "lq", "1").label("app", "db").obj(),
+                                 running("web-1", "lq", "1").label("app", "web").obj()]
     state = make_state(*objects, pdb(minAvailable=5))
     assert spent_budgets(state) == set()
     state = make_state(*objects, pdb(selector={}, minAvailable=5))
@@ -98,25 +95,27 @@ def test_a_null_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespa
 def test_the_covered_and_healthy_pods_are_running_figures_that_follow_every_pod_change():
     """A budget added before or after its pods, pods turning unready, finishing, leaving or changing labels:
     the figures always equal a full scan, and spent_budgets reads them."""
-    state = make_state(Node("n1").obj(), running("db-1"), pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=2))
+    state = make_state(Node("n1").obj(), running("db-1", "lq", "1").label("app", "db").obj(),
+                       pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=2))
     budget = "team-a/db"
     assert dict(state.budgets.covered[budget]) == {"uid-team-a-db-1": True}
     assert spent_budgets(state) == {"uid-team-a-db-1"} == scanned(state)     # 1 healthy, 2 must stay
-    apply(state, running("db-2"), running("db-3"))
+    apply(state, running("db-2", "lq", "1").label("app", "db").obj(),
+                 running("db-3", "lq", "1").label("app", "db").obj())
     assert spent_budgets(state) == set() == scanned(state)                   # 3 healthy: one may go
-    apply(state, running("db-3", ready=False))
+    apply(state, running("db-3", "lq", "1").label("app", "db").phase("Pending").obj())
     assert state.budgets.covered[budget]["uid-team-a-db-3"] is False
     assert spent_budgets(state) == {"uid-team-a-db-1", "uid-team-a-db-2", "uid-team-a-db-3"} == scanned(state)
-    done = running("db-3")
+    done = running("db-3", "lq", "1").label("app", "db").obj()
     done["status"] = {"phase": "Succeeded"}
     apply(state, done)
     assert "uid-team-a-db-3" not in state.budgets.covered[budget]
-    apply(state, running("db-3"))
-    relabelled = running("db-2", app="web")
+    apply(state, running("db-3", "lq", "1").label("app", "db").obj())
+    relabelled = running("db-2", "lq", "1").label("app", "web").obj()
     apply(state, relabelled)
     assert set(state.budgets.covered[budget]) == {"uid-team-a-db-1", "uid-team-a-db-3"}
     assert spent_budgets(state) == scanned(state) == {"uid-team-a-db-1", "uid-team-a-db-3"}
-    delete(state, running("db-1"))
+    delete(state, running("db-1", "lq", "1").label("app", "db").obj())
     assert set(state.budgets.covered[budget]) == {"uid-team-a-db-3"}
     apply(state,
           Pod("pending").queue("lq").cpu("1").obj())                                     # not on a node: not covered
@@ -126,7 +125,8 @@ def test_the_covered_and_healthy_pods_are_running_figures_that_follow_every_pod_
 
 
 def test_a_budget_replaced_counts_its_pods_again():
-    state = make_state(Node("n1").obj(), running("db-1"), running("web-1", app="web"),
+    state = make_state(Node("n1").obj(), running("db-1", "lq", "1").label("app", "db").obj(),
+                                         running("web-1", "lq", "1").label("app", "web").obj(),
                        pdb(selector={"matchLabels": {"app": "db"}}, minAvailable=1))
     assert spent_budgets(state) == {"uid-team-a-db-1"}
     apply(state, pdb(selector={"matchLabels": {"app": "web"}}, minAvailable=1))

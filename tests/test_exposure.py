@@ -21,7 +21,7 @@ from app.config import Configuration
 from app.scheduler.scheduler import Scheduler
 from app.state.cluster import ClusterState
 from app.sync.dispatch import apply_object
-from app.sync.watch import make_api_client
+from app.sync.apiserver import make_api_client
 from fakeapi import FakeApiServer
 from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, binding_args,
                       extender_args)

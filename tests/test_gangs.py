@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from app.core import gangs
 from app.objects.pod import decode_pod
-from builders import LocalQueue, Node, Pod, PodGroup, snapshot_yaml
-from helpers import Verbs, one_queue, refused, uid
+from builders import LocalQueue, Node, Pod, PodGroup, running, snapshot_yaml
+from helpers import Verbs, one_queue, refused, uid, usage
 
 CPU = 1000
 Gi = 2**30
@@ -56,10 +56,6 @@ def gang(n: int = 3, cpu: str = "3", group: str = "g", total: int | None = None,
     """n members g-0..g-{n-1}, created a second apart; total defaults to n."""
     return [member(f"{group}-{i}", group, total=n if total is None else total, cpu=cpu, created=i, **kw)
             for i in range(n)]
-
-
-def usage(ext, cq: str = "cq", flavor: str = "default-flavor", resource: str = "cpu") -> int:
-    return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
 
 
 def nothing_held(ext, used_before: int = 0) -> None:
@@ -484,10 +480,6 @@ async def test_fixed_member_bound_to_another_members_reserved_node(load_extender
 
 # ---- gang preemption (ACK seed: the whole gang or nothing) -----------------------------------------------------
 
-def running(name: str, node: str, cpu: str, priority: int = 10, created: int = 1) -> dict:
-    return Pod(name).queue("q").cpu(cpu).priority(priority).created(created).node(node).obj()
-
-
 def preempting_snapshot(pods: list[dict], quota: int = 16) -> str:
     """One queue whose ClusterQueue preempts LowerPriority within itself, two 8-CPU nodes, the pods."""
     return snapshot_yaml(*one_queue(quota, preemption={"withinClusterQueue": "LowerPriority"}), *pods)
@@ -496,8 +488,10 @@ def preempting_snapshot(pods: list[dict], quota: int = 16) -> str:
 async def test_gang_preemption_takes_victims_for_every_member_at_once(load_extender):
     """ACK seed (ElasticQuota, gang): all pending members in one preemption list; victims until every member
     fits at once - here both 4-CPU members of a priority-1000 group, on a full 16-CPU queue of 4-CPU pods."""
-    ext = load_extender(preempting_snapshot([running("l1", "n1", "4", created=1), running("l2", "n1", "4", created=2),
-                                             running("l3", "n2", "4", created=3), running("l4", "n2", "4", created=4)]))
+    ext = load_extender(preempting_snapshot([running("l1", "q", "4", "n1", priority=10, created=1).obj(),
+                                             running("l2", "q", "4", "n1", priority=10, created=2).obj(),
+                                             running("l3", "q", "4", "n2", priority=10, created=3).obj(),
+                                             running("l4", "q", "4", "n2", priority=10, created=4).obj()]))
     members = gang(n=2, cpu="4", priority=1000)
     verbs = Verbs(ext)
     for m in members:
@@ -512,7 +506,8 @@ async def test_gang_preemption_takes_victims_for_every_member_at_once(load_exten
 async def test_gang_preemption_evicts_nothing_when_a_member_cannot_be_placed(load_extender):
     """ACK seed: "Jika satu Pod tidak dapat dijadwalkan, gang tersebut tidak diproses" - three 8-CPU members
     need three whole nodes and there are two: no victim is evicted, nothing is held."""
-    ext = load_extender(preempting_snapshot([running("l1", "n1", "8", created=1), running("l2", "n2", "8", created=2)],
+    ext = load_extender(preempting_snapshot([running("l1", "q", "8", "n1", priority=10, created=1).obj(),
+                                             running("l2", "q", "8", "n2", priority=10, created=2).obj()],
                                             quota=32))
     members = gang(n=3, cpu="8", priority=1000)
     verbs = Verbs(ext)

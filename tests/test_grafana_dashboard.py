@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.cli import build_from_snapshot
 from app.observe import attach
-from app.observe.metrics import OUTCOMES
+from app.observe.collectors import OUTCOMES
 from app.sync.snapshot import DEFAULT_SNAPSHOT
 from serving import served
 from test_demo import TRY_POD

@@ -23,7 +23,7 @@ from app.core.preemption.targets import (IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHI
 from app.core.quota import available
 from app.core.admission import assign
 
-from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running
 from helpers import CPU, all_usage, make_state, pod_info, preemptor_of
 
 FR = ("default-flavor", "cpu")
@@ -47,12 +47,6 @@ def q(name, parent, cpu=0, policy=None, lending=None, **more):
     return [ClusterQueue(name).cohort(parent).resource_group(quotas.resources_from(more))
             .preemption(policy or DEFAULT).obj(),
             LocalQueue("lq", name).cluster_queue(name).obj()]
-
-
-def running(name, queue, cpu, priority, created=1, memory=None):
-    """A pod running in namespace `queue`, whose LocalQueue "lq" points at ClusterQueue `queue`."""
-    return Pod(name,
-               queue).queue("lq").cpu(str(cpu)).memory(memory).priority(priority).created(created).node("n1").obj()
 
 
 def state(*parts, incoming, memory="512Gi"):
@@ -109,7 +103,8 @@ def test_preempt_with_hierarchical_advantage():
     2 CPUs; a 2-CPU pod of the same priority in q reclaims them although q itself (nominal 0) must borrow
     from C: the flat rule ("no reclaim while the preemptor would still borrow") gave nothing."""
     s = state(co("r"), co("c", "r", 2), q("q", "c"), q("q-borrowing", "r"),
-              running("admitted2", "q-borrowing", 2, 0), incoming=incoming(2))
+              running("admitted2", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
+              incoming=incoming(2))
     assert targets(s) == {"q-borrowing/admitted2": RECLAIM}
     found = candidates(s)
     assert [c.variant for c in found] == [H.HIERARCHICAL_RECLAIM]
@@ -121,7 +116,8 @@ def test_avoid_queues_within_nominal_quota():
     q_borrowing(0)}. q_nominal's pod (priority -10) is lower than the preemptor's but within its queue's
     nominal quota: no candidate. q_borrowing's (same priority, Any) goes."""
     s = state(co("r"), co("c", "r", 2), q("q", "c"), q("q-nominal", "r", 2), q("q-borrowing", "r"),
-              running("admitted1", "q-nominal", 2, -10), running("admitted2", "q-borrowing", 2, 0),
+              running("admitted1", "lq", "2", namespace="q-nominal", priority=-10, created=1).obj(),
+              running("admitted2", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
               incoming=incoming(2))
     assert [c.pod.key for c in candidates(s)] == ["q-borrowing/admitted2"]
     assert targets(s) == {"q-borrowing/admitted2": RECLAIM}
@@ -131,7 +127,8 @@ def test_preempt_multiple_with_hierarchical_advantage():
     """Kueue "preempt multiple with hierarchical advantage": q_borrowing's two 1-CPU pods have priorities 1 and 2,
     above the preemptor's 0: with reclaimWithinCohort Any both go, C's quota being q's to reclaim."""
     s = state(co("r"), co("c", "r", 2), q("q", "c"), q("q-borrowing", "r"),
-              running("admitted1", "q-borrowing", 1, 1), running("admitted2", "q-borrowing", 1, 2),
+              running("admitted1", "lq", "1", namespace="q-borrowing", priority=1, created=1).obj(),
+              running("admitted2", "lq", "1", namespace="q-borrowing", priority=2, created=1).obj(),
               incoming=incoming(2))
     assert targets(s) == {"q-borrowing/admitted1": RECLAIM, "q-borrowing/admitted2": RECLAIM}
 
@@ -143,8 +140,9 @@ def test_preempt_in_cohort_and_own_cq():
     above the threshold, so q's own priority -1 pod goes too. (Kueue's case charges the preemptible pod 2 of
     C's 3 CPUs, over C's quota; here it uses 1, C is exactly full, same outcome.)"""
     s = state(co("r"), co("c", "r", 3), q("q", "c", policy=BWC0), q("q-same-cohort", "c"),
-              running("not-preemptible", "q-same-cohort", 1, 1), running("preemptible", "q-same-cohort", 1, 0),
-              running("own-queue", "q", 1, -1), incoming=incoming(2, 1))
+              running("not-preemptible", "lq", "1", namespace="q-same-cohort", priority=1, created=1).obj(),
+              running("preemptible", "lq", "1", namespace="q-same-cohort", priority=0, created=1).obj(),
+              running("own-queue", "lq", "1", namespace="q", priority=-1, created=1).obj(), incoming=incoming(2, 1))
     assert targets(s) == {"q-same-cohort/preemptible": WHILE_BORROWING, "q/own-queue": IN_CQ}
 
 
@@ -153,7 +151,8 @@ def test_prefer_to_preempt_hierarchical_candidate():
     (priority -2) is lower than q_borrowing's (1), but the candidate under the hierarchical advantage comes
     first in Kueue's candidate iterator, and alone frees enough."""
     s = state(co("r"), co("c", "r", 2), q("q", "c"), q("q-borrowing", "r"),
-              running("admitted-borrowing", "q-borrowing", 1, 1), running("admitted-same-queue", "q", 1, -2),
+              running("admitted-borrowing", "lq", "1", namespace="q-borrowing", priority=1, created=1).obj(),
+              running("admitted-same-queue", "lq", "1", namespace="q", priority=-2, created=1).obj(),
               incoming=incoming(1))
     assert [c.pod.key for c in candidates(s)] == ["q-borrowing/admitted-borrowing", "q/admitted-same-queue"]
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
@@ -164,7 +163,8 @@ def test_forced_to_preempt_priority_candidate():
     q_same_cohort uses C's 2 CPUs; with borrowWithinCohort (threshold 0) its priority -1 pod goes while q
     borrows from C; q_nominal's pod (-10) is within its nominal quota and stays."""
     s = state(co("r"), co("c", "r", 2), q("q", "c", policy=BWC0), q("q-nominal", "r", 2), q("q-same-cohort", "c"),
-              running("admitted-nominal", "q-nominal", 2, -10), running("admitted-same-cohort", "q-same-cohort", 2, -1),
+              running("admitted-nominal", "lq", "2", namespace="q-nominal", priority=-10, created=1).obj(),
+              running("admitted-same-cohort", "lq", "2", namespace="q-same-cohort", priority=-1, created=1).obj(),
               incoming=incoming(2))
     assert targets(s) == {"q-same-cohort/admitted-same-cohort": WHILE_BORROWING}
 
@@ -174,8 +174,8 @@ def test_incoming_workload_fits_in_cq_nominal_quota():
     q_borrowing(0)}. q's request fits its own nominal 4, so it has the advantage at every level: both
     borrowers go although their priority (10) is far above the preemptor's (0)."""
     s = state(co("r"), co("c", "r", 2), q("q", "c", 4), q("q-borrowing", "r"), q("q-same-cohort", "c"),
-              running("admitted-borrowing", "q-borrowing", 3, 10),
-              running("admitted-same-cohort", "q-same-cohort", 3, 10),
+              running("admitted-borrowing", "lq", "3", namespace="q-borrowing", priority=10, created=1).obj(),
+              running("admitted-same-cohort", "lq", "3", namespace="q-same-cohort", priority=10, created=1).obj(),
               incoming=incoming(4))
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM, "q-same-cohort/admitted-same-cohort": RECLAIM}
 
@@ -188,9 +188,12 @@ def test_preempt_hierarchical_and_priority_candidates():
     policy = {**BWC0, "reclaimWithinCohort": "LowerPriority"}
     s = state(co("r", cpu=1), co("c", "r", 4), q("q", "c", policy=policy), q("q-borrowing", "r"),
               q("q-same-cohort", "c"),
-              running("admitted-borrowing", "q-borrowing", 2, -1),
-              running("admitted-same-cohort-preemptible", "q-same-cohort", 1, -1),
-              running("admitted-borrowing-not-preemptible", "q-borrowing", 2, 1), incoming=incoming(3))
+              running("admitted-borrowing", "lq", "2", namespace="q-borrowing", priority=-1, created=1).obj(),
+              running("admitted-same-cohort-preemptible", "lq", "1", namespace="q-same-cohort",
+                      priority=-1, created=1).obj(),
+              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing",
+                      priority=1, created=1).obj(),
+              incoming=incoming(3))
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM,
                           "q-same-cohort/admitted-same-cohort-preemptible": WHILE_BORROWING}
 
@@ -200,9 +203,11 @@ def test_preempt_hierarchical_candidates_and_inside_cq():
     policy = {**BWC0, "reclaimWithinCohort": "LowerPriority"}
     s = state(co("r", cpu=1), co("c", "r", 4), q("q", "c", policy=policy), q("q-borrowing", "r"),
               q("q-same-cohort", "c"),
-              running("admitted-borrowing", "q-borrowing", 2, -1),
-              running("admitted-same-queue-preemptible", "q", 1, -1),
-              running("admitted-borrowing-not-preemptible", "q-borrowing", 2, 1), incoming=incoming(3))
+              running("admitted-borrowing", "lq", "2", namespace="q-borrowing", priority=-1, created=1).obj(),
+              running("admitted-same-queue-preemptible", "lq", "1", namespace="q", priority=-1, created=1).obj(),
+              running("admitted-borrowing-not-preemptible", "lq", "2", namespace="q-borrowing",
+                      priority=1, created=1).obj(),
+              incoming=incoming(3))
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM, "q/admitted-same-queue-preemptible": IN_CQ}
 
 
@@ -210,8 +215,10 @@ def test_reclaim_nominal_quota_from_lowest_priority_workload_excluding_non_borro
     """Kueue "reclaim nominal quota from lowest priority workload, excluding non-borrowing": R(0) -> {C(3) ->
     q(0), q_borrowing(0), q_nominal(2)}: the lowest of q_borrowing's pods (8), never q_nominal's (-2)."""
     s = state(co("r"), co("c", "r", 3), q("q", "c"), q("q-borrowing", "r"), q("q-nominal", "r", 2),
-              running("prio-8", "q-borrowing", 1, 8), running("prio-9", "q-borrowing", 1, 9),
-              running("prio-10", "q-borrowing", 1, 9), running("admitted-nominal", "q-nominal", 2, -2),
+              running("prio-8", "lq", "1", namespace="q-borrowing", priority=8, created=1).obj(),
+              running("prio-9", "lq", "1", namespace="q-borrowing", priority=9, created=1).obj(),
+              running("prio-10", "lq", "1", namespace="q-borrowing", priority=9, created=1).obj(),
+              running("admitted-nominal", "lq", "2", namespace="q-nominal", priority=-2, created=1).obj(),
               incoming=incoming(1))
     assert targets(s) == {"q-borrowing/prio-8": RECLAIM}
 
@@ -222,8 +229,10 @@ def test_infeasible_preemption_all_available_workloads_in_pruned_subtrees():
     quota: never entered. q_same_cohort's pod has the preemptor's priority and no advantage: nothing."""
     s = state(co("r"), co("c", "r", 2), co("c-other", "r", 2), q("q-other", "c-other"), q("q", "c"),
               q("q-same-cohort", "c"),
-              running("other-1", "q-other", 1, -10), running("other-2", "q-other", 1, -10),
-              running("admitted-same-cohort", "q-same-cohort", 2, 0), incoming=incoming(2))
+              running("other-1", "lq", "1", namespace="q-other", priority=-10, created=1).obj(),
+              running("other-2", "lq", "1", namespace="q-other", priority=-10, created=1).obj(),
+              running("admitted-same-cohort", "lq", "2", namespace="q-same-cohort", priority=0, created=1).obj(),
+              incoming=incoming(2))
     assert "q-other/other-1" not in [c.pod.key for c in candidates(s)]
     assert targets(s) is None
     found, why = plan(s)
@@ -240,8 +249,10 @@ def test_hierarchical_preemption_with_multiple_resources():
               Cohort("c").parent("r")
                   .resource_group(FlavorQuotas("default-flavor").resource("cpu", "4").resource("memory", "4Gi")).obj(),
               q("q", "c", memory="0"), q("q-borrowing", "r", memory="0"), q("q-same-cohort", "c", memory="0"),
-              running("admitted-borrowing", "q-borrowing", 3, 0, memory="1Gi"),
-              running("admitted-same-cohort", "q-same-cohort", 1, -2, memory="3Gi"),
+              running("admitted-borrowing", "lq", "3", namespace="q-borrowing",
+                      priority=0, created=1).memory("1Gi").obj(),
+              running("admitted-same-cohort", "lq", "1", namespace="q-same-cohort",
+                      priority=-2, created=1).memory("3Gi").obj(),
               incoming=incoming(2, -2, memory="1Gi"))
     assert preemptor_of(s, "q", "in").needs == {MEM}
     assert s.quota_node("q-borrowing").usage[MEM] == gi
@@ -254,7 +265,8 @@ def test_respect_lending_limits():
     q_borrowing. A 5-CPU pod of lower priority (-2 against 0) fits in q's 1 kept + C's 4 and reclaims it,
     although 5 is above q's nominal 3 (the request fits a Cohort below the root)."""
     s = state(co("r"), co("c", "r", 2), q("q", "c", 3, lending=2), q("q-borrowing", "r"),
-              running("admitted-borrowing", "q-borrowing", 4, 0), incoming=incoming(5, -2))
+              running("admitted-borrowing", "lq", "4", namespace="q-borrowing", priority=0, created=1).obj(),
+              incoming=incoming(5, -2))
     node_q = s.quota_node("q")
     assert (node_q.guaranteed(FR), s.tree.cohorts["c"].subtree[FR], available(node_q, FR)) == (CPU, 4 * CPU, CPU)
     assert H.may_reclaim_in_hierarchy(node_q, FR, 5 * CPU)
@@ -271,7 +283,8 @@ def test_lending_limit_below_caps_what_a_subtree_holds():
               Cohort("c").parent("r").resource_group(FlavorQuotas("default-flavor").resource("cpu", "2", lending="3"))
                   .obj(),
               q("q", "c", 3, lending=2), q("q-borrowing", "r"),
-              running("admitted-borrowing", "q-borrowing", 3, 0), incoming=incoming(5, -2))
+              running("admitted-borrowing", "lq", "3", namespace="q-borrowing", priority=0, created=1).obj(),
+              incoming=incoming(5, -2))
     assert (s.tree.cohorts["c"].guaranteed(FR), s.tree.cohorts["r"].subtree[FR]) == (CPU, 3 * CPU)
     assert available(s.quota_node("q"), FR) == 2 * CPU
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
@@ -285,9 +298,14 @@ def test_reclaim_in_complex_hierarchy():
     cohorts = [co("r"), co("c11", "r", 4), co("c12", "r", 4), co("c21", "c11", 4), co("c22", "c11", 4),
                co("c23", "c11", 4), co("c31", "c21", 4), co("c32", "c21", 4)]
     queues = [q("q1", "c12"), q("q2", "c23"), q("q3", "c22"), q("q4", "c32"), q("q5", "c31")]
-    pods = [running("b1", "q1", 4, -6), running("b2", "q1", 4, -5), running("b3", "q2", 4, -9),
-            running("b4", "q2", 4, -10), running("b5", "q3", 4, -4), running("b6", "q3", 3, -3),
-            running("b7", "q4", 2, 4), running("b8", "q4", 3, 2)]
+    pods = [running("b1", "lq", "4", namespace="q1", priority=-6, created=1).obj(),
+            running("b2", "lq", "4", namespace="q1", priority=-5, created=1).obj(),
+            running("b3", "lq", "4", namespace="q2", priority=-9, created=1).obj(),
+            running("b4", "lq", "4", namespace="q2", priority=-10, created=1).obj(),
+            running("b5", "lq", "4", namespace="q3", priority=-4, created=1).obj(),
+            running("b6", "lq", "3", namespace="q3", priority=-3, created=1).obj(),
+            running("b7", "lq", "2", namespace="q4", priority=4, created=1).obj(),
+            running("b8", "lq", "3", namespace="q4", priority=2, created=1).obj()]
     s = state(*cohorts, *queues, *pods, incoming=incoming(7, -2, queue="q5"))
     variants = {c.pod.key: c.variant for c in candidates(s, "q5")}
     assert variants["q4/b7"] == variants["q4/b8"] == H.RECLAIM_WITHOUT_BORROWING
@@ -301,8 +319,9 @@ def test_reclaim_scopes_name_the_level_and_the_advantage():
     """collectCandidatesForHierarchicalReclaim: the sibling under C is reached at C without the advantage
     (C cannot hold the request), q_borrowing at R with it (R can)."""
     s = state(co("r", cpu=1), co("c", "r", 4), q("q", "c"), q("q-borrowing", "r"), q("q-same-cohort", "c"),
-              running("b", "q-borrowing", 2, 0), running("b2", "q-borrowing", 2, 0),
-              running("sc", "q-same-cohort", 1, 0), incoming=incoming(3))
+              running("b", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
+              running("b2", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
+              running("sc", "lq", "1", namespace="q-same-cohort", priority=0, created=1).obj(), incoming=incoming(3))
     scopes = H.reclaim_scopes(s.quota_node("q"), {FR: 3 * CPU}, {FR})
     assert [(x.queue.name, x.lca.name, x.advantage) for x in scopes] == [("q-same-cohort", "c", False),
                                                                           ("q-borrowing", "r", True)]
@@ -312,7 +331,7 @@ def test_may_reclaim_in_hierarchy_only_below_the_root():
     """FindHeightOfLowestSubtreeThatFits: a request above the ClusterQueue's nominal quota may preempt when a
     Cohort below the root can hold it, not when only the root could."""
     s = state(co("r", cpu=4), co("c", "r", 2), q("q", "c"), q("q-borrowing", "r"),
-              running("b", "q-borrowing", 4, 0), incoming=incoming(2))
+              running("b", "lq", "4", namespace="q-borrowing", priority=0, created=1).obj(), incoming=incoming(2))
     node_q = s.quota_node("q")
     assert H.may_reclaim_in_hierarchy(node_q, FR, 2 * CPU)
     assert not H.may_reclaim_in_hierarchy(node_q, FR, 3 * CPU)
@@ -321,8 +340,9 @@ def test_may_reclaim_in_hierarchy_only_below_the_root():
 def test_flat_cohort_keeps_the_classic_rule():
     """Without a sub-cohort nothing changes (seed 000 经典抢占): a queue at its nominal quota that would borrow
     reclaims from no other queue, whatever its priority; the borrower stays and the pod waits."""
-    s = state(co("r"), q("q", "r", 2), q("q-borrowing", "r"), q("q-lender", "r", 2), running("own", "q", 2, 0),
-              running("b", "q-borrowing", 2, -5), incoming=incoming(2, 10))
+    s = state(co("r"), q("q", "r", 2), q("q-borrowing", "r"), q("q-lender", "r", 2),
+              running("own", "lq", "2", namespace="q", priority=0, created=1).obj(),
+              running("b", "lq", "2", namespace="q-borrowing", priority=-5, created=1).obj(), incoming=incoming(2, 10))
     assert targets(s) == {"q/own": IN_CQ}
     assert [c.variant for c in candidates(s) if c.cluster_queue == "q-borrowing"] == [H.RECLAIM_WITHOUT_BORROWING]
 
@@ -338,7 +358,8 @@ def test_a_fence_stops_hierarchical_reclaim_going_out():
     """seed 002 law 7 "任务不能抢占其抢占范围外的任务": with C fenced, q's pod may not reclaim C's quota from
     q_borrowing outside C, hierarchical advantage or not: no candidate, nothing is evicted."""
     s = state(co("r"), fenced(co("c", "r", 2)), q("q", "c"), q("q-borrowing", "r"),
-              running("admitted2", "q-borrowing", 2, 0), incoming=incoming(2))
+              running("admitted2", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
+              incoming=incoming(2))
     assert candidates(s) == []
     assert targets(s) is None
     found, why = plan(s)
@@ -349,7 +370,7 @@ def test_a_fence_never_stops_a_reclaim_coming_in():
     """seed 002 抢占范围 "它阻止向外 ... 移动,但不会阻止向内(或向下)移动": R -> {C(2) -> q(0), F(fenced) -> fb(0)}.
     fb, inside the fence, borrows C's 2 CPUs; q's pod, outside it, reclaims them."""
     s = state(co("r"), co("c", "r", 2), q("q", "c"), fenced(co("f", "r")), q("fb", "f"),
-              running("fb-1", "fb", 2, 0), incoming=incoming(2))
+              running("fb-1", "lq", "2", namespace="fb", priority=0, created=1).obj(), incoming=incoming(2))
     assert targets(s) == {"fb/fb-1": RECLAIM}
     found, why = plan(s)
     assert why == "" and [t.candidate.pod.key for t in found[0].targets] == ["fb/fb-1"]
@@ -361,8 +382,9 @@ def test_a_fence_keeps_a_reclaim_inside_it():
     Unfenced, other's pod (lowest priority) goes; with F fenced, sib's (inside), never other's (outside)."""
     def tree(f):
         return state(co("r", cpu=2), f, q("q", "f", 2), q("sib", "f"), q("other", "r"),
-                     running("sib-1", "sib", 2, -1), running("other-1", "other", 2, -5),
-                     running("sib-0", "sib", 2, -1, created=0), incoming=incoming(2))
+                     running("sib-1", "lq", "2", namespace="sib", priority=-1, created=1).obj(),
+                     running("other-1", "lq", "2", namespace="other", priority=-5, created=1).obj(),
+                     running("sib-0", "lq", "2", namespace="sib", priority=-1, created=0).obj(), incoming=incoming(2))
     assert targets(tree(co("f", "r", 2))) == {"other/other-1": RECLAIM}
     s = tree(fenced(co("f", "r", 2)))
     assert sorted(c.pod.key for c in candidates(s)) == ["sib/sib-0", "sib/sib-1"]

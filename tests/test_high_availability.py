@@ -253,7 +253,7 @@ async def test_a_leader_cut_off_from_the_api_keeps_its_label_answers_503_and_rem
     from app.api.app import create_app
     from app.scheduler.scheduler import Scheduler
     from app.act.writer import SnapshotWriter
-    from app.sync.watch import make_api_client
+    from app.sync.apiserver import make_api_client
 
     path = fake_api.kubeconfig_path(tmp_path)
     parts = []

@@ -13,8 +13,8 @@ from app.act.intents import BACKOFF_BASE
 from app.api.app import create_app
 from app.config import decode_configuration
 from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import answer_reasons, uid
-from live import Live, started, until
+from helpers import refusal, uid
+from live import started, until
 
 LOWER = {"withinClusterQueue": "LowerPriority"}
 
@@ -32,24 +32,13 @@ async def live(tmp_path):
         yield kit
 
 
-def refusal(answer: dict) -> str:
-    reasons = answer_reasons(answer, ["any"])
-    assert answer["NodeNames"] == [] and reasons, answer
-    return next(iter(reasons.values()))
-
-
-async def pending(kit: Live, obj: dict) -> None:
-    kit.api.apply(obj)
-    await until(lambda: kit.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
-
-
 # ---- bind -------------------------------------------------------------------------------------------------
 
 async def test_a_bind_that_fails_after_the_watch_changed_the_pod_keeps_the_watch_word(live):
     """Before: undo_binding wrote the pod back as it was before bind, losing the label the watch delivered while
     the Binding POST was in flight (the event was ignored as older than Quotient's own binding)."""
     p = Pod("p").queue("lq").cpu("2").obj()
-    await pending(live, p)
+    await live.deliver(p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding")
     bind = asyncio.create_task(live.bind(p))
@@ -72,7 +61,7 @@ async def test_a_binding_whose_answer_is_lost_but_the_watch_shows_stays_bound(li
     kube-scheduler is told it is bound. Before: the pod was made pending again with its quota freed, though
     it runs (a later pod could take that quota: an over-admission)."""
     p = Pod("p").queue("lq").cpu("2").obj()
-    await pending(live, p)
+    await live.deliver(p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=403)
     bind = asyncio.create_task(live.bind(p))
@@ -89,7 +78,7 @@ async def test_a_binding_to_another_node_delivered_during_bind_is_taken(live):
     applied at once, never ignored as an event older than Quotient's binding, and the failed write undoes
     nothing."""
     p = Pod("p").queue("lq").cpu("2").obj()
-    await pending(live, p)
+    await live.deliver(p)
     assert live.filter(p, ("n1", "n2"))["NodeNames"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding")
     bind = asyncio.create_task(live.bind(p, "n1"))
@@ -107,8 +96,8 @@ async def test_a_second_bind_of_the_same_pod_waits_for_the_first(live):
     decides on what it left. Before: the second saw the pod assumed bound and answered success at once, then
     the first failed and made the pod pending again: kube-scheduler believed a pod bound that was not."""
     p, other = Pod("p").queue("lq").cpu("2").obj(), Pod("q").queue("lq").cpu("3").obj()
-    await pending(live, p)
-    await pending(live, other)
+    await live.deliver(p)
+    await live.deliver(other)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding")
     first = asyncio.create_task(live.bind(p))
@@ -134,9 +123,9 @@ async def test_a_victim_deleted_while_its_eviction_is_in_flight(live):
     victim is deleted by someone else. The eviction's 404 is a success, the preemptor passes once the victim is
     gone, and the state equals a fresh list."""
     victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
-    await pending(live, victim)
+    await live.deliver(victim)
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(live, high)
+    await live.deliver(high)
     live.api.fault("pause", resource="pods", verb="write", sub="eviction")
     assert "preempting team-a/low" in refusal(live.filter(high))      # the eviction is issued at once
     await live.api.paused_request()
@@ -167,7 +156,7 @@ async def test_a_pending_member_cannot_bind_while_its_timed_out_workload_is_evic
     j0, j1 = Pod("j-0").queue("lq").cpu("1").node("n1").obj(), Pod("j-1").queue("lq").cpu("1").obj()
     for p in (j0, j1):
         p["metadata"]["ownerReferences"] = [owner]
-        await pending(kit, p)
+        await kit.deliver(p)
     assert kit.filter(j1)["NodeNames"] == ["n1"]
     kit.clock.advance(11)
     kit.api.fault("pause", resource="pods", verb="write", sub="eviction")
@@ -197,12 +186,12 @@ async def test_a_refused_eviction_is_retried_after_its_backoff_and_shown(live):
     /debug/pods shows the attempts, the error and when it is tried next."""
     victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
     victim["metadata"]["labels"]["app"] = "db"
-    await pending(live, victim)
+    await live.deliver(victim)
     live.api.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                     "metadata": {"name": "db", "namespace": "team-a"},
                     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(live, high)
+    await live.deliver(high)
     assert "preempting team-a/low" in refusal(live.filter(high))
     evictions = lambda: sum(1 for m, path, _ in live.api.writes if path.endswith("/low/eviction"))  # noqa: E731
     await live.ext.actions.settle()                 # written at once by the filter's decision, refused
@@ -229,7 +218,7 @@ async def test_a_bind_while_the_reconcile_publishes_queue_status(live):
     """The reconcile's other await: a ClusterQueue status write, paused; a filter and a bind go through meanwhile,
     and the next status written shows the pod admitted."""
     p = Pod("p").queue("lq").cpu("2").obj()
-    await pending(live, p)
+    await live.deliver(p)
     live.api.fault("pause", resource="clusterqueues", verb="write", sub="status")
     reconcile = asyncio.create_task(live.ext.reconcile())
     await live.api.paused_request()
@@ -256,7 +245,7 @@ async def test_a_failed_pods_ready_timeout_eviction_is_retried_and_requeues_once
                LocalQueue("lq", "team-a").cluster_queue("cq").obj())
     async with started(tmp_path, objects, config) as kit:
         stuck = Pod("j-0").queue("lq").cpu("1").node("n1").obj()
-        await pending(kit, stuck)
+        await kit.deliver(stuck)
         kit.clock.advance(11)
         kit.api.fault("error", resource="pods", verb="write", sub="eviction", code=500, times=3)
         assert await kit.ext.reconcile() == 0                   # three tries, all refused
@@ -277,9 +266,9 @@ async def test_the_victim_deleted_while_its_disruption_condition_is_written(live
     """KubeWriter.evict first patches the DisruptionTarget condition: pause it, delete the victim meanwhile; the
     eviction then finds nothing (404, a success), the preemptor passes, and the state equals a fresh list."""
     victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
-    await pending(live, victim)
+    await live.deliver(victim)
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(live, high)
+    await live.deliver(high)
     live.api.fault("pause", resource="pods", verb="write", sub="status")
     assert "preempting team-a/low" in refusal(live.filter(high))
     assert (await live.api.paused_request()).endswith("/pods/low/status")
@@ -298,7 +287,7 @@ async def test_a_binding_answered_409_is_read_again_while_the_watch_moves(live):
     """A Binding whose answer is 409 (already bound) is read back: pause that read while the watch delivers the
     binding; the bind answers success (it was Quotient's own, retried) and nothing is undone."""
     p = Pod("p").queue("lq").cpu("2").obj()
-    await pending(live, p)
+    await live.deliver(p)
     assert live.filter(p)["NodeNames"] == ["n1"]
     live.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=500)
     bind = asyncio.create_task(live.bind(p))
@@ -327,14 +316,14 @@ async def test_a_bind_while_the_reconciles_own_reclaim_evicts(tmp_path):
                LocalQueue("lq", "team-b").cluster_queue("cq-b").obj())
     async with started(tmp_path, objects) as kit:
         borrower = Pod("borrower").queue("lq").cpu("8").node("n1").obj()             # cq-a borrows all of cq-b's quota
-        await pending(kit, borrower)
+        await kit.deliver(borrower)
         head = Pod("head", "team-b").queue("lq").cpu("4").obj()
-        await pending(kit, head)
+        await kit.deliver(head)
         kit.api.fault("pause", resource="pods", verb="write", sub="eviction")
         reconcile = asyncio.create_task(kit.ext.reconcile())
         await kit.api.paused_request()
         other = Pod("other", "team-b").queue("lq").cpu("4").obj()
-        await pending(kit, other)
+        await kit.deliver(other)
         assert kit.filter(other)["NodeNames"] == []                 # the room is held for head, the victim runs
         kit.api.resume()
         assert await reconcile == 1
@@ -349,9 +338,9 @@ async def test_an_eviction_lost_before_it_was_written_is_issued_by_the_next_reco
     began (a shutdown, a lost task); the next reconcile issues it. Before, the victim was marked issued and no
     reconcile wrote it until the hold expired (60 s)."""
     victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
-    await pending(live, victim)
+    await live.deliver(victim)
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(live, high)
+    await live.deliver(high)
     assert "preempting team-a/low" in refusal(live.filter(high))
     tasks = list(live.ext.actions._tasks)
     for task in tasks:                               # before the event loop ran it
@@ -369,9 +358,9 @@ async def test_an_eviction_whose_writer_raised_is_backed_off_and_retried(live, m
     """Not only a WriteError: any exception of the writer (a client error, a bug) is a failure that act/ backs
     off and the reconcile retries; it is never taken for a written eviction."""
     victim = Pod("low").queue("lq").cpu("4").priority(1).node("n1").obj()
-    await pending(live, victim)
+    await live.deliver(victim)
     high = Pod("high").queue("lq").cpu("4").priority(100).obj()
-    await pending(live, high)
+    await live.deliver(high)
     real = live.ext.writer.evict
 
     async def broken(pod_info, reason, message):

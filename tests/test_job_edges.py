@@ -12,7 +12,7 @@ from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration, WaitForPodsReady
 from app.scheduler.scheduler import Scheduler
 from app.objects.job import decode_job
-from app.sync.watch import make_api_client
+from app.sync.apiserver import make_api_client
 from builders import Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, cpu_queue
 from fakeapi import FakeApiServer
 from helpers import FakeClock, Verbs, answer_reasons, apply, delete, make_state, pod_info

@@ -24,7 +24,8 @@ from app.objects.kueue import decode_cluster_queue
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
 from app.sync.dispatch import apply_object
-from app.sync.watch import kueue_version, make_api_client
+from app.sync.apiserver import make_api_client
+from app.sync.discovery import kueue_version
 from builders import (ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, as_v1beta2,
                       cpu_queue, snapshot_yaml)
 from fakeapi import FakeApiServer

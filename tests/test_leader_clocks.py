@@ -15,7 +15,7 @@ import time
 import pytest
 
 from app.leader import LeaderElector
-from app.sync.watch import make_api_client
+from app.sync.apiserver import make_api_client
 from live import until
 from test_watch import fake_api  # noqa: F401  (fixture)
 

@@ -287,7 +287,7 @@ async def test_the_environment_is_read_once_not_per_request(fake, tmp_path, monk
     eviction's CPU when 100 are written at once)."""
     import aiohttp.client
 
-    from app.sync.watch import make_api_client
+    from app.sync.apiserver import make_api_client
 
     api, _ = fake
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
@@ -313,7 +313,7 @@ async def test_the_environment_is_read_once_not_per_request(fake, tmp_path, monk
 
 async def test_a_proxy_the_environment_names_is_kept(tmp_path, monkeypatch):
     """HTTP_PROXY (with its credentials) still applies to the API server, read once; NO_PROXY still exempts it."""
-    from app.sync.watch import make_api_client
+    from app.sync.apiserver import make_api_client
 
     for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "http_proxy"):
         monkeypatch.delenv(var, raising=False)

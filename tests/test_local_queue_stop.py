@@ -17,7 +17,7 @@ from app.core.admission import decide
 from app.scheduler.scheduler import Scheduler
 from app.journal import Journal
 from app.state.cluster import ClusterState
-from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running
 from helpers import CPU, apply, decide_pod, make_state, pod_info
 
 
@@ -98,14 +98,11 @@ def test_pending_pods_of_a_stopped_local_queue_hold_no_place_in_the_cluster_queu
     assert [uid for _, uid in s.pending["cq"]] == [pod_info(s, "team-a", "small").uid]
 
 
-def running(name: str, queue: str, cpu: str = "2") -> dict:
-    return Pod(name).queue(queue).cpu(cpu).node("n1").obj()
-
-
 async def test_hold_and_drain_evicts_the_local_queues_admitted_pods_with_reason_local_queue_stopped():
     """reconcileOnLocalQueueActiveState: an admitted workload of a HoldAndDrain LocalQueue is evicted with reason
     LocalQueueStopped ("The LocalQueue is stopped"); the ClusterQueue's other LocalQueue keeps its pods."""
-    s = cluster(None, "v1beta2", "BestEffortFIFO", running("a1", "lq"), running("a2", "lq"), running("o1", "other"))
+    s = cluster(None, "v1beta2", "BestEffortFIFO", running("a1", "lq", "2").obj(), running("a2", "lq", "2").obj(),
+                                                   running("o1", "other", "2").obj())
     ext = Scheduler(s, RecordingWriter(s), Journal())
     assert await ext.reconcile() == 0
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").version("v1beta2").stop_policy("HoldAndDrain").obj())
@@ -119,7 +116,7 @@ async def test_hold_and_drain_evicts_the_local_queues_admitted_pods_with_reason_
 
 async def test_hold_lets_the_local_queues_admitted_pods_run_to_completion():
     """localqueue_types.go: "Hold - Admitted workloads will run to completion"."""
-    s = cluster("Hold", "v1beta1", "BestEffortFIFO", running("a1", "lq"))
+    s = cluster("Hold", "v1beta1", "BestEffortFIFO", running("a1", "lq", "2").obj())
     ext = Scheduler(s, RecordingWriter(s), Journal())
     assert await ext.reconcile() == 0 and ext.writer.evicted == []
     assert s.admitted[pod_info(s, "team-a", "a1").uid].usage[("default-flavor", "cpu")] == 2 * CPU

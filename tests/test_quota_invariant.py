@@ -13,7 +13,7 @@ from app.sim.invariant import violations
 from app.sim.run import run_file
 from app.state.cluster import ASSUMED_TTL
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
-from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, one_queue
+from helpers import FakeClock, Verbs, apply, make_state, one_queue, refusal
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LOWER = {"withinClusterQueue": "LowerPriority"}
@@ -87,12 +87,6 @@ def filter_(ext: Scheduler, obj: dict, nodes=("n1",)) -> dict:
 
 async def bind(ext: Scheduler, obj: dict, node_name: str = "n1") -> str:
     return (await Verbs(ext).bind(obj, node_name))["Error"]
-
-
-def refusal(answer: dict) -> str:
-    reasons = answer_reasons(answer, ["any"])
-    assert answer["NodeNames"] == [] and reasons, answer
-    return next(iter(reasons.values()))
 
 
 def running_cpu(state) -> int:

@@ -41,8 +41,7 @@ from app.objects.meta import format_time
 from app.objects.pod import decode_pod
 from app.sync.dispatch import apply_object
 from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, snapshot_yaml)
-from helpers import FakeClock, Verbs, make_state, one_queue, uid
-from helpers import refused as refused_on
+from helpers import FakeClock, Verbs, make_state, one_queue, refused, uid, usage
 
 CPU = 1000
 T0 = BASE_TIME                               # pods are created from here on
@@ -51,9 +50,6 @@ KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 ALL = ["n1", "n2"]
 
-
-def refused(answer: dict, offered=ALL) -> str:
-    return refused_on(answer, offered)
 
 # ---- builders -------------------------------------------------------------------------------------------
 
@@ -103,10 +99,6 @@ def member(name: str, group: str = "g", total: int = 2, cpu: str = "2", at: floa
 
 def key(pod: dict) -> str:
     return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-
-
-def usage(ext) -> int:
-    return ext.state.tree.queues["cq"].usage.get(("default-flavor", "cpu"), 0)
 
 
 def watch(ext, pod: dict, *, ready: bool | None = None, phase: str | None = None, deleted: bool = False) -> None:
@@ -342,7 +334,7 @@ async def test_group_times_out_whole_every_member_evicted_and_pending_holds_rele
     assert not state.holds and not state.reservations and usage(ext) == 0
     assert "team-a/g" not in state.readiness
     assert state.requeues["team-a/g"].count == 1
-    reason = refused(verbs.filter(pods[2], ALL))
+    reason = refused(verbs.filter(pods[2], ALL), ALL)
     assert "workload team-a/g was requeued after PodsReadyTimeout eviction #1" in reason
     assert not state.holds and usage(ext) == 0
 
@@ -362,7 +354,7 @@ async def test_group_members_recreated_by_their_job_are_admitted_whole_after_the
     for p in again:
         watch(ext, p)
     clock.advance(59)
-    assert "PodsReadyTimeout eviction #1" in refused(verbs.filter(again[0], ALL))
+    assert "PodsReadyTimeout eviction #1" in refused(verbs.filter(again[0], ALL), ALL)
     clock.advance(1)
     await admit(verbs, again[0])
     assert uid(again[1]) in state.holds                           # admitted whole: a hold for the other
@@ -392,7 +384,7 @@ async def test_backoff_grows_and_caps_and_filter_refuses_with_reason_and_time(bu
         pod = owned(f"x-r{n}", "x", at=clock.now - T0)        # the Job recreates it
         clock.advance(expected - 1)
         answer = verbs.filter(pod, ALL)
-        reason = refused(answer)
+        reason = refused(answer, ALL)
         assert reason == (f"workload team-a/Job/x was requeued after PodsReadyTimeout eviction #{n}; it waits "
                           f"out a {expected}s backoff, until {format_time(q.at)}")
         entry = ext.journal.entries[-1]
@@ -425,7 +417,7 @@ async def test_deactivated_past_backoff_limit_unresolvable_until_reactivated(bui
         assert (q.count, q.deactivated) == (2, True)
         stuck = owned("x-r2", "x", at=280)
         clock.advance(10 * 3600)
-        reason = refused(verbs.filter(stuck, ALL))
+        reason = refused(verbs.filter(stuck, ALL), ALL)
         assert reason == ("workload team-a/Job/x is deactivated after 2 PodsReadyTimeout evictions "
                           "(backoffLimitCount 1); reactivate it with POST /debug/workloads/team-a/Job/x/reactivate")
         assert ext.journal.entries[-1]["outcome"] == "PodsReadyGate"
@@ -603,7 +595,7 @@ async def test_block_admission_holds_others_until_the_admitted_workload_is_ready
     ext, clock = build(build_extender, wfpr(blockAdmission=True))
     verbs = Verbs(ext)
     await admit(verbs, a)
-    reason = refused(verbs.filter(b, ALL))
+    reason = refused(verbs.filter(b, ALL), ALL)
     assert "waitForPodsReady.blockAdmission" in reason and "not all Ready" in reason
     assert uid(b) not in ext.state.reservations and usage(ext) == 2 * CPU
     clock.advance(20)
@@ -624,10 +616,10 @@ async def test_block_admission_does_not_block_a_groups_own_members(build_extende
     verbs = Verbs(ext)
     for p in pods:
         await admit(verbs, p)
-        assert "blockAdmission" in refused(verbs.filter(other, ALL))
+        assert "blockAdmission" in refused(verbs.filter(other, ALL), ALL)
     watch(ext, pods[0], ready=True)
     watch(ext, pods[1], ready=True)
-    assert "blockAdmission" in refused(verbs.filter(other, ALL))
+    assert "blockAdmission" in refused(verbs.filter(other, ALL), ALL)
     watch(ext, pods[2], ready=True)
     await admit(verbs, other)
 
@@ -643,7 +635,7 @@ async def test_block_admission_counts_a_workload_from_its_admission_not_its_bind
     ext, _ = build(build_extender, wfpr(blockAdmission=True))
     verbs = Verbs(ext)
     assert (verbs.filter(a, ALL))["NodeNames"]
-    assert "blockAdmission" in refused(verbs.filter(b, ALL))
+    assert "blockAdmission" in refused(verbs.filter(b, ALL), ALL)
 
 
 async def test_block_admission_refusal_names_the_pod(build_extender):
@@ -656,7 +648,7 @@ async def test_block_admission_refusal_names_the_pod(build_extender):
     ext, _ = build(build_extender, wfpr(blockAdmission=True))
     verbs = Verbs(ext)
     await admit(verbs, a)
-    assert "workload team-a/a " in refused(verbs.filter(b, ALL))
+    assert "workload team-a/a " in refused(verbs.filter(b, ALL), ALL)
 
 
 # ---- requeuingStrategy.timestamp ----------------------------------------------------------------------------------
@@ -706,7 +698,7 @@ async def test_creation_order_decides_which_is_admitted_first_after_the_backoff(
         if admitted:
             assert answer["NodeNames"] == ALL, (timestamp, answer)
         else:
-            assert "StrictFIFO: team-a/n is ahead" in refused(answer), (timestamp, answer)
+            assert "StrictFIFO: team-a/n is ahead" in refused(answer, ALL), (timestamp, answer)
 
 
 # ---- one workload across recreated pods -------------------------------------------------------------------------
@@ -762,7 +754,7 @@ async def test_requeued_workload_does_not_hold_its_place_while_it_cannot_be_admi
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy=rq), quota=2)
     verbs = Verbs(ext)
     x_r1 = await timed_out_and_recreated(ext, clock, x)
-    refused(verbs.filter(x_r1, ALL))
+    refused(verbs.filter(x_r1, ALL), ALL)
     answer = verbs.filter(y, ALL)
     assert answer["NodeNames"] == ALL, answer
 

@@ -8,6 +8,8 @@ import pytest
 
 from app.sim.run import differences, run_file, simulate
 from app.sim.scenario import ScenarioError, load_scenario
+from builders import (ClusterQueue, Expectation, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor,
+                      snapshot_yaml)
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO.parent / "shared" / "scenarios" / "examples"
@@ -64,71 +66,30 @@ def test_cli_exit_codes_on_examples(tmp_path):
 
 # ---- invalid scenario files: exit 2 with a clear message ------------------------------------------------------
 
-BASE = """apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 4}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p1
-  namespace: team-a
-  labels: {kueue.x-k8s.io/queue-name: QUEUE}
-spec:
-  containers:
-  - name: c
-    resources: {requests: {cpu: "1"}}
----
-apiVersion: quotient.dev/v1alpha1
-kind: Expectation
-spec:
-  EXPECTATION
-"""
-
-
-def scenario(queue: str = "q", expectation: str = "admitted: [team-a/p1]") -> str:
-    return BASE.replace("QUEUE", queue).replace("EXPECTATION", expectation)
+def scenario(queue: str = "q", **expectation) -> str:
+    """cq (4 CPUs) behind team-a/q, node n1, pod team-a/p1 (1 CPU) of `queue`, and the Expectation (by default
+    p1 admitted)."""
+    return snapshot_yaml(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+                         ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
+                         LocalQueue("q", "team-a").cluster_queue("cq").obj(), Node("n1").cpu("8").memory("32Gi").obj(),
+                         Pod("p1").queue(queue).cpu("1").obj(),
+                         Expectation(**(expectation or {"admitted": ["team-a/p1"]})))
 
 
 INVALID = [
     ("pod-names-missing-local-queue", scenario(queue="nope"),
      ["document 6", "kueue.x-k8s.io/queue-name=nope", "no LocalQueue"]),
-    ("expectation-names-missing-pod", scenario(expectation="admitted: [team-a/p1, team-a/ghost]"),
+    ("expectation-names-missing-pod", scenario(admitted=["team-a/p1", "team-a/ghost"]),
      ["document 7", "team-a/ghost", "not in the file"]),
-    ("expectation-placement-missing-pod", scenario(expectation="placements: {team-a/ghost: n1}"),
+    ("expectation-placement-missing-pod", scenario(placements={"team-a/ghost": "n1"}),
      ["team-a/ghost", "not in the file"]),
-    ("unknown-expectation-field", scenario(expectation="admitted: [team-a/p1]\n  admited: [team-a/p1]"),
+    ("unknown-expectation-field", scenario(admitted=["team-a/p1"], admited=["team-a/p1"]),
      ["document 7", "unknown field", "admited"]),
-    ("invalid-yaml", scenario().replace("metadata: {name: n1}", "metadata: {name: [n1"),
+    ("invalid-yaml", scenario() + "---\nkind: Node\nmetadata: {name: [n1\n",
      ["not valid YAML"]),
     ("unknown-kind", scenario() + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
      ["document 8", "Deployment", "kind is not one Quotient reads"]),
-    ("bad-until", scenario(expectation="until: soon"), ["until"]),
+    ("bad-until", scenario(until="soon"), ["until"]),
 ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from app.observe import attach
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from live import started
-from test_interleaving import pending, refusal
+from helpers import refusal
 
 CYCLES = 200
 
@@ -39,7 +39,7 @@ async def test_steady_reconcile_and_refusal_cycles_add_nothing(tmp_path):
     async with started(tmp_path, objects()) as kit:
         metrics = attach(kit.ext).metrics
         waiting = Pod("wait").queue("lq").cpu("1").priority(0).created(100).obj()        # over quota, no victim of lower priority
-        await pending(kit, waiting)
+        await kit.deliver(waiting)
         assert "cpu request 1 > 0 available" in refusal(kit.filter(waiting))
 
         async def cycle() -> None:
@@ -61,7 +61,7 @@ async def test_a_changed_outcome_is_journaled_again(tmp_path):
     is journaled again (once)."""
     async with started(tmp_path, objects()) as kit:
         waiting = Pod("wait").queue("lq").cpu("1").priority(0).created(100).obj()
-        await pending(kit, waiting)
+        await kit.deliver(waiting)
         refusal(kit.filter(waiting))
         await kit.ext.reconcile()
         kit.ext.journal.record({"time": kit.clock(), "verb": "reclaim", "pod": "team-a/wait", "outcome": "Preempting",

@@ -14,7 +14,7 @@ from app.core.flavors import Charge
 from app.objects.pod import decode_pod
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import CPU, FakeClock, make_state, uid
-from live import started, until
+from live import api_cpu, started, until
 
 HOUR = 3600.0
 STEPS = [120.0, -HOUR]
@@ -25,12 +25,6 @@ def cluster(quota: str = "4") -> tuple[dict, ...]:
     return (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
             ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", quota)).obj(),
             LocalQueue("lq", "team-a").cluster_queue("cq").obj())
-
-
-def api_cpu(api) -> int:
-    """Milli-CPU of the pods the API shows bound and not finished."""
-    return sum(decode_pod(p).requests.get("cpu", 0) for p in api.objects("Pod")
-               if p["spec"].get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed"))
 
 
 @pytest.mark.parametrize("step", STEPS)

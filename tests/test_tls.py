@@ -17,42 +17,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor, snapshot_yaml
 from serving import QUOTIENT_BIN, REPO, free_port, stop_process
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
-SNAPSHOT = """\
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: team-a-cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: 4}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: user-queue, namespace: team-a}
-spec: {clusterQueue: team-a-cq}
----
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
-status:
-  allocatable: {cpu: '8', memory: 32Gi, pods: '110'}
-"""
+SNAPSHOT = snapshot_yaml(
+    Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(),
+    ClusterQueue("team-a-cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
+    LocalQueue("user-queue", "team-a").cluster_queue("team-a-cq").obj(), Node("node-1").cpu("8").memory("32Gi").obj())
 
 FILTER_BODY = {
     "Pod": {"metadata": {"name": "tls-1", "namespace": "team-a", "uid": "tls-1",

@@ -5,182 +5,76 @@ import pytest
 
 from app.act.writer import SnapshotWriter, WriteError
 from app.config import Configuration
-from builders import Pod, binding_args, extender_args
-from helpers import FakeClock, uid
+from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, binding_args,
+                      extender_args, running, snapshot_yaml)
+from helpers import FakeClock, uid, usage
 
 CPU = 1000
 
-HEAD = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: spot}
-spec: {nodeLabels: {instance-type: spot}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: on-demand}
-spec: {nodeLabels: {instance-type: on-demand}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: spot-1, labels: {instance-type: spot}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: spot-2, labels: {instance-type: spot}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: od-1, labels: {instance-type: on-demand}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: plain-1}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: q, namespace: team-a}
-spec: {clusterQueue: cq}
-"""
 
-# spot first (4 CPUs), then on-demand (8 CPUs), as in examples/flavors.yaml.
-FLAVORS = HEAD + """
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  {preemption}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: spot
-      resources: [{name: cpu, nominalQuota: 4}]
-    - name: on-demand
-      resources: [{name: cpu, nominalQuota: 8}]
-"""
+def node(name: str, labels: dict | None = None, **allocatable) -> dict:
+    """An 8-CPU, 32Gi node (more allocatable by resource name)."""
+    n = Node(name).cpu("8").memory("32Gi").labels(labels)
+    for resource, quantity in allocatable.items():
+        n.allocatable(resource, quantity)
+    return n.obj()
 
-# One flavor without nodeLabels (every node), 4 CPUs; optionally 3 CPUs already running.
-SMALL = (HEAD + """
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: small-cq}
-spec:
-  namespaceSelector: {}
-  {preemption}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 4}]
-""").replace("spec: {clusterQueue: cq}", "spec: {clusterQueue: small-cq}")
 
-RUNNING_3 = """
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: running
-  namespace: team-a
-  labels: {kueue.x-k8s.io/queue-name: q}
-spec:
-  nodeName: plain-1
-  containers:
-  - name: c
-    resources: {requests: {cpu: "3"}}
-status: {phase: Running}
-"""
+def head(cluster_queue: str = "cq") -> list[dict]:
+    """team-a, flavors spot and on-demand (by instance-type), nodes spot-1, spot-2, od-1 and plain-1 (no
+    label), LocalQueue team-a/q -> cluster_queue."""
+    return [Namespace("team-a").obj(),
+            ResourceFlavor("spot").node_labels({"instance-type": "spot"}).obj(),
+            ResourceFlavor("on-demand").node_labels({"instance-type": "on-demand"}).obj(),
+            node("spot-1", {"instance-type": "spot"}), node("spot-2", {"instance-type": "spot"}),
+            node("od-1", {"instance-type": "on-demand"}), node("plain-1"),
+            LocalQueue("q", "team-a").cluster_queue(cluster_queue).obj()]
 
-# team-a: nominal 4 + borrowingLimit 2 in a cohort with team-b's 10: at most 6 CPUs.
-BORROW = HEAD + """
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  cohort: co
-  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 4, borrowingLimit: 2}]
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: other-cq}
-spec:
-  namespaceSelector: {}
-  cohort: co
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default-flavor
-      resources: [{name: cpu, nominalQuota: 10}]
-"""
 
-# Two resource groups whose flavors live on disjoint nodes: cpu on spot, gpu on gpu nodes.
-TWO_GROUPS = HEAD + """
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ResourceFlavor
-metadata: {name: gpu}
-spec: {nodeLabels: {accelerator: a100}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-1, labels: {accelerator: a100}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "4"}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: spot
-      resources: [{name: cpu, nominalQuota: 8}]
-  - coveredResources: [example.com/gpu]
-    flavors:
-    - name: gpu
-      resources: [{name: example.com/gpu, nominalQuota: 4}]
-"""
+def flavors(preemption: dict | None = None) -> str:
+    """spot first (4 CPUs), then on-demand (8 CPUs), as in examples/flavors.yaml."""
+    cq = ClusterQueue("cq").resource_group(FlavorQuotas("spot").resource("cpu", 4),
+                                           FlavorQuotas("on-demand").resource("cpu", 8))
+    return snapshot_yaml(*head(), (cq.preemption(preemption) if preemption else cq).obj())
 
-LOWER_PRIORITY = "preemption: {withinClusterQueue: LowerPriority}"
-NO_PREEMPTION = ""
+
+def small(*pods: dict, preemption: dict | None = None, **spec) -> str:
+    """One flavor without nodeLabels (every node), 4 CPUs, other spec fields by their Kueue names; the pods."""
+    cq = ClusterQueue("small-cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).spec(**spec)
+    return snapshot_yaml(*head("small-cq"), ResourceFlavor("default-flavor").obj(),
+                         (cq.preemption(preemption) if preemption else cq).obj(), *pods)
+
+
+RUNNING_3 = running("running", "q", "3", "plain-1").obj()
+
+
+def borrow() -> str:
+    """team-a: nominal 4 + borrowingLimit 2 in a cohort with team-b's 10: at most 6 CPUs."""
+    return snapshot_yaml(*head(), ResourceFlavor("default-flavor").obj(),
+                         ClusterQueue("cq").cohort("co")
+                         .preemption({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"})
+                         .resource_group(FlavorQuotas("default-flavor").resource("cpu", 4, borrowing=2)).obj(),
+                         ClusterQueue("other-cq").cohort("co")
+                         .resource_group(FlavorQuotas("default-flavor").resource("cpu", 10)).obj())
+
+
+def two_groups() -> str:
+    """Two resource groups whose flavors live on disjoint nodes: cpu on spot, gpu on gpu nodes."""
+    return snapshot_yaml(*head(), ResourceFlavor("gpu").node_labels({"accelerator": "a100"}).obj(),
+                         node("gpu-1", {"accelerator": "a100"}, **{"example.com/gpu": "4"}),
+                         ClusterQueue("cq").resource_group(FlavorQuotas("spot").resource("cpu", 8))
+                         .resource_group(FlavorQuotas("gpu").resource("example.com/gpu", 4)).obj())
+
+
+LOWER_PRIORITY = {"withinClusterQueue": "LowerPriority"}
 
 ALL_NODES = ["od-1", "spot-1", "plain-1", "spot-2"]
-
-
-def usage(ext, cq: str, flavor: str, resource: str = "cpu") -> int:
-    return ext.state.tree.queues[cq].usage.get((flavor, resource), 0)
 
 
 # ---- a pod that fits ------------------------------------------------------------------------------
 
 async def test_fitting_pod_filter_prioritize_bind(load_extender, api):
-    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    ext = load_extender(flavors())
     pod = Pod("p1").queue("q").cpu("2").wire()
     assert usage(ext, "cq", "spot") == 0
     async with api(ext) as client:
@@ -223,7 +117,7 @@ async def test_fitting_pod_filter_prioritize_bind(load_extender, api):
 
 
 async def test_second_flavor_when_the_first_is_used_up(load_extender, api):
-    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    ext = load_extender(flavors())
     async with api(ext) as client:
         for name in ("p1", "p2"):
             pod = Pod(name).queue("q").cpu("2").wire()
@@ -243,7 +137,7 @@ async def test_quota_exceeded_with_preemption_policy_is_failed_nodes(load_extend
     so its dry run may find victims there. With every node offered it can do nothing (its dry run finds the pod
     fits without evicting anyone): a retry, as the pod fits once quota in use frees. The queue's head is a retry
     either way (QueueHead): parked, it would wait for an event kube-scheduler's hints take (issue 34, item 4)."""
-    ext = load_extender(SMALL.replace("{preemption}", LOWER_PRIORITY) + RUNNING_3)
+    ext = load_extender(small(RUNNING_3, preemption=LOWER_PRIORITY))
     assert usage(ext, "small-cq", "default-flavor") == 3 * CPU
     head = Pod("first").queue("q").cpu("2").created_at("2025-12-31T00:00:00Z").wire()
     pod = Pod("big").queue("q").cpu("2").wire()
@@ -272,7 +166,7 @@ async def test_quota_exceeded_without_preemption_policy_is_a_retry_and_one_that_
     """The queue's head and the pods behind it fit once quota in use is freed: answered as retries (the Error
     field: kube-scheduler tries them after their backoff), QueueHead and QuotaInUse. A pod larger than the
     ClusterQueue's quota never fits: parked (FailedAndUnresolvableNodes)."""
-    ext = load_extender(SMALL.replace("{preemption}", NO_PREEMPTION) + RUNNING_3)
+    ext = load_extender(small(RUNNING_3))
     head = Pod("first").queue("q").cpu("2").created_at("2025-12-31T00:00:00Z").wire()
     pod = Pod("big").queue("q").cpu("2").wire()
     huge = Pod("huge").queue("q").cpu("5").wire()
@@ -292,7 +186,7 @@ async def test_quota_exceeded_without_preemption_policy_is_a_retry_and_one_that_
 
 
 async def test_unknown_local_queue_is_unresolvable_and_named(load_extender, api):
-    ext = load_extender(FLAVORS.replace("{preemption}", LOWER_PRIORITY))
+    ext = load_extender(flavors(LOWER_PRIORITY))
     pod = Pod("lost").queue("no-such-queue").cpu("1").wire()
     async with api(ext) as client:
         answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
@@ -306,7 +200,7 @@ async def test_unknown_local_queue_is_unresolvable_and_named(load_extender, api)
 
 
 async def test_request_above_nominal_plus_borrowing_limit_is_unresolvable(load_extender, api):
-    ext = load_extender(BORROW)
+    ext = load_extender(borrow())
     pod = Pod("huge").queue("q").cpu("7").wire()
     async with api(ext) as client:
         answer = (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()
@@ -322,7 +216,7 @@ async def test_request_above_nominal_plus_borrowing_limit_is_unresolvable(load_e
 
 
 async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_score(load_extender, api):
-    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    ext = load_extender(flavors())
     pod = Pod("p1").queue("q").cpu("2").wire()
     async with api(ext) as client:
         answer = (await client.post("/filter", json=extender_args(pod, ["plain-1"]))).json()
@@ -337,7 +231,7 @@ async def test_no_offered_node_in_the_flavor_mentions_percentage_of_nodes_to_sco
 
 async def test_no_offered_node_in_the_flavor_is_unresolvable_even_with_preemption(load_extender, api):
     """Evicting pods on nodes outside the flavor can never help: FailedAndUnresolvableNodes."""
-    ext = load_extender(FLAVORS.replace("{preemption}", LOWER_PRIORITY))
+    ext = load_extender(flavors(LOWER_PRIORITY))
     pod = Pod("p1").queue("q").cpu("2").wire()
     async with api(ext) as client:
         answer = (await client.post("/filter", json=extender_args(pod, ["plain-1"]))).json()
@@ -348,7 +242,7 @@ async def test_no_offered_node_in_the_flavor_is_unresolvable_even_with_preemptio
 
 async def test_flavors_of_two_groups_on_disjoint_nodes(load_extender, api):
     """Each offered node is in one assigned flavor, none in both: Quotient's own NoFlavorNodes answer."""
-    ext = load_extender(TWO_GROUPS)
+    ext = load_extender(two_groups())
     pod = Pod("mixed").queue("q").cpu("1").requests({"example.com/gpu": "1"}).wire()
     async with api(ext) as client:
         answer = (await client.post("/filter", json=extender_args(pod, ["spot-1", "gpu-1"]))).json()
@@ -362,11 +256,8 @@ async def test_flavors_of_two_groups_on_disjoint_nodes(load_extender, api):
 
 # ---- exact accounting: two pods racing for the last quota ------------------------------------------------
 
-RACE = SMALL.replace("{preemption}", NO_PREEMPTION)
-
-
 async def test_reservation_counts_until_bind(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     a, b = Pod("a").queue("q").cpu("3").wire(), Pod("b").queue("q").cpu("3").wire()
     async with api(ext) as client:
         ra = (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()
@@ -391,7 +282,7 @@ async def test_reservation_counts_until_bind(load_extender, api):
 
 async def test_expired_reservation_then_late_bind_is_refused(build_extender, api):
     clock = FakeClock()
-    ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
+    ext = build_extender(small(), config=Configuration(reservation_timeout=5.0), clock=clock)
     # b is older, so once a's reservation is gone a pending a does not hold b back in queue order.
     a = Pod("a").queue("q").cpu("3").created(10).wire()
     b = Pod("b").queue("q").cpu("3").wire()
@@ -416,7 +307,7 @@ async def test_expired_reservation_then_late_bind_is_refused(build_extender, api
 
 async def test_bind_within_the_reservation_timeout_keeps_the_reservation(build_extender, api):
     clock = FakeClock()
-    ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
+    ext = build_extender(small(), config=Configuration(reservation_timeout=5.0), clock=clock)
     a = Pod("a").queue("q").cpu("3").wire()
     async with api(ext) as client:
         assert (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()["NodeNames"]
@@ -427,7 +318,7 @@ async def test_bind_within_the_reservation_timeout_keeps_the_reservation(build_e
 
 async def test_late_bind_after_expiry_succeeds_when_quota_is_still_free(build_extender, api):
     clock = FakeClock()
-    ext = build_extender(RACE, config=Configuration(reservation_timeout=5.0), clock=clock)
+    ext = build_extender(small(), config=Configuration(reservation_timeout=5.0), clock=clock)
     a = Pod("a").queue("q").cpu("3").wire()
     async with api(ext) as client:
         assert (await client.post("/filter", json=extender_args(a, ALL_NODES))).json()["NodeNames"]
@@ -440,7 +331,7 @@ async def test_late_bind_after_expiry_succeeds_when_quota_is_still_free(build_ex
 # ---- bind edge cases ------------------------------------------------------------------------------------
 
 async def test_bind_of_a_pod_never_filtered_names_it(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     async with api(ext) as client:
         r = await client.post("/bind", json=binding_args(Pod("ghost").queue("q").cpu("1").wire(), "spot-1"))
     assert r.status_code == 200
@@ -449,7 +340,7 @@ async def test_bind_of_a_pod_never_filtered_names_it(load_extender, api):
 
 
 async def test_bind_with_another_uid_is_refused(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
         assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
@@ -460,7 +351,7 @@ async def test_bind_with_another_uid_is_refused(load_extender, api):
 
 
 async def test_bind_to_an_unknown_node_is_refused(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
         assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
@@ -473,7 +364,7 @@ async def test_bind_to_an_unknown_node_is_refused(load_extender, api):
 
 
 async def test_bind_twice_to_the_same_node_is_idempotent(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     pod = Pod("a").queue("q").cpu("1").wire()
     async with api(ext) as client:
         assert (await client.post("/filter", json=extender_args(pod, ALL_NODES))).json()["NodeNames"]
@@ -489,7 +380,7 @@ async def test_bind_twice_to_the_same_node_is_idempotent(load_extender, api):
 
 async def test_filter_after_bind_keeps_the_charge(load_extender, api):
     """kube-scheduler may retry a bound pod's cycle; the pod keeps its one charge."""
-    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    ext = load_extender(flavors())
     pod = Pod("a").queue("q").cpu("2").wire()
     async with api(ext) as client:
         await client.post("/filter", json=extender_args(pod, ALL_NODES))
@@ -520,7 +411,7 @@ class FailingWriter:
 async def test_failed_write_rolls_the_charge_back(build_extender, api, error):
     """Whatever the writer raised (a client library's own error included), the charge is taken back."""
     writer = FailingWriter(error)
-    ext = build_extender(RACE, writer=writer)
+    ext = build_extender(small(), writer=writer)
     pod = Pod("a").queue("q").cpu("3").wire()
     before = usage(ext, "small-cq", "default-flavor")
     async with api(ext) as client:
@@ -547,7 +438,7 @@ async def test_failed_write_rolls_the_charge_back(build_extender, api, error):
 # ---- serving -------------------------------------------------------------------------------------------------
 
 async def test_path_prefix(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     body = extender_args(Pod("free").cpu("1").wire(), ["spot-1"])
     async with api(ext, "/scheduler") as client:
         r = await client.post("/scheduler/filter", json=body)
@@ -560,14 +451,14 @@ async def test_path_prefix(load_extender, api):
 
 
 async def test_path_prefix_with_trailing_slash(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     async with api(ext, "/scheduler/") as client:
         r = await client.post("/scheduler/filter", json=extender_args(Pod("free").cpu("1").wire(), ["spot-1"]))
     assert r.status_code == 200
 
 
 async def test_health_endpoints(load_extender, api):
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     async with api(ext) as client:
         r = await client.get("/livez")
         assert r.status_code == 200
@@ -583,7 +474,7 @@ async def test_health_endpoints(load_extender, api):
 
 async def test_prioritize_packs_onto_the_fuller_node(load_extender, api):
     """prioritize scores round(10 x (used + request) / allocatable) on the fullest requested resource."""
-    ext = load_extender(FLAVORS.replace("{preemption}", NO_PREEMPTION))
+    ext = load_extender(flavors())
     async with api(ext) as client:
         first = Pod("p1").queue("q").cpu("2").wire()
         assert (await client.post("/filter", json=extender_args(first, ["spot-1", "spot-2"]))).json()["NodeNames"]
@@ -601,7 +492,7 @@ async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(buil
     learnedPodTimeout after they were first learned, so a deleted pod cannot hold its place in queue order;
     one still asked about is learned anew (issue 16 point 7: a ghost asked about for ever is forgotten too)."""
     clock = FakeClock()
-    ext = build_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  queueingStrategy: StrictFIFO"),
+    ext = build_extender(small(queueingStrategy="StrictFIFO"),
                          config=Configuration(learned_pod_timeout=600.0, reservation_timeout=5.0), clock=clock)
     assert ext.state.cluster_queues["small-cq"].queueing_strategy == "StrictFIFO"
     old = Pod("old").queue("q").cpu("9").wire()        # never fits the 4-CPU queue
@@ -622,15 +513,7 @@ async def test_a_learned_pod_kube_scheduler_stops_asking_about_is_forgotten(buil
 async def test_hold_and_drain_evicts_what_the_queue_admitted(load_extender):
     """stopPolicy HoldAndDrain (seed 001 停止策略): "它还会触发已接纳工作负载的驱逐" - reconcile evicts the
     ClusterQueue's admitted pods through the writer and their quota is released; Hold leaves them running."""
-    ext = load_extender(RACE.replace("small-cq}\nspec:", "small-cq}\nspec:\n  stopPolicy: HoldAndDrain") + """
----
-apiVersion: v1
-kind: Pod
-metadata: {name: running, namespace: team-a, labels: {kueue.x-k8s.io/queue-name: q}}
-spec:
-  nodeName: spot-1
-  containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]
-""")
+    ext = load_extender(small(running("running", "q", "2", "spot-1").obj(), stopPolicy="HoldAndDrain"))
     assert usage(ext, "small-cq", "default-flavor") == 2 * CPU
     assert await ext.reconcile() == 1
     assert ext.state.pod_by_key("team-a/running") is None
@@ -647,7 +530,7 @@ async def test_a_replica_that_does_not_lead_answers_no_verb_and_is_ready_as_stan
 
     from app.api.app import create_app
 
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     leading = {"now": False}
     app = create_app(ext, leading=lambda: leading["now"])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
@@ -670,7 +553,7 @@ async def test_livez_answers_from_the_sources_liveness(load_extender):
 
     from app.api.app import create_app
 
-    ext = load_extender(RACE)
+    ext = load_extender(small())
     loop_running = [True]
     for app, expect_dead in ((create_app(ext, alive=lambda: loop_running[0]), True), (create_app(ext), False)):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:

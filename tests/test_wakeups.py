@@ -20,7 +20,7 @@ from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from live import started, until
-from test_interleaving import pending, refusal, uid
+from helpers import refusal, uid
 
 OWN = __import__("pathlib").Path(__file__).resolve().parent / "scenarios"
 # One scenario per retry reason: a podsReady backoff over, a preemption delay over, victims gone after
@@ -134,10 +134,10 @@ async def test_the_queue_head_and_the_pods_behind_it_retry_and_nothing_is_writte
     async with started(tmp_path, objects()) as kit, api(kit.ext) as http:
         running = Pod("big").queue("lq").cpu("4").node("n1").obj()
         first, second = Pod("p").queue("lq").cpu("2").obj(), Pod("q").queue("lq").cpu("2").obj()
-        await pending(kit, running)
-        await pending(kit, first)
+        await kit.deliver(running)
+        await kit.deliver(first)
         kit.clock.advance(1)
-        await pending(kit, second)
+        await kit.deliver(second)
         assert "cpu request 2 > 0 available" in retried(kit.filter(first))        # the head: a retry
         assert "tries it again after its backoff, QueueHead" in retried(kit.filter(first))
         assert "backoff, QuotaInUse" in retried(kit.filter(second))                 # behind it: a retry too
@@ -198,7 +198,7 @@ async def test_a_stopped_queue_parks_its_pods_and_notes_when_it_starts_again(tmp
     an event or within 5 minutes), and the clearing is noted."""
     async with started(tmp_path, objects(stopPolicy="Hold")) as kit:
         waiting = Pod("p").queue("lq").cpu("1").obj()
-        await pending(kit, waiting)
+        await kit.deliver(waiting)
         assert "stopPolicy" in refusal(kit.filter(waiting))
         assert kit.ext.note_cleared() == 0
         kit.api.apply(ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj())
@@ -215,10 +215,10 @@ async def test_an_incomplete_group_is_retried_until_it_is_whole(tmp_path):
         for m in members:
             m["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "g"
             m["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
-        await pending(kit, members[0])
+        await kit.deliver(members[0])
         assert "1 of 2 members exist" in retried(kit.filter(members[0]))
         assert kit.ext.note_cleared() == 0
-        await pending(kit, members[1])
+        await kit.deliver(members[1])
         assert kit.ext.note_cleared() == 1
         assert kit.ext.refusals[uid(members[0])].cause == "GroupComplete"
         assert kit.filter(members[0])["NodeNames"] == ["n1"]

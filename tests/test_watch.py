@@ -19,7 +19,9 @@ from app.api.app import create_app
 from app.scheduler.scheduler import Scheduler
 from app.observe import attach
 from app.state.cluster import ClusterState
-from app.sync.watch import RESOURCES, WatchSource, make_api_client
+from app.sync.apiserver import make_api_client
+from app.sync.resources import RESOURCES, Resource
+from app.sync.watch import WatchSource
 from fakeapi import FakeApiServer
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import CPU
@@ -279,9 +281,7 @@ async def test_server_errors_and_hangs_back_off_and_recover(fake_api, api_client
 async def test_absent_crd_is_empty_then_picked_up(fake_api, api_client):
     """PodGroups where used: a resource the server does not serve counts as empty; found later."""
     seed(fake_api)
-    from app.sync import watch
-
-    pg = watch.Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha9", "podgroups", True, optional=True)
+    pg = Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha9", "podgroups", True, optional=True)
     resources = [r for r in RESOURCES if r.kind != "PodGroup"] + [pg]
     async with Running(api_client, resources=resources) as source:
         await until(lambda: source.ready)

@@ -15,7 +15,7 @@ from app.scheduler.scheduler import Scheduler
 from app.objects import kueue
 from app.objects.errors import InvalidObject
 from app.sync.snapshot import SnapshotError, read_snapshot
-from app.sync.watch import make_api_client
+from app.sync.apiserver import make_api_client
 from builders import (ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor,
                       WorkloadPriorityClass, as_v1beta2, cpu_queue, extender_args, snapshot_yaml)
 from fakeapi import FakeApiServer

@@ -177,7 +177,8 @@ async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> 
     from app.scheduler.scheduler import Scheduler
     from app.observe import attach
     from app.state.cluster import ClusterState
-    from app.sync.watch import WatchSource, make_api_client
+    from app.sync.apiserver import make_api_client
+    from app.sync.watch import WatchSource
 
     if not args.no_trace:
         tracemalloc.start(args.frames)       # from the start: a ring (the journal) turning over is no growth

@@ -1,0 +1,253 @@
+"""One kind's list+watch reflector: watch from the last resourceVersion, resume or relist when the watch ends.
+
+- A watch that ends (timeoutSeconds), times out, or whose connection fails or drops is started again from the
+  last resourceVersion seen (an applied event or a BOOKMARK), after a jittered exponential backoff when it failed;
+  so is one answered 429 (the server asks for patience). Events are applied in order and the resourceVersion
+  advances only past events handled, so a reconnect neither loses nor repeats one.
+- Every other error the server reports (410 Gone, a 504 "too large resource version" from an API server restored
+  from a backup, any other HTTP error or ERROR event, an undecodable event) relists after the backoff, as
+  client-go's reflector does: resuming from a resourceVersion the server rejected would fail for good.
+- Before a watch resumes, one read of the canary (the newest object the store holds) tells whether the server
+  went back (restored from a backup) without saying so; a watch silent beyond stall_timeout is relisted.
+- A kind the API server does not serve (404 of an optional resource) is looked for again every absent_retry
+  seconds.
+
+The reflector keeps its bookkeeping on the source (sync.watch.WatchSource: rv, seen, stale, reconnecting, the
+store), which every kind's reflector shares: a server that went back makes every kind relist.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import aiohttp
+import orjson
+
+from .apiserver import Absent, Gone, WatchError, get, status_error
+from .discovery import rediscovered
+from .resources import Resource
+from .store import key_of
+
+log = logging.getLogger("quotient.sync.watch")
+
+
+# A watch that failed with one of these is resumed from its resourceVersion; every other error
+# relists. Timeouts and broken connections say nothing about the resourceVersion; a 429 asks
+# for patience.
+RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection dropped", "http 429"})
+
+
+# The cause of a watch answered 504 "Too large resource version": the server is behind what this source saw
+# (restored from a backup), so resourceVersions are being reused and the relist trusts none of them.
+WENT_BACK = "http 504"
+# The read of a watch's canary (went_back_since) failed: whether the server went back is unknown, so the kind is
+# relisted instead of resumed.
+CANARY_UNREAD = "canary unread"
+
+
+# A watch that shows neither an event nor a bookmark for this long (seconds) is stale and relisted: kube-apiserver's
+# watch cache sends a bookmark about every minute (k8s.io/apiserver cacher, defaultBookmarkFrequency) to a
+# watch that asked for them, so two minutes of silence is a watch that stalled, not a quiet resource.
+STALL_TIMEOUT = 120.0
+STALLED = "stalled"
+
+
+class Reflector:
+    """ListAndWatch for one kind (res) into the source's store, until the source stops."""
+
+    def __init__(self, source, res: Resource):
+        self.source = source
+        self.res = res
+
+    async def run(self, absent: bool) -> None:
+        """Watch, resuming or relisting, until the source stops; absent: the server did not serve res."""
+        s, res = self.source, self.res
+        attempt = 0
+        while not s.stopping:
+            try:
+                if absent:
+                    await asyncio.sleep(s.absent_retry)
+                    res = self.res = await rediscovered(s.api, res, s.request_timeout, s.count_error, s.backoff)
+                    items, rv = await s.list_kind(res)
+                    s.apply_lists([(res, (items, rv))])
+                    absent = False
+                    log.info("%s now served: %d listed", res.plural, len(items))
+                if res.kind in s.stale:
+                    await self.relist()
+                    attempt = 0
+                progressed = await self.watch_once()
+                s.count_restart(res)
+                if progressed:
+                    attempt = 0
+                else:       # ended without a single event or bookmark: do not spin
+                    await asyncio.sleep(s.backoff(attempt))
+                    attempt += 1
+                continue
+            except Absent:
+                absent = True
+                s.reconnecting.pop(res.kind, None)
+                s.rv.pop(res.kind, None)
+                s.stale.pop(res.kind, None)
+                s.apply_lists([(res, (None, ""))])     # none served: absent, never stale
+                continue
+            except Gone as e:
+                s.count_error(res, "expired", str(e) or "410 Gone")
+                s.stale[res.kind] = "expired"
+                continue                            # relist at once: nothing to wait for
+            except WatchError as e:
+                s.count_error(res, e.cause, e.detail)
+                if e.cause in RESUMABLE:
+                    s.reconnecting[res.kind] = e.cause
+                if e.cause == WENT_BACK:
+                    s.went_back()
+                elif (res.kind in s.stale or e.cause not in RESUMABLE) and s.stale.get(res.kind) != WENT_BACK:
+                    s.stale[res.kind] = e.cause      # the server said no: resuming would fail again
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:      # a bug must not stop the source
+                s.count_error(res, "internal error", f"{type(e).__name__}: {e}")
+                log.debug("internal error", exc_info=True)
+                s.stale[res.kind] = "internal error"
+            s.count_restart(res)
+            await asyncio.sleep(s.backoff(attempt))
+            attempt += 1
+
+    async def relist(self) -> None:
+        """List the kind again and reconcile the state with it; ready again once every stale kind is relisted."""
+        s, res = self.source, self.res
+        items, rv = await s.list_kind(res)
+        s.apply_lists([(res, (items, rv))], went_back=s.stale.get(res.kind) == WENT_BACK)
+        s.count_relist(res, s.stale.pop(res.kind))
+        if not s.stale:
+            log.info("relisted %s: ready again", res.plural)
+
+    async def until_stalled(self, step):
+        """Await step (the watch's answer, or its next line) for as long as the resource may stay silent; a watch
+        that shows neither an event nor a bookmark within stall_timeout of the last it showed (an API server or a
+        proxy that holds the connection open and sends nothing) raises WatchError("stalled"): it is relisted."""
+        s = self.source
+        left = s.stall_timeout - (time.monotonic() - s.seen.get(self.res.kind, time.monotonic()))
+        try:
+            async with asyncio.timeout(max(0.0, left)) as deadline:
+                return await step
+        except TimeoutError:
+            if not deadline.expired():
+                raise               # the request's own timeout (read_timeout): not a stall
+        raise WatchError(STALLED, f"neither an event nor a bookmark for {s.stall_timeout:g}s "
+                                  f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
+
+    async def went_back_since(self) -> str:
+        """Before a watch resumes (after an interruption, or after the server ended the last one: a restore may
+        have come between two watches, cutting none): the key of the canary (Store.canary) if it is older now, or
+        gone, else "". An API server restored from a backup answers a watch from a resourceVersion it has not reached
+        with 504, but once writes have carried its versions past that one again, the watch resumes without an error
+        and never shows what the restore undid (a Binding gone, a pod pending again): one read of that object tells.
+        A read that fails cannot tell: it raises WatchError (CANARY_UNREAD), and the kind is relisted rather than
+        resumed blind (a relist is the API's word whatever happened)."""
+        s, res = self.source, self.res
+        last = s.store.canary(res.kind)
+        if last is None:
+            return ""
+        try:
+            resp = await get(s.api, res.object_path(last[0]), [], s.request_timeout)
+        except WatchError as e:
+            raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
+        try:
+            if resp.status == 404:
+                return last[0]              # held, never seen deleted: the restore undid it
+            if resp.status != 200:
+                raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
+            now = key_of(orjson.loads(await resp.read()))[2]
+        except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError) as e:
+            raise WatchError(CANARY_UNREAD, f"{last[0]}: {type(e).__name__}") from None
+        finally:
+            resp.release()
+        return last[0] if now.isdigit() and int(now) < int(last[1]) else ""
+
+    async def watch_once(self) -> bool:
+        """One watch request from the last resourceVersion; True if it handled an event or bookmark.
+        Returns when the server ends the stream; raises Gone, Absent or WatchError."""
+        s, res = self.source, self.res
+        rv = s.rv.get(res.kind) or ""
+        if not rv:
+            raise Gone("no resourceVersion to watch from")
+        went_back = await self.went_back_since()
+        if went_back:
+            raise WatchError(WENT_BACK, f"{went_back} is older than this source saw it, or gone: the API server went "
+                                        "back (restored from a backup)")
+        seconds = max(1, int(s.watch_timeout * (1 + s.rng.random()) / 2)) if s.watch_timeout else 0
+        query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true")]
+        if seconds:
+            query.append(("timeoutSeconds", str(seconds)))
+        timeout = aiohttp.ClientTimeout(total=None, connect=s.request_timeout, sock_connect=s.request_timeout,
+                                        sock_read=s.read_timeout)
+        resp = await self.until_stalled(get(s.api, res.path, query, timeout))
+        progressed = False
+        s.streams[res.kind] = resp
+        try:
+            if resp.status != 200:
+                raise await status_error(resp, res)
+            s.reconnecting.pop(res.kind, None)
+            content = resp.content
+            while True:
+                try:
+                    line = await self.until_stalled(content.readline())
+                except asyncio.TimeoutError:
+                    raise WatchError("watch idle", f"nothing for {s.read_timeout:g}s") from None
+                except (aiohttp.ClientError, ConnectionError) as e:
+                    raise WatchError("connection dropped", f"{type(e).__name__}: {e}") from None
+                except ValueError as e:         # a line longer than the read buffer
+                    raise WatchError("undecodable event", str(e)) from None
+                if not line:
+                    return progressed           # the server ended the watch (timeoutSeconds)
+                if not line.endswith(b"\n"):
+                    raise WatchError("connection dropped", "stream ended in the middle of an event")
+                if not line.strip():
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    raise WatchError("undecodable event", repr(line[:200])) from None
+                self.handle(event)
+                progressed = True
+        finally:
+            if s.streams.get(res.kind) is resp:
+                del s.streams[res.kind]
+            resp.release()
+
+    def handle(self, event: object) -> None:
+        """Apply one watch event; raises Gone on a 410 ERROR, WatchError on anything unusable as an event."""
+        s, res = self.source, self.res
+        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+            raise WatchError("undecodable event", repr(event)[:200])
+        etype, obj = event.get("type"), event["object"]
+        if etype == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise Gone(str(obj.get("message") or ""))
+            raise WatchError(f"error event {code}", str(obj.get("message") or ""))
+        meta = obj.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        s.seen[res.kind] = time.monotonic()
+        if etype == "BOOKMARK":
+            if not isinstance(rv, str) or not rv:
+                raise WatchError("undecodable event", "BOOKMARK without metadata.resourceVersion")
+            s.rv[res.kind] = rv
+            s.events[(res.kind, etype)] += 1
+            return
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            raise WatchError("undecodable event", f"unknown event type {etype!r}")
+        obj.setdefault("kind", res.kind)
+        obj.setdefault("apiVersion", res.api_version)
+        key = key_of(obj)[0]
+        if etype == "DELETED":
+            if key:
+                s.store.delete(res, key)
+            else:
+                s.skip(res, "DELETED object without metadata.name")
+        else:
+            s.store.upsert(res, obj)
+        s.events[(res.kind, etype)] += 1
+        if isinstance(rv, str) and rv:
+            s.rv[res.kind] = rv
