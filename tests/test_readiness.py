@@ -33,7 +33,8 @@ import pytest
 from app.act.writer import SnapshotWriter
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
-from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
+from app.core.readiness import Readiness, RequeueRecord
+from app.core.rules import PODS_READY_TIMEOUT
 from app.extender import Extender
 from app.observe.views import pending_ahead
 from app.objects.meta import format_time

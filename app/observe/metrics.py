@@ -18,8 +18,9 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from ..act.writer import PREEMPTION_REASONS
 from ..core.fairsharing import dominant_resource_share
+from ..core.rules import (ADMITTED, ALREADY_ADMITTED, BOUND, EVICTED, GROUP_ADMITTED, GROUP_RESERVED, JOB_SLOT,
+                          PREEMPTED, PREEMPTING, PREEMPTION_REASONS, WRITE_FAILED)
 from ..refusals import WAITED_BUCKETS
 from ..version import build_info
 from .kueue_shapes import amount, eviction_labels, kueue_buckets
@@ -34,13 +35,13 @@ PREEMPT_VERBS = frozenset({"preempt", "reclaim"})
 GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)   # client_golang's DefBuckets
 # A filter decision on a pod (the journal's outcome) as Kueue's admission attempt result: a workload admitted is a
 # success; a pod of a workload admitted before (its node held, a Job's slot) is no attempt; any refusal is one.
-ATTEMPT_SUCCESS = frozenset({"Admitted", "GroupAdmitted"})
-NO_ATTEMPT = frozenset({"AlreadyAdmitted", "GroupReserved", "JobSlot"})
+ATTEMPT_SUCCESS = frozenset({ADMITTED, GROUP_ADMITTED})
+NO_ATTEMPT = frozenset({ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT})
 
 
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
-OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
-            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
+OUTCOMES = {ADMITTED: "admitted", ALREADY_ADMITTED: "admitted", BOUND: "bound", WRITE_FAILED: "failed",
+            EVICTED: "evicted", PREEMPTING: "preempting", PREEMPTED: "preempted"}
 
 
 class Metrics:
@@ -211,7 +212,7 @@ class Metrics:
         key = (verb, rule, entry.get("queue") or "")
         counts = self.decision_counts
         counts[key] = counts.get(key, 0) + 1
-        if rule == "Preempted" and verb in PREEMPT_VERBS:
+        if rule == PREEMPTED and verb in PREEMPT_VERBS:
             self._count_preemption(entry)
         elif verb == "filter" and rule not in NO_ATTEMPT:
             self._attempts.append("success" if rule in ATTEMPT_SUCCESS else "inadmissible")

@@ -15,9 +15,10 @@ import itertools
 import httpx
 import orjson
 
-from ..act.writer import PREEMPTION_REASONS, WriteError
+from ..act.writer import WriteError
 from ..core.preemption.budgets import spent_budgets
 from ..api.app import create_app
+from ..core.rules import PREEMPTION_REASONS
 from ..extender import Extender
 from ..objects.pod import PodInfo, decode_pod
 from ..state.cluster import ClusterState
