@@ -815,7 +815,7 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
     p = pod_info(s, "team-a", "h")
     cq = s.queue_of(p)[1]
     a = assign(s, p, cq)
-    oracle = oracle_module.PreemptionOracle(s, p, cq)                    # as the flavor assigner asks it with two flavors
+    oracle = oracle_module.PreemptionOracle(s, p, cq)     # as the flavor assigner asks it with two flavors
     oracle("default-flavor", a.usage)
     a.searched = oracle.searched
     assert calls == [set()]                                  # the oracle's search, without budgets

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..core.rules import LOCAL_QUEUE_STOPPED  # noqa: F401  rules-apply: shim (app/extender.py imports it here)
+from ..core.rules import LOCAL_QUEUE_STOPPED  # noqa: F401 rules-apply: shim
 from ..objects.pod import PodInfo
 
 

@@ -17,7 +17,7 @@ from .gangs import group_of
 from .quantity import format_quantity
 from .quota import QuotaNode
 from .rules import CHANGED_SINCE_FILTER, CLUSTER_QUEUE_OVER_QUOTA
-from .rules import CLUSTER_QUEUE_OVER_QUOTA as OVER_QUOTA  # noqa: F401  rules-apply: shim (app/extender.py imports it here)
+from .rules import CLUSTER_QUEUE_OVER_QUOTA as OVER_QUOTA  # noqa: F401 rules-apply: shim
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +52,8 @@ def changed_since(before: Decided, now: Decided, pod: str) -> str:
         out.append(f"priority {before.priority} -> {now.priority}")
     if not out:
         return ""
-    return (f"{CHANGED_SINCE_FILTER}: pod {pod} changed since filter admitted it ({'; '.join(out)}): it is not bound on a "
-            "decision made for another pod; kube-scheduler tries it again and filter decides on what it is now")
+    return (f"{CHANGED_SINCE_FILTER}: pod {pod} changed since filter admitted it ({'; '.join(out)}): it is not bound "
+            "on a decision made for another pod; kube-scheduler tries it again and filter decides on what it is now")
 
 
 @dataclass(slots=True)

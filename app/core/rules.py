@@ -11,7 +11,7 @@ below core/.
 from __future__ import annotations
 
 # --- Refusals (Verdict.rule, Refuse.rule, filter's journal outcome): why a pod may not pass now -------------------
-NO_QUEUE_NAME = "NoQueueName"                        # no kueue.x-k8s.io/queue-name label: not Quotient's to admit
+NO_QUEUE_NAME = "NoQueueName"                        # no queue-name label: refused if manageJobsWithoutQueueName
 WORKLOAD_PRIORITY_CLASS_NOT_FOUND = "WorkloadPriorityClassNotFound"   # its WorkloadPriorityClass does not exist
 LOCAL_QUEUE_NOT_FOUND = "LocalQueueNotFound"         # its LocalQueue does not exist
 LOCAL_QUEUE_STOPPED = "LocalQueueStopped"            # its LocalQueue is stopped (also an eviction reason: HoldAndDrain)
@@ -35,7 +35,7 @@ VICTIMS_STILL_RUNNING = "VictimsStillRunning"        # the quota is kept by pods
 WAITING_FOR_VICTIMS = "WaitingForVictims"            # its own victims are leaving; its node is held for it
 PREEMPTING = "Preempting"                            # victims chosen for it (also the journal's outcome)
 PODS_READY_GATE = "PodsReadyGate"                    # waitForPodsReady: blockAdmission, a backoff or deactivated
-ALREADY_ADMITTED = "AlreadyAdmitted"                 # a pod admitted before (a reservation kept for it)
+ALREADY_ADMITTED = "AlreadyAdmitted"                 # a pod Quotient admitted and bound: only its own node, its flavors
 POD_NOT_SEEN = "PodNotSeen"                          # a pod the API has not shown may not preempt
 SOURCE_STALE = "SourceStale"                         # the watch is relisting: the state may be stale
 GROUP_INCOMPLETE = "GroupIncomplete"                 # not all members of its pod group exist yet
@@ -46,8 +46,8 @@ GROUP_QUEUE_MISMATCH = "GroupQueueMismatch"          # the group's members name 
 GROUP_SIZE_UNKNOWN = "GroupSizeUnknown"              # the group says no size
 GROUP_UNPLACEABLE = "GroupUnplaceable"               # the group fits quota but not the nodes
 GROUP_ADMITTED = "GroupAdmitted"                     # its pod group was admitted whole (the journal's outcome)
-JOB_AT_SIZE = "JobAtSize"                            # its Job has all the pods it was admitted for
-JOB_SLOT = "JobSlot"                                 # a pod of an admitted Job takes one of its slots
+JOB_AT_SIZE = "JobAtSize"                            # its Job runs all the pods it was admitted for
+JOB_SLOT = "JobSlot"                                 # a pod of an admitted Job takes a slot its quota keeps
 MAY_NOT_PREEMPT = "MayNotPreempt"                    # preemption.mode, preemptionPolicy Never, the preemption delay
 NO_PREEMPTION = "NoPreemption"                       # no victim group frees quota and room
 
