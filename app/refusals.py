@@ -36,14 +36,18 @@ from dataclasses import dataclass
 from .core import preemption, readiness
 from .core.decisions import QUOTA_RULES
 from .core.gangs import group_of
+from .core.rules import (BLOCK_ADMISSION, GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_RESERVED, JOB_NOT_SEEN,
+                         PODS_READY_BACKOFF, PODS_READY_GATE, POD_NOT_SEEN, PREEMPTING, PREEMPTION_DELAY, QUEUE_HEAD,
+                         QUOTA_IN_USE, ROOM_HELD, SEEN_AT_RETRY, SOURCE_STALE, VICTIMS_LEAVING, VICTIMS_STILL_RUNNING,
+                         WAITING_FOR_VICTIMS)
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
 RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway
 # Upper bounds (seconds) of quotient_refusal_cleared_to_retry_seconds' buckets: kube-scheduler's backoff (1 to 10 s)
 # for a retry, its 5-minute flush for a parked pod no event moved.
 WAITED_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-LEAVING_RULES = frozenset({"WaitingForVictims", "Preempting", "GroupPreempting", "VictimsStillRunning"})
-HELD_RULES = frozenset({"RoomHeld", "GroupReserved"})
+LEAVING_RULES = frozenset({WAITING_FOR_VICTIMS, PREEMPTING, GROUP_PREEMPTING, VICTIMS_STILL_RUNNING})
+HELD_RULES = frozenset({ROOM_HELD, GROUP_RESERVED})
 
 
 @dataclass
@@ -113,7 +117,7 @@ class Refusals(dict):
         r = self.get(uid)
         if r is not None and r.cleared_at is None:
             r.cleared_at = r.retried_at = now
-            r.cause = "SeenAtRetry"
+            r.cause = SEEN_AT_RETRY
 
     def view(self, uid: str, shown) -> dict | None:
         """For /debug/pods: the refusal, how it was answered, when it cleared (and why), when it was tried again."""
@@ -142,20 +146,20 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     tainted control-plane node) it would start minutes after quota frees (Kueue's "Should schedule jobs as they
     fit in their ClusterQueue", issue 34)."""
     now = state.clock()
-    if rule == "SourceStale":
+    if rule == SOURCE_STALE:
         return rule                     # the relist comes within seconds
-    if rule == "PodsReadyGate":
+    if rule == PODS_READY_GATE:
         q = state.requeues.get(readiness.requeue_key(pod))
         if q is not None and q.deactivated:
             return ""                                   # for good, until an admin reactivates it
         if q is not None and q.at > now:
-            return "PodsReadyBackoff" if q.at - now <= RETRY_HORIZON else ""
-        return "BlockAdmission"                         # clears as admitted pods turn Ready
+            return PODS_READY_BACKOFF if q.at - now <= RETRY_HORIZON else ""
+        return BLOCK_ADMISSION                          # clears as admitted pods turn Ready
     if rule in LEAVING_RULES:
-        return "VictimsLeaving"
+        return VICTIMS_LEAVING
     if rule in HELD_RULES:
-        return "RoomHeld"
-    if rule in ("GroupIncomplete", "JobNotSeen", "PodNotSeen"):
+        return ROOM_HELD
+    if rule in (GROUP_INCOMPLETE, JOB_NOT_SEEN, POD_NOT_SEEN):
         return rule         # the rest of the group comes soon; a Job is waited for jobWaitTimeout; the pod's own event
     cq = state.cluster_queues.get(cluster_queue) if cluster_queue else None
     if cq is None or rule not in QUOTA_RULES:
@@ -167,7 +171,7 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     at_head = head is not None and (head.uid == pod.uid or bool(group_of(pod) and group_of(head) == group_of(pod)))
     if resolvable and not every_node:   # kube-scheduler's own preemption may act: parked, unless a delay stops it
         if 0 < left <= RETRY_HORIZON:
-            return "PreemptionDelay"
+            return PREEMPTION_DELAY
         if not at_head:                 # the head is retried whatever its policies: quota that frees admits it
             return ""
-    return "QueueHead" if at_head else "QuotaInUse"
+    return QUEUE_HEAD if at_head else QUOTA_IN_USE

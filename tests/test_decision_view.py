@@ -17,6 +17,7 @@ from app.core.overlay import Overlay
 from app.core.preemption import kube_preempt
 from app.core.quota import available, charge
 from app.core import reclaim
+from app.core.rules import MAY_NOT_PREEMPT
 from app.core.view import ClusterView
 from app.state.cluster import ClusterState
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, cpu_queue
@@ -163,4 +164,4 @@ def test_a_refusal_is_a_typed_decision_naming_its_rule():
     verdict = decide(s, h)
     s.config.preemption_mode = "None"
     decision = reclaim.reclaim(s, h, verdict)
-    assert decision == Refuse(reclaim.MAY_NOT_PREEMPT, "preemption is off (preemption.mode None)", "a")
+    assert decision == Refuse(MAY_NOT_PREEMPT, "preemption is off (preemption.mode None)", "a")

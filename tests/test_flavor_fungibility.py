@@ -11,7 +11,7 @@ Borrow and Preempt are converted to MayStopSearch (apis/kueue/v1beta1/clusterque
 import pytest
 
 from app.core import preemption
-from app.core.preemption.oracle import oracle
+from app.core.preemption.oracle import PreemptionOracle
 from app.core.admission import assign, decide
 from app.core.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, assign_flavors
 from app.objects.errors import InvalidObject
@@ -124,15 +124,15 @@ def test_the_oracle_tells_preempt_from_reclaim_and_no_candidates():
         LocalQueue("lq-other", "team-a").cluster_queue("other").obj(),
         Pod("borrower").queue("lq-other").cpu("4").priority(100).node("n").obj())
     p = _applied(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
-    ask = oracle(s, p, s.cluster_queues["cq"])
+    ask = PreemptionOracle(s, p, s.cluster_queues["cq"])
     usage = {("default-flavor", "cpu"): 2 * CPU}
     assert ask("default-flavor", usage) == (RECLAIM, False)
     s2 = two_flavors(running_priority=0)
     p2 = _applied(s2, Pod("p").queue("lq").cpu("2").priority(10).obj())
-    assert oracle(s2, p2, s2.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == (PREEMPT, False)
+    assert PreemptionOracle(s2, p2, s2.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == (PREEMPT, False)
     s3 = two_flavors(running_priority=100)
     p3 = _applied(s3, Pod("p").queue("lq").cpu("2").priority(10).obj())
-    assert oracle(s3, p3, s3.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == \
+    assert PreemptionOracle(s3, p3, s3.cluster_queues["cq"])("spot", {("spot", "cpu"): 2 * CPU}) == \
         (NO_CANDIDATES, False)
     assert s3.tree.queues["cq"].usage[("spot", "cpu")] == 4 * CPU         # the simulation took nothing away
 

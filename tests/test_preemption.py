@@ -23,13 +23,13 @@ from app.core.preemption.candidates import find_candidates
 from app.core.preemption.fair_order import share
 from app.core.preemption.fairsharing import strategy_allows
 from app.core.preemption.laws import may_preempt, opted_out, preemption_fence
+from app.core.rules import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
+                            IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE)
 from app.objects.annotations import DELAY, FENCE
 from app.core.preemption.nodes import node_plans
 from app.core.preemption.ordering import order
 from app.core.preemption.quota import quota_targets as quota_targets_of
-from app.core.preemption.targets import (Candidate, IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING,
-                                         IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION,
-                                         LOWER_PRIORITY_ON_NODE, Preemptor, Target)
+from app.core.preemption.targets import Candidate, Preemptor, Target
 from app.core.quota import available
 from app.core.admission import assign, decide
 from app.core.flavors import Charge
@@ -815,7 +815,7 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
     p = pod_info(s, "team-a", "h")
     cq = s.queue_of(p)[1]
     a = assign(s, p, cq)
-    oracle = oracle_module.oracle(s, p, cq)                              # as the flavor assigner asks it with two flavors
+    oracle = oracle_module.PreemptionOracle(s, p, cq)     # as the flavor assigner asks it with two flavors
     oracle("default-flavor", a.usage)
     a.searched = oracle.searched
     assert calls == [set()]                                  # the oracle's search, without budgets

@@ -33,7 +33,8 @@ import pytest
 from app.act.writer import SnapshotWriter
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
-from app.core.readiness import PODS_READY_TIMEOUT, Readiness, RequeueRecord
+from app.core.readiness import Readiness, RequeueRecord
+from app.core.rules import PODS_READY_TIMEOUT
 from app.scheduler.reconcile import pods_ready_timeouts
 from app.scheduler.scheduler import Scheduler
 from app.observe.views import pending_ahead

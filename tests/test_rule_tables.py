@@ -9,7 +9,7 @@ from app.core.binding import room_refusal
 from app.core.cleared import cleared_cause
 from app.core.decisions import Refuse
 from app.core.filtering import nodes_for
-from app.core.gang_admission import GROUP_INCOMPLETE, check_group
+from app.core.gang_admission import check_group
 from app.core.gangs import KUEUE_TOTAL
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
 from app.core.preemption.candidates import find_candidates
@@ -22,6 +22,7 @@ from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
 from app.core.quota import QuotaNode
 from app.core.readiness import (Readiness, RequeueRecord, all_ready, backoff_after, queue_order, refusal,
                                 timed_out)
+from app.core.rules import GROUP_INCOMPLETE
 from app.objects import kueue
 from app.objects.annotations import FENCE
 from app.objects.pod import PodInfo, decode_pod

@@ -21,12 +21,13 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from ..core.rules import PREEMPTION_REASONS
 from ..objects.errors import InvalidObject
 from ..objects.pod import PodInfo, decode_pod
 from ..observe.localqueue_status import local_queue_statuses
 from ..observe.status import already_written, cluster_queue_statuses
 from .post import ApiPoster
-from .writer import PREEMPTION_REASONS, OutcomeUnknown, WriteError
+from .writer import OutcomeUnknown, WriteError
 
 log = logging.getLogger("quotient.act")
 KUEUE_GROUP = "kueue.x-k8s.io"     # a ClusterQueue's status is written in the version it was read in

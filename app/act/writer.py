@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ..core.rules import LOCAL_QUEUE_STOPPED  # noqa: F401 rules-apply: shim
 from ..objects.pod import PodInfo
-
-
-# Why Quotient evicts a pod. Kueue's preemption reasons make it a preemption; the others are not.
-PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
-                                "InCohortReclaimWhileBorrowing", "LowerPriorityOnNode"})
-CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
-LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 
 
 class WriteError(RuntimeError):

@@ -20,6 +20,10 @@ import struct
 import subprocess
 import sys
 
+from .limits import too_many_items
+from .review import review
+from .wire import WireError
+
 log = logging.getLogger("quotient.api")
 HEADER = struct.Struct(">BQ")
 ANSWERED, REFUSED, CROWDED = 0, 1, 2
@@ -30,10 +34,6 @@ RESTART_RSS = 256 * 2**20   # a worker that kept more memory than this after a r
 
 def answer_frame(body: bytes) -> bytes:
     """What the worker answers for one review body."""
-    from .convert import review
-    from .limits import too_many_items
-    from .wire import WireError
-
     crowded = too_many_items(body)
     if crowded:
         return _frame(CROWDED, crowded.encode())

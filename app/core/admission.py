@@ -15,9 +15,8 @@ from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
-from .drift import OVER_QUOTA
 from .fairsharing import dominant_resource_share
-from .preemption.oracle import oracle as preemption_oracle
+from .preemption.oracle import PreemptionOracle
 from .gangs import as_workload, group_of, waiting_members, walk_shape
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
@@ -25,12 +24,17 @@ from .overlay import Overlay
 from .quota import FR, QuotaNode
 from .quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
+from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
+                    CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, INVALID_JOB, JOB_NOT_SEEN,
+                    LOCAL_QUEUE_NOT_FOUND, LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST,
+                    NO_FLAVOR_NODES, NO_QUEUE_NAME, QUOTA_EXCEEDED, STRICT_FIFO, STRICT_FIFO_RESERVATION,
+                    WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ClusterView
 
 
 @dataclass(slots=True)
 class Verdict:
-    rule: str                      # short name of the deciding rule, e.g. "QuotaExceeded"
+    rule: str                      # short name of the deciding rule, e.g. QuotaExceeded (core.rules)
     admit: bool = False
     reason: str = ""
     resolvable: bool = False       # True: preemption could help (FailedNodes)
@@ -66,7 +70,7 @@ def virtual_charges(state: ClusterView, charges: list[tuple[str, dict[FR, int], 
 def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
-    oracle = preemption_oracle(state, pod, cq)
+    oracle = PreemptionOracle(state, pod, cq)
     assignment = assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
                                 pod.tolerations, pod.node_selector, has_nodes, oracle)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
@@ -82,35 +86,35 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
         return None, refusal
     if not pod.queue_name:
         if state.config.manage_jobs_without_queue_name:
-            return None, _refuse("NoQueueName", f"pod has no {QUEUE_LABEL} label and "
+            return None, _refuse(NO_QUEUE_NAME, f"pod has no {QUEUE_LABEL} label and "
                                  "manageJobsWithoutQueueName is true; add the label naming a LocalQueue")
-        return None, Verdict("NoQueueName", admit=True, managed=False,
+        return None, Verdict(NO_QUEUE_NAME, admit=True, managed=False,
                              reason=f"no {QUEUE_LABEL} label: not managed by Quotient")
     if pod.missing_priority_class:
-        return None, _refuse("WorkloadPriorityClassNotFound", f"WorkloadPriorityClass {pod.missing_priority_class} "
+        return None, _refuse(WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f"WorkloadPriorityClass {pod.missing_priority_class} "
                              f"does not exist (pod label {PRIORITY_CLASS_LABEL}); like Kueue, Quotient queues no "
                              "workload until it does: create it, or fix the label")
     lq_key = f"{pod.namespace}/{pod.queue_name}"
     lq = state.local_queues.get(lq_key)
     if lq is None:
-        return None, _refuse("LocalQueueNotFound", f"LocalQueue {lq_key} does not exist "
+        return None, _refuse(LOCAL_QUEUE_NOT_FOUND, f"LocalQueue {lq_key} does not exist "
                              f"(pod label {QUEUE_LABEL}={pod.queue_name})")
     cq = state.cluster_queues.get(lq.cluster_queue)
     if lq.stop_policy != "None":
-        return cq, _refuse("LocalQueueStopped", local_queue_stopped(lq), lq.cluster_queue)
+        return cq, _refuse(LOCAL_QUEUE_STOPPED, local_queue_stopped(lq), lq.cluster_queue)
     if cq is None:
-        return None, _refuse("ClusterQueueNotFound", f"LocalQueue {lq_key} points to ClusterQueue "
+        return None, _refuse(CLUSTER_QUEUE_NOT_FOUND, f"LocalQueue {lq_key} points to ClusterQueue "
                              f"{lq.cluster_queue}, which does not exist")
     if cq.name in state.tree.inactive:
-        return cq, _refuse("ClusterQueueInactive", state.tree.inactive[cq.name], cq.name)
+        return cq, _refuse(CLUSTER_QUEUE_INACTIVE, state.tree.inactive[cq.name], cq.name)
     if cq.stop_policy != "None":
-        return cq, _refuse("ClusterQueueStopped", f"ClusterQueue {cq.name} is stopped "
+        return cq, _refuse(CLUSTER_QUEUE_STOPPED, f"ClusterQueue {cq.name} is stopped "
                            f"(stopPolicy {cq.stop_policy}); admission resumes when it is set to None", cq.name)
     if cq.namespace_selector is None:
-        return cq, _refuse("NamespaceNotSelected", f"ClusterQueue {cq.name} has no namespaceSelector, which "
+        return cq, _refuse(NAMESPACE_NOT_SELECTED, f"ClusterQueue {cq.name} has no namespaceSelector, which "
                            "selects no namespace (as in Kueue); set namespaceSelector: {} for all", cq.name)
     if not cq.namespace_selector.matches(state.namespace_labels(pod.namespace)):
-        return cq, _refuse("NamespaceNotSelected", f"namespace {pod.namespace} is not selected by "
+        return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {pod.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
     if pod.refused:             # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
@@ -150,12 +154,12 @@ def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
         left = bound - (state.timer() - since) if since is not None else 0.0
         if left <= 0:
             return None
-        return _refuse("JobNotSeen", f"Job {pod.namespace}/{owner.name}, the pod's owner, is not known to Quotient "
+        return _refuse(JOB_NOT_SEEN, f"Job {pod.namespace}/{owner.name}, the pod's owner, is not known to Quotient "
                        "yet: the API's Job list does not have it, and its watch event may be late; the pod waits "
                        f"for it up to {bound:g}s from when the Job's first pod was seen ({left:.1f}s left), then is "
                        "judged as a plain pod of its LocalQueue")
     if job.problem and pod.job:
-        return _refuse("InvalidJob", f"Job {job.key}: {job.problem}; fix the Job")
+        return _refuse(INVALID_JOB, f"Job {job.key}: {job.problem}; fix the Job")
     if job.refused and pod.job:
         return _refuse(job.refused[0], f"Job {job.key}: {job.refused[1]}")
     return None
@@ -356,16 +360,16 @@ def _first_in_cohort(state: ClusterView, pod: PodInfo, cq: ClusterQueue, a: Assi
     if again is not None:
         names = [key for key, _ in holders]
         if by_share:
-            return _refuse("FairSharingOrder", f"ClusterQueue {cq.name} would borrow, but pending pods of "
+            return _refuse(FAIR_SHARING_ORDER, f"ClusterQueue {cq.name} would borrow, but pending pods of "
                            f"ClusterQueues with a lower share come first in cohort {cq.cohort}: {_shown(names)}",
                            cq.name, False, again)
         if any(other.height for _, other in holders):
             shown = _shown([f"{key} (borrows only from {other.where()})" if other.height else
                             f"{key} (within its own nominal quota)" for key, other in holders], 3)
-            return _refuse("BorrowingLevelOrder", f"ClusterQueue {cq.name} would borrow from {level.where()} "
+            return _refuse(BORROWING_LEVEL_ORDER, f"ClusterQueue {cq.name} would borrow from {level.where()} "
                            f"(borrowing level {level.height}), but pending pods that borrow from nearer in the "
                            f"cohort tree go first, whatever their priority and age: {shown}", cq.name, False, again)
-        return _refuse("NominalQuotaFirst", f"ClusterQueue {cq.name} would borrow, but pending pods "
+        return _refuse(NOMINAL_QUOTA_FIRST, f"ClusterQueue {cq.name} would borrow, but pending pods "
                        f"within their own nominal quota come first in cohort {cq.cohort}: {_shown(names)}",
                        cq.name, False, again)
     kept = reserved_for_heads(state, cq, charges)
@@ -375,7 +379,7 @@ def _first_in_cohort(state: ClusterView, pod: PodInfo, cq: ClusterQueue, a: Assi
                           f"preemption and cannot be sure to reclaim (reclaimWithinCohort "
                           f"{state.cluster_queues[q].preemption.reclaim_within_cohort}, not Any)"
                           for q, head, keep in kept[:3])
-        return _refuse("StrictFIFOReservation", f"ClusterQueue {cq.name} would borrow, but the cohort's free quota "
+        return _refuse(STRICT_FIFO_RESERVATION, f"ClusterQueue {cq.name} would borrow, but the cohort's free quota "
                        f"is kept: {shown}; a borrower admitted now would be evicted once the head's quota frees",
                        cq.name, False, again)
     return None
@@ -392,32 +396,32 @@ def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | 
         return refusal
     overrun = state.overrun(cq.name)
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
-        return _refuse(OVER_QUOTA, overrun.refusal(), cq.name)
+        return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
     blocked = queue_ahead(state, pod, cq, charges)
     if blocked:
-        return _refuse("StrictFIFO", blocked, cq.name)
+        return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
         a = assign(state, pod, cq, has_nodes)
         level = borrowing_level(state.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
-        return _refuse("NoFlavorNodes" if a.no_nodes else "QuotaExceeded",
+        return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
                        cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, pod, cq), a)
     if a.mode == PREEMPT:
         ahead = _ahead_note(charges)
-        return _refuse("QuotaExceeded", "; ".join(a.reasons) + ahead, cq.name,
+        return _refuse(QUOTA_EXCEEDED, "; ".join(a.reasons) + ahead, cq.name,
                        preemption_could_help(state, pod, cq), a)
     if a.borrowing and cq.cohort:
         refusal = _first_in_cohort(state, pod, cq, a, level, charges, has_nodes)
         if refusal is not None:
             return refusal
-    return Verdict("Admitted", True, "", False, True, cq.name, a)
+    return Verdict(ADMITTED, True, "", False, True, cq.name, a)
 
 
 def may_reclaim(verdict: Verdict) -> bool:
     """Quota refused the pod, and a flavor where preemption finds candidates was assigned."""
-    return (verdict.rule == "QuotaExceeded" and verdict.resolvable and verdict.assignment is not None
+    return (verdict.rule == QUOTA_EXCEEDED and verdict.resolvable and verdict.assignment is not None
             and verdict.assignment.mode == PREEMPT)
 
 
@@ -433,7 +437,7 @@ def drained(state: ClusterView) -> list[tuple[PodInfo, str, str]]:
         lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
         cq = state.cluster_queues.get(charge.cluster_queue)
         if lq is not None and lq.stop_policy == "HoldAndDrain":
-            out.append((pod, charge.cluster_queue, "LocalQueueStopped"))
+            out.append((pod, charge.cluster_queue, LOCAL_QUEUE_STOPPED))
         elif cq is not None and cq.stop_policy == "HoldAndDrain":
-            out.append((pod, cq.name, "ClusterQueueStopped"))
+            out.append((pod, cq.name, CLUSTER_QUEUE_STOPPED))
     return out

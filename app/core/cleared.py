@@ -14,6 +14,10 @@ from .flavors import Charge
 from .gang_admission import group_over_quota
 from .preemption import may_preempt
 from .readiness import admission_gate
+from .rules import (GROUP_COMPLETE, GROUP_INCOMPLETE, GROUP_PREEMPTING, HOLD_EXPIRED, HOLD_RELEASED, JOB_NOT_SEEN,
+                    JOB_SEEN, JOB_WAIT_OVER, NO_FLAVOR_NODES, PODS_READY_GATE, PODS_READY_GATE_CLEARED, PREEMPTING,
+                    PREEMPTION_DELAY_OVER, QUEUE_CHANGED, QUOTA_FREED, ROOM_HELD, VICTIMS_GONE, WAITING_FOR_VICTIMS,
+                    WORKLOAD_PRIORITY_CLASS_CREATED, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ClusterView
 
 
@@ -23,31 +27,31 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
     quota or queues changed."""
     if pod.uid not in state.holds and admission_gate(state, pod):
         return ""
-    if rule == "PodsReadyGate":
-        return "PodsReadyGateCleared"
-    if rule == "WorkloadPriorityClassNotFound":
-        return "" if pod.missing_priority_class else "WorkloadPriorityClassCreated"
-    if rule == "JobNotSeen":        # its Job came, or the wait for it ran out (admission.job_refusal)
+    if rule == PODS_READY_GATE:
+        return PODS_READY_GATE_CLEARED
+    if rule == WORKLOAD_PRIORITY_CLASS_NOT_FOUND:
+        return "" if pod.missing_priority_class else WORKLOAD_PRIORITY_CLASS_CREATED
+    if rule == JOB_NOT_SEEN:        # its Job came, or the wait for it ran out (admission.job_refusal)
         if pod.owner is None or pod.owner.uid in state.jobs:
-            return "JobSeen"
+            return JOB_SEEN
         waiting = job_refusal(state, pod)
-        return "" if waiting is not None and waiting.rule == "JobNotSeen" else "JobWaitOver"
+        return "" if waiting is not None and waiting.rule == JOB_NOT_SEEN else JOB_WAIT_OVER
     key = gangs.group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:
         if held.left(state.pods) or (key and group_over_quota(state, state.members(key))):
             return ""
-        return "VictimsGone"
-    if rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
-        return "HoldExpired"
-    if rule == "RoomHeld":
-        return "" if holds_then <= state.holds.keys() else "HoldReleased"
-    if rule == "NoFlavorNodes":
+        return VICTIMS_GONE
+    if rule in (WAITING_FOR_VICTIMS, PREEMPTING, GROUP_PREEMPTING):
+        return HOLD_EXPIRED
+    if rule == ROOM_HELD:
+        return "" if holds_then <= state.holds.keys() else HOLD_RELEASED
+    if rule == NO_FLAVOR_NODES:
         return ""                     # nodes: kube-scheduler watches them itself
     if key:
-        if rule == "GroupIncomplete":
+        if rule == GROUP_INCOMPLETE:
             size = gangs.expected_size(state, pod)
-            return "GroupComplete" if size is not None and len(state.members(key)) >= size else ""
+            return GROUP_COMPLETE if size is not None and len(state.members(key)) >= size else ""
         pending = gangs.pending_members(state, state.members(key))
         if not pending:
             return ""
@@ -62,9 +66,9 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
         a = verdict.assignment
         if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
             return ""
-        return "QuotaFreed" if rule in QUOTA_RULES else "QueueChanged"
+        return QUOTA_FREED if rule in QUOTA_RULES else QUEUE_CHANGED
     if "preemption delay" in reason and may_reclaim(verdict):
         cq = state.cluster_queues.get(verdict.cluster_queue)
         if cq is not None and not may_preempt(state, pod, cq, state.clock()):
-            return "PreemptionDelayOver"
+            return PREEMPTION_DELAY_OVER
     return ""

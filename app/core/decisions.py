@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 
 from ..objects.pod import PodInfo
 from .flavors import Charge
+from .rules import (BORROWING_LEVEL_ORDER, EVICTED, FAIR_SHARING_ORDER, NOMINAL_QUOTA_FIRST, QUOTA_EXCEEDED,
+                    STRICT_FIFO, STRICT_FIFO_RESERVATION, VICTIMS_STILL_RUNNING)
 
 # The rules that refuse a pod for want of quota (or its order in the queue): what frees quota clears them.
-QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
-                         "NominalQuotaFirst", "BorrowingLevelOrder", "FairSharingOrder"})
+QUOTA_RULES = frozenset({QUOTA_EXCEEDED, VICTIMS_STILL_RUNNING, STRICT_FIFO, STRICT_FIFO_RESERVATION,
+                         NOMINAL_QUOTA_FIRST, BORROWING_LEVEL_ORDER, FAIR_SHARING_ORDER})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,7 @@ class Evict:
     reason: str
     message: str
     verb: str
-    outcome: str = "Evicted"
+    outcome: str = EVICTED
     record: dict = field(default_factory=dict)
 
 

@@ -6,7 +6,7 @@ pod that is no longer gated, jobframework's validateUpdateForQueueName; an exten
 requests grown through the pods/resize subresource (in-place resize, on by default since Kubernetes 1.33), a
 pod group label changed. Between filter and bind, bind refuses and kube-scheduler tries the pod again, so filter
 decides on what it is now. Once bound, the charge follows what the API shows, and a ClusterQueue taken above
-its quota that way admits nothing more until it is back within (OVER_QUOTA), the admission reported.
+its quota that way admits nothing more until it is back within (CLUSTER_QUEUE_OVER_QUOTA), the admission reported.
 """
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from ..objects.pod import PodInfo
 from .gangs import group_of
 from .quantity import format_quantity
 from .quota import QuotaNode
-
-OVER_QUOTA = "ClusterQueueOverQuota"
-CHANGED = "ChangedSinceFilter"
+from .rules import CHANGED_SINCE_FILTER, CLUSTER_QUEUE_OVER_QUOTA
+from .rules import CLUSTER_QUEUE_OVER_QUOTA as OVER_QUOTA  # noqa: F401 rules-apply: shim
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +52,8 @@ def changed_since(before: Decided, now: Decided, pod: str) -> str:
         out.append(f"priority {before.priority} -> {now.priority}")
     if not out:
         return ""
-    return (f"{CHANGED}: pod {pod} changed since filter admitted it ({'; '.join(out)}): it is not bound on a "
-            "decision made for another pod; kube-scheduler tries it again and filter decides on what it is now")
+    return (f"{CHANGED_SINCE_FILTER}: pod {pod} changed since filter admitted it ({'; '.join(out)}): it is not bound "
+            "on a decision made for another pod; kube-scheduler tries it again and filter decides on what it is now")
 
 
 @dataclass(slots=True)
@@ -67,7 +66,7 @@ class Overrun:
     since: float
 
     def refusal(self) -> str:
-        return f"{OVER_QUOTA}: {self.reason}: no pod is admitted until it is back within quota"
+        return f"{CLUSTER_QUEUE_OVER_QUOTA}: {self.reason}: no pod is admitted until it is back within quota"
 
 
 def usage_note(node: QuotaNode, frs) -> str:

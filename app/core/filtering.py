@@ -11,6 +11,7 @@ from .admission import Verdict
 from .decisions import Refuse
 from .flavors import Charge
 from .reclaim import outside_holds, still_running
+from .rules import NO_FLAVOR_NODES, ROOM_HELD, VICTIMS_STILL_RUNNING
 from .view import ClusterView
 
 
@@ -20,7 +21,7 @@ def nodes_for(state: ClusterView, pod: PodInfo, flavors: frozenset[str], passing
     node held for it; any other pod none whose room is held for another (YuniKorn's node reservation).
     passing itself when nothing narrows it."""
     if not passing:
-        return Refuse("NoFlavorNodes", f"none of the {offered} nodes offered belongs to flavor(s) "
+        return Refuse(NO_FLAVOR_NODES, f"none of the {offered} nodes offered belongs to flavor(s) "
                       f"{', '.join(sorted(flavors))}; kube-scheduler may offer only part of the cluster "
                       "(set percentageOfNodesToScore: 100)")
     held = state.holds.get(pod.uid)
@@ -28,7 +29,7 @@ def nodes_for(state: ClusterView, pod: PodInfo, flavors: frozenset[str], passing
         return [held.node]              # the room kept for it
     kept = outside_holds(state, pod, passing)
     if not kept:
-        return Refuse("RoomHeld", "the room on the offered nodes is held for other pods (preemptors, pod group "
+        return Refuse(ROOM_HELD, "the room on the offered nodes is held for other pods (preemptors, pod group "
                       "members)")
     return kept
 
@@ -39,4 +40,4 @@ def reservation(state: ClusterView, verdict: Verdict) -> Charge | Refuse:
     a = verdict.assignment
     charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
     over = state.over_quota(charge)
-    return Refuse("VictimsStillRunning", still_running(over), verdict.cluster_queue) if over else charge
+    return Refuse(VICTIMS_STILL_RUNNING, still_running(over), verdict.cluster_queue) if over else charge

@@ -43,7 +43,7 @@ class Assignment:
     reasons: list[str] = field(default_factory=list)          # why flavors were passed over
     unresolvable: bool = False                                 # no preemption could ever help
     no_nodes: bool = False                                     # a flavor fit but none of its nodes was offered
-    searched: dict = field(default_factory=dict)               # the oracle's candidate searches (preemption)
+    searched: object = field(default=None, compare=False, repr=False)   # preemption.oracle.CandidateSearches
 
     def flavor_names(self) -> list[str]:
         return sorted(set(self.flavors.values()))

@@ -18,10 +18,9 @@ from .gangs import KUEUE_TOTAL, as_workload, expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
+from .rules import (GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_QUEUE_MISMATCH, GROUP_RESERVED, GROUP_SIZE_UNKNOWN,
+                    GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ClusterView
-
-GROUP_INCOMPLETE = "GroupIncomplete"
-PARTIAL = "PartiallyAdmitted"
 
 
 @dataclass
@@ -40,15 +39,15 @@ class GroupAdmission:
         """What filter answers the member that asked: None passes it onto its node."""
         n = len(self.holds)
         if all(h.preemptor != pod.uid for h in self.holds):
-            return Refuse(PARTIAL, f"{describe(self.key)} admitted with {n} pod(s) by partial admission "
+            return Refuse(PARTIALLY_ADMITTED, f"{describe(self.key)} admitted with {n} pod(s) by partial admission "
                           f"({MIN_PARALLELISM}); this pod runs in the place of one that finishes or fails",
                           self.cluster_queue)
         mine = self.node_of(pod.uid)
         if self.victims:
-            return Refuse("GroupPreempting", f"{describe(self.key)}: preempting {len(self.victims)} pod(s) so "
+            return Refuse(GROUP_PREEMPTING, f"{describe(self.key)}: preempting {len(self.victims)} pod(s) so "
                           f"that all {n} members fit at once; node {mine} is held for this member", self.cluster_queue)
         if mine not in on_offer:
-            return Refuse("GroupReserved", f"{describe(self.key)} admitted; node {mine} is reserved for this member "
+            return Refuse(GROUP_RESERVED, f"{describe(self.key)} admitted; node {mine} is reserved for this member "
                           "and was not offered; waiting for it", self.cluster_queue)
         return None
 
@@ -59,11 +58,11 @@ def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInf
     nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
     if len(queues) > 1:
-        return Refuse("GroupQueueMismatch", f"{describe(key)}: members name different queues "
+        return Refuse(GROUP_QUEUE_MISMATCH, f"{describe(key)}: members name different queues "
                       f"({', '.join(queues)}); the members of a group must share one LocalQueue")
     missing = sorted({m.missing_priority_class for m in members} - {""})
     if missing:
-        return Refuse("WorkloadPriorityClassNotFound", f"{describe(key)}: WorkloadPriorityClass "
+        return Refuse(WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f"{describe(key)}: WorkloadPriorityClass "
                       f"{', '.join(missing)} does not exist (label {PRIORITY_CLASS_LABEL} of a member); the group is "
                       "queued once it does: create it, or fix the label")
     bad = next((m for m in members if m.refused), None)
@@ -71,7 +70,7 @@ def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInf
         return Refuse(bad.refused[0], f"{describe(key)}: member {bad.key}: {bad.refused[1]}")
     size = expected_size(state, pod)
     if size is None:
-        return Refuse("GroupSizeUnknown", f"{describe(key)}: no size; set the annotation "
+        return Refuse(GROUP_SIZE_UNKNOWN, f"{describe(key)}: no size; set the annotation "
                       f"{KUEUE_TOTAL} (or the PodGroup's minMember)")
     if len(members) < size:
         return Refuse(GROUP_INCOMPLETE, f"{describe(key)}: {len(members)} of {size} members exist; "
@@ -84,12 +83,12 @@ def held_member(state: ClusterView, key: str, members: list[PodInfo], held, on_o
     and the group still fits in what really runs."""
     waiting = victims_left(state, held, key)
     if waiting:
-        return Refuse("GroupPreempting", waiting)
+        return Refuse(GROUP_PREEMPTING, waiting)
     over = group_over_quota(state, members)
     if over:        # bound one by one, the group must still fit whole in what really runs
-        return Refuse("VictimsStillRunning", still_running(over, key))
+        return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key))
     if held.node not in on_offer:
-        return Refuse("GroupReserved", f"{describe(key)}: node {held.node} is reserved for this member "
+        return Refuse(GROUP_RESERVED, f"{describe(key)}: node {held.node} is reserved for this member "
                       "and was not offered; waiting for it")
     return None
 
@@ -131,12 +130,12 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
             problem = verdict.reason if not verdict.admit else (
                 f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
                 f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
-            return Refuse("GroupUnplaceable" if verdict.admit else verdict.rule,
+            return Refuse(GROUP_UNPLACEABLE if verdict.admit else verdict.rule,
                           f"{whole}: {problem}; no preemption: {why}", verdict.cluster_queue)
         victims = {m.uid: (t.reason, victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
     over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
     if over:            # the plan counts others' victims as gone; the quota still holds them
-        return Refuse("VictimsStillRunning", still_running(over, key), verdict.cluster_queue)
+        return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key), verdict.cluster_queue)
     holds = [Hold(m.uid, placement[m.uid], m.requests,
                   Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors)), victims)
              for m in pending]

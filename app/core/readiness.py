@@ -18,9 +18,8 @@ from ..objects.meta import format_time
 from ..objects.pod import PodInfo
 from .decisions import Evict, Requeue
 from .gangs import group_of
+from .rules import PODS_READY_TIMEOUT
 from .view import ClusterView
-
-PODS_READY_TIMEOUT = "PodsReadyTimeout"
 
 
 def unit_of(pod: PodInfo) -> str:

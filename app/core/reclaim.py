@@ -16,10 +16,8 @@ from .jobs import describe
 from .flavors import Assignment, Charge
 from .placement import shortfall
 from .preemption import Plan, may_preempt, plans, victim_message
+from .rules import MAY_NOT_PREEMPT, NO_PREEMPTION
 from .view import ClusterView
-
-MAY_NOT_PREEMPT = "MayNotPreempt"       # preemption.mode, preemptionPolicy Never, the preemption delay
-NO_PREEMPTION = "NoPreemption"          # no victim group frees quota and room
 
 
 def queue_heads(state: ClusterView, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import orjson
 import yaml
 
-from ..objects.offered import OfferedNodes
 from ..core.admission import decide
 from ..objects.errors import InvalidObject
 from ..objects.pod import decode_pod
@@ -66,8 +65,7 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
     if pod.created is None:
         pod.created = state.clock()  # a pod created now queues behind the pods of its priority
     state.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
-    offered = OfferedNodes(names) if names is not None else None
-    has_nodes = (lambda flavor: offered.has_nodes(state, flavor)) if offered is not None else None
+    has_nodes = (lambda flavor: any(state.node_in_flavor(n, flavor) for n in names)) if names is not None else None
     verdict = decide(state, pod, has_nodes)
     lq, cq = state.queue_of(pod)
     known_status = pod_status(state, known)[0] if known is not None else None

@@ -2,8 +2,8 @@
 (observe.localqueue_metrics) families: units, histogram buckets and eviction labels, so the two agree."""
 from __future__ import annotations
 
-from ..act.writer import PREEMPTION_REASONS
 from ..core.quantity import MILLI_RESOURCES
+from ..core.rules import DEACTIVATED, PREEMPTED, PREEMPTION_REASONS, REQUEUING_LIMIT_EXCEEDED
 
 
 def amount(value: int, resource: str) -> float:
@@ -20,7 +20,7 @@ def eviction_labels(reason: str, deactivated: bool = False) -> tuple[str, str]:
     """Kueue's (reason, underlying_cause) of an eviction (metrics.go EvictedWorkloadsTotal): every preemption is
     Preempted; a workload past waitForPodsReady's backoffLimitCount is Deactivated for RequeuingLimitExceeded."""
     if reason in PREEMPTION_REASONS:
-        return "Preempted", ""
+        return PREEMPTED, ""
     if deactivated:
-        return "Deactivated", "RequeuingLimitExceeded"
+        return DEACTIVATED, REQUEUING_LIMIT_EXCEEDED
     return reason, ""

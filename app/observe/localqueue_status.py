@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ..core.rules import CLUSTER_QUEUE_DOES_NOT_EXIST, CLUSTER_QUEUE_IS_INACTIVE
 from ..objects.kueue import V1BETA2
 from .localqueues import LocalQueueStats, local_queue_stats
 from .status import _amount, active
@@ -29,11 +30,11 @@ def active_condition(state, lq) -> tuple[str, str, str]:
                                     "its stopPolicy is set to None")
     cq = state.cluster_queues.get(lq.cluster_queue)
     if cq is None:
-        return "False", "ClusterQueueDoesNotExist", f"{CQ_INACTIVE}: ClusterQueue {lq.cluster_queue} does not exist"
+        return "False", CLUSTER_QUEUE_DOES_NOT_EXIST, f"{CQ_INACTIVE}: ClusterQueue {lq.cluster_queue} does not exist"
     if cq.name in state.tree.inactive:
-        return "False", "ClusterQueueIsInactive", f"{CQ_INACTIVE}: {state.tree.inactive[cq.name]}"
+        return "False", CLUSTER_QUEUE_IS_INACTIVE, f"{CQ_INACTIVE}: {state.tree.inactive[cq.name]}"
     if cq.stop_policy != "None":
-        return "False", "ClusterQueueIsInactive", f"{CQ_INACTIVE}: ClusterQueue {cq.name} is stopped (stopPolicy " \
+        return "False", CLUSTER_QUEUE_IS_INACTIVE, f"{CQ_INACTIVE}: ClusterQueue {cq.name} is stopped (stopPolicy " \
                                                   f"{cq.stop_policy})"
     return "True", "Ready", "Can submit new workloads to localQueue"
 

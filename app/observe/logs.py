@@ -20,10 +20,11 @@ import sys
 
 import orjson
 
+from ..core.rules import ADMITTED, BOUND, EVICTED, OUTCOME_UNKNOWN, PREEMPTED, PREEMPTING, REFUSED, WRITE_FAILED
 from .views import rfc3339
 
-LEVELS = {"Bound": logging.INFO, "Evicted": logging.INFO, "Preempting": logging.INFO, "Preempted": logging.INFO,
-          "Refused": logging.WARNING, "WriteFailed": logging.WARNING, "OutcomeUnknown": logging.WARNING}
+LEVELS = {BOUND: logging.INFO, EVICTED: logging.INFO, PREEMPTING: logging.INFO, PREEMPTED: logging.INFO,
+          REFUSED: logging.WARNING, WRITE_FAILED: logging.WARNING, OUTCOME_UNKNOWN: logging.WARNING}
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -60,12 +61,12 @@ class DecisionLog:
     def __call__(self, entry: dict) -> None:
         verb, outcome = entry["verb"], entry["outcome"]
         if verb == "filter":
-            level = logging.DEBUG if outcome == "Admitted" else 0
+            level = logging.DEBUG if outcome == ADMITTED else 0
         else:
             level = LEVELS.get(outcome, 0)
         if not level or not self.log.isEnabledFor(level):
             return
-        if outcome == "Bound":
+        if outcome == BOUND:
             entry = self._with_flavors(entry)
         self.log.log(level, "%s", summary(entry), extra={"decision": entry})
 
@@ -74,7 +75,7 @@ class DecisionLog:
         if self.journal is None:
             return entry
         for earlier in self.journal.of_pod(entry["pod"]):
-            if earlier["verb"] == "filter" and earlier["outcome"] == "Admitted":
+            if earlier["verb"] == "filter" and earlier["outcome"] == ADMITTED:
                 return {**entry, "flavors": earlier.get("flavors") or {}, "borrowing": bool(earlier.get("borrowing"))}
         return entry
 

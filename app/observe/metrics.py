@@ -17,7 +17,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from ..act.writer import PREEMPTION_REASONS
+from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_ADMITTED, GROUP_RESERVED, JOB_SLOT, PREEMPTED,
+                          PREEMPTION_REASONS)
 from ..version import build_info
 from .kueue_shapes import eviction_labels, kueue_buckets
 from .collectors import DecisionCollector, RefusalCollector, StateCollector
@@ -31,8 +32,8 @@ PREEMPT_VERBS = frozenset({"preempt", "reclaim"})
 GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)   # client_golang's DefBuckets
 # A filter decision on a pod (the journal's outcome) as Kueue's admission attempt result: a workload admitted is a
 # success; a pod of a workload admitted before (its node held, a Job's slot) is no attempt; any refusal is one.
-ATTEMPT_SUCCESS = frozenset({"Admitted", "GroupAdmitted"})
-NO_ATTEMPT = frozenset({"AlreadyAdmitted", "GroupReserved", "JobSlot"})
+ATTEMPT_SUCCESS = frozenset({ADMITTED, GROUP_ADMITTED})
+NO_ATTEMPT = frozenset({ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT})
 
 
 
@@ -204,7 +205,7 @@ class Metrics:
         key = (verb, rule, entry.get("queue") or "")
         counts = self.decision_counts
         counts[key] = counts.get(key, 0) + 1
-        if rule == "Preempted" and verb in PREEMPT_VERBS:
+        if rule == PREEMPTED and verb in PREEMPT_VERBS:
             self._count_preemption(entry)
         elif verb == "filter" and rule not in NO_ATTEMPT:
             self._attempts.append("success" if rule in ATTEMPT_SUCCESS else "inadmissible")

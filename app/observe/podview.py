@@ -10,6 +10,7 @@ victim, eviction, and gang and backoff, which read "none" until entries carry th
 from __future__ import annotations
 
 from ..core.admission import decide
+from ..core.rules import ADMITTED, EVICTED, PREEMPTED
 from ..objects.pod import PodInfo
 from .views import (PREEMPT_VERBS, NotFound, admission_view, entry_view, pending_ahead, priority_view, requests_view,
                     rfc3339, usage_view, verdict_view)
@@ -36,7 +37,7 @@ def pod_status(state, pod: PodInfo | None) -> tuple[str, str]:
 
 def filter_section(entry: dict) -> dict:
     """The last filter decision: answer, flavors, and the offered nodes rejected, grouped by reason."""
-    admitted = entry["outcome"] == "Admitted"
+    admitted = entry["outcome"] == ADMITTED
     offered = entry.get("offered")
     flavors = entry.get("flavors") or {}
     if admitted:
@@ -72,7 +73,7 @@ def preemption_section(state, pod: PodInfo | None, entries: list[dict]) -> dict:
     """Preemption for this pod as the preemptor: the last attempt (kube-scheduler's preempt, or
     Quotient's own reclaim) with its candidates, victims per node, node chosen and why others lost,
     and the room and quota held for it while its victims leave."""
-    found = [e for e in entries if e["verb"] in PREEMPT_VERBS and e["outcome"] != "Preempted"]
+    found = [e for e in entries if e["verb"] in PREEMPT_VERBS and e["outcome"] != PREEMPTED]
     held = state.holds.get(pod.uid) if pod is not None else None
     if not found and held is None:
         return {"considered": False, "note": "no preemption was tried for this pod"}
@@ -93,7 +94,7 @@ def preemption_section(state, pod: PodInfo | None, entries: list[dict]) -> dict:
 def preempted_section(state, pod: PodInfo | None, entries: list[dict]) -> dict | None:
     """This pod as a victim: chosen by a preemptor's hold, or evicted for one."""
     chosen = [(uid, h) for uid, h in state.holds.items() if pod is not None and pod.uid in h.victims]
-    evicted = next((e for e in entries if e["outcome"] == "Preempted"), None)
+    evicted = next((e for e in entries if e["outcome"] == PREEMPTED), None)
     if not chosen and evicted is None:
         return None
     view: dict = {}
@@ -159,7 +160,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
                     if last["bind"] else None)
     view["preemption"] = preemption_section(state, pod, entries)
     view["preemptedBy"] = preempted_section(state, pod, entries)
-    evicted = next((e for e in entries if e["outcome"] == "Evicted"), None)
+    evicted = next((e for e in entries if e["outcome"] == EVICTED), None)
     view["eviction"] = ({"at": rfc3339(evicted.get("time")), "verb": evicted["verb"],
                          "reason": evicted.get("reason", ""), "clusterQueue": evicted.get("queue") or None}
                         if evicted else None)

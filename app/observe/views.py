@@ -15,6 +15,7 @@ from ..core.admission import Verdict, decide
 from ..core.fairsharing import MAX_SHARE, dominant_resource_share
 from ..core.quantity import format_quantity
 from ..core.quota import FR, QuotaNode, available, lendable
+from ..core.rules import PREEMPTING
 from ..objects.pod import PodInfo
 
 PENDING_SHOWN = 100        # pending pods a queue view decides for, at most (and never past maxQueueScan)
@@ -281,7 +282,7 @@ def preemptions_view(journal, cq_name: str, limit: int = PREEMPTIONS_SHOWN) -> d
     made: list[dict] = []
     suffered: list[dict] = []
     for entry in reversed(journal.entries):
-        if entry["outcome"] != "Preempting" or entry["verb"] not in PREEMPT_VERBS:
+        if entry["outcome"] != PREEMPTING or entry["verb"] not in PREEMPT_VERBS:
             continue
         if entry.get("queue") == cq_name and len(made) < limit:
             made.append(entry_view(entry))

@@ -14,9 +14,10 @@ import heapq
 import httpx
 import orjson
 
-from ..act.writer import PREEMPTION_REASONS, WriteError
+from ..act.writer import WriteError
 from ..core.preemption.budgets import spent_budgets
 from ..api.app import create_app
+from ..core.rules import PREEMPTION_REASONS
 from ..scheduler.scheduler import Scheduler
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState

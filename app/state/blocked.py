@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+from ..core.rules import (BORROWING_LEVEL_ORDER, FAIR_SHARING_ORDER, NOMINAL_QUOTA_FIRST, QUOTA_EXCEEDED, STRICT_FIFO,
+                          STRICT_FIFO_RESERVATION)
 
-REMEMBERED = frozenset({"QuotaExceeded", "StrictFIFO", "NominalQuotaFirst", "BorrowingLevelOrder",
-                        "FairSharingOrder", "StrictFIFOReservation"})
+REMEMBERED = frozenset({QUOTA_EXCEEDED, STRICT_FIFO, NOMINAL_QUOTA_FIRST, BORROWING_LEVEL_ORDER,
+                        FAIR_SHARING_ORDER, STRICT_FIFO_RESERVATION})
 MAX_AGE = 1.0          # seconds on state.timer
 MAX_REMEMBERED = 10_000
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.quota import Limits, QuotaNode, compute_subtree
+from ..core.rules import COHORT_INVALID, FLAVOR_NOT_FOUND, NOT_SUPPORTED_BY_QUOTIENT
 from ..objects.coverage import topology_flavor
 from ..objects.kueue import ClusterQueue, Cohort, ResourceFlavor, ResourceGroup
 
@@ -48,11 +49,6 @@ def mirror(tree: QuotaTree) -> QuotaTree:
 def _limits(groups: list[ResourceGroup]) -> dict:
     return {(fq.name, r): Limits(q.nominal, q.borrowing_limit, q.lending_limit)
             for g in groups for fq in g.flavors for r, q in fq.resources.items()}
-
-
-# The Active condition's reason of an inactive ClusterQueue (observe.status): Kueue's FlavorNotFound, and
-# Quotient's own for what Kueue has no reason for.
-FLAVOR_NOT_FOUND, COHORT_INVALID, UNSUPPORTED = "FlavorNotFound", "CohortInvalid", "NotSupportedByQuotient"
 
 # Kueue sets no depth; real hierarchies are a handful of levels, and every walk of the tree
 # (subtree quota, fair-sharing shares) recurses once per level.
@@ -101,7 +97,7 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
                                           if fq.name in flavors and flavors[fq.name].topology_name]
         if refused:
             tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused)}"
-            tree.codes[name] = UNSUPPORTED
+            tree.codes[name] = NOT_SUPPORTED_BY_QUOTIENT
         if missing:
             tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
                                    f"{', '.join(missing)} does not exist")

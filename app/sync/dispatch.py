@@ -5,6 +5,9 @@ here, so each kind is decoded and validated in exactly one place.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 from ..objects import kueue
 from ..objects.annotations import allows_preemption
 from ..objects.budgets import decode_pdb
@@ -53,76 +56,92 @@ def _namespaced_key(obj: dict, kind: str) -> str:
     return f"{meta.get('namespace') or 'default'}/{name}"
 
 
+def _namespaced(key: str) -> str:
+    """A key as a namespaced kind's store holds it: namespace/name, a bare name read as in "default"."""
+    return key if "/" in key else f"default/{key}"
+
+
+def _pod_uid(key: str, uid: str) -> str:
+    namespace, _, name = key.rpartition("/")
+    return uid or stable_uid("Pod", namespace, name)
+
+
+def _namespace(obj: dict) -> tuple[str, dict[str, str]]:
+    meta, name = metadata(obj, "Namespace")
+    return name, string_map(meta.get("labels"), "Namespace", name, "metadata.labels")
+
+
+def _kueue_key(decoded) -> str:
+    return decoded.key if isinstance(decoded, kueue.LocalQueue) else decoded.name
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """How the state reads one kind: decode an object (InvalidObject on bad input), upsert what it decoded,
+    remove it by (key, uid), and the (key, uid) a deleted object is removed by (some kinds decode it for that,
+    and so refuse a deleted object that is not valid, others read only its name)."""
+    decode: Callable[[dict], Any]
+    upsert: Callable[[ClusterState, Any], None]
+    remove: Callable[[ClusterState, str, str], None]
+    deleted: Callable[[dict], tuple[str, str]]
+
+
+def _kueue_kind(kind: str, decode: Callable[[dict], Any]) -> Kind:
+    return Kind(decode, lambda state, o: state.upsert_kueue(kind, _kueue_key(o), o),
+                lambda state, key, uid: state.remove_kueue(kind, key), lambda obj: (_kueue_key(decode(obj)), ""))
+
+
+def _named(kind: str) -> Callable[[dict], tuple[str, str]]:
+    return lambda obj: (metadata(obj, kind)[1], "")
+
+
+def _namespaced_key_of(kind: str) -> Callable[[dict], tuple[str, str]]:
+    return lambda obj: (_namespaced_key(obj, kind), "")
+
+
+KINDS: dict[str, Kind] = {
+    "Pod": Kind(decode_pod, lambda state, pod: state.upsert_pod(pod),
+                lambda state, key, uid: state.remove_pod(_pod_uid(key, uid)), lambda obj: ("", decode_pod(obj).uid)),
+    "Node": Kind(decode_node, lambda state, node: state.upsert_node(node),
+                 lambda state, key, uid: state.remove_node(key), _named("Node")),
+    "Namespace": Kind(_namespace, lambda state, ns: state.upsert_namespace(*ns),
+                      lambda state, key, uid: state.remove_namespace(key), _named("Namespace")),
+    "PriorityClass": Kind(decode_priority_class, lambda state, pc: state.upsert_priority_class(pc),
+                          lambda state, key, uid: state.remove_priority_class(key),
+                          lambda obj: (decode_priority_class(obj).name, "")),
+    "WorkloadPriorityClass": Kind(kueue.decode_workload_priority_class,
+                                  lambda state, wpc: state.upsert_workload_priority_class(wpc),
+                                  lambda state, key, uid: state.remove_workload_priority_class(key),
+                                  lambda obj: (kueue.decode_workload_priority_class(obj).name, "")),
+    "ResourceFlavor": _kueue_kind("ResourceFlavor", kueue.decode_resource_flavor),
+    "ClusterQueue": _kueue_kind("ClusterQueue", kueue.decode_cluster_queue),
+    "Cohort": _kueue_kind("Cohort", kueue.decode_cohort),
+    "LocalQueue": _kueue_kind("LocalQueue", kueue.decode_local_queue),
+    "PodDisruptionBudget": Kind(decode_pdb, lambda state, pdb: state.upsert_budget(pdb),
+                                lambda state, key, uid: state.remove_budget(_namespaced(key)),
+                                _namespaced_key_of("PodDisruptionBudget")),
+    "PodGroup": Kind(decode_pod_group, lambda state, group: state.upsert_pod_group(group),
+                     lambda state, key, uid: state.remove_pod_group(_namespaced(key)), _namespaced_key_of("PodGroup")),
+    "Job": Kind(decode_job, lambda state, job: state.upsert_job(job),
+                lambda state, key, uid: state.remove_job(_namespaced(key)), _namespaced_key_of("Job")),
+}
+
+
 def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> None:
     """Take out an object known only by kind and key (a name, or namespace/name), as a watch's
     DELETED event or a relist that no longer lists it leaves it: nothing to decode."""
-    if kind == "Pod":
-        namespace, _, name = key.rpartition("/")
-        state.remove_pod(uid or stable_uid("Pod", namespace, name))
-    elif kind == "Node":
-        state.remove_node(key)
-    elif kind == "Namespace":
-        state.remove_namespace(key)
-    elif kind == "PriorityClass":
-        state.remove_priority_class(key)
-    elif kind == "WorkloadPriorityClass":
-        state.remove_workload_priority_class(key)
-    elif kind in KUEUE_KINDS:
-        state.remove_kueue(kind, key)
-    elif kind == "PodDisruptionBudget":
-        state.remove_budget(key if "/" in key else f"default/{key}")
-    elif kind == "PodGroup":
-        state.remove_pod_group(key if "/" in key else f"default/{key}")
-    elif kind == "Job":
-        state.remove_job(key if "/" in key else f"default/{key}")
+    known = KINDS.get(kind)
+    if known is not None:
+        known.remove(state, key, uid)
 
 
 def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
     """Apply one object; False when its kind is not one Quotient reads. InvalidObject on bad input."""
-    kind = object_kind(obj)
-    if kind == "Pod":
-        pod = decode_pod(obj)
-        state.remove_pod(pod.uid) if deleted else state.upsert_pod(pod)
-    elif kind == "Node":
-        if deleted:
-            state.remove_node(metadata(obj, kind)[1])
-        else:
-            state.upsert_node(decode_node(obj))
-    elif kind == "Namespace":
-        meta, name = metadata(obj, kind)
-        if deleted:
-            state.remove_namespace(name)
-        else:
-            state.upsert_namespace(name, string_map(meta.get("labels"), kind, name, "metadata.labels"))
-    elif kind == "PriorityClass":
-        pc = decode_priority_class(obj)
-        state.remove_priority_class(pc.name) if deleted else state.upsert_priority_class(pc)
-    elif kind == "WorkloadPriorityClass":
-        wpc = kueue.decode_workload_priority_class(obj)
-        state.remove_workload_priority_class(wpc.name) if deleted else state.upsert_workload_priority_class(wpc)
-    elif kind in KUEUE_KINDS:
-        decoded = {"ResourceFlavor": kueue.decode_resource_flavor, "ClusterQueue": kueue.decode_cluster_queue,
-                   "Cohort": kueue.decode_cohort, "LocalQueue": kueue.decode_local_queue}[kind](obj)
-        key = decoded.key if isinstance(decoded, kueue.LocalQueue) else decoded.name
-        if deleted:
-            state.remove_kueue(kind, key)
-        else:
-            state.upsert_kueue(kind, key, decoded)
-    elif kind == "PodDisruptionBudget":
-        if deleted:
-            state.remove_budget(_namespaced_key(obj, kind))
-        else:
-            state.upsert_budget(decode_pdb(obj))
-    elif kind == "PodGroup":
-        if deleted:
-            state.remove_pod_group(_namespaced_key(obj, kind))
-        else:
-            state.upsert_pod_group(decode_pod_group(obj))
-    elif kind == "Job":
-        if deleted:
-            state.remove_job(_namespaced_key(obj, kind))
-        else:
-            state.upsert_job(decode_job(obj))
-    else:
+    known = KINDS.get(object_kind(obj))
+    if known is None:
         return False
+    if deleted:
+        known.remove(state, *known.deleted(obj))
+    else:
+        known.upsert(state, known.decode(obj))
     return True

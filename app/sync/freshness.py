@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from weakref import WeakKeyDictionary
 
-SOURCE_STALE = "SourceStale"
+from ..core.rules import SOURCE_STALE
+
 
 _sources: WeakKeyDictionary = WeakKeyDictionary()      # ClusterState -> its WatchSource
 

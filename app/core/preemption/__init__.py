@@ -18,9 +18,6 @@ from .budgets import spent_budgets
 from .choose import plans
 from .gang import gang_plan
 from .laws import delay_left, may_preempt
-from .targets import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
-                      IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE, Plan, Target, victim_message)
+from .targets import Plan, Target, victim_message
 
-__all__ = ["spent_budgets", "plans", "gang_plan", "delay_left", "may_preempt", "IN_CLUSTER_QUEUE",
-           "IN_COHORT_FAIR_SHARING", "IN_COHORT_RECLAIM_WHILE_BORROWING", "IN_COHORT_RECLAMATION",
-           "LOWER_PRIORITY_ON_NODE", "Plan", "Target", "victim_message"]
+__all__ = ["spent_budgets", "plans", "gang_plan", "delay_left", "may_preempt", "Plan", "Target", "victim_message"]

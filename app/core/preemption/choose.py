@@ -10,7 +10,6 @@ from .budgets import spent_budgets
 from .candidates import find_candidates
 from .laws import no_candidate
 from .nodes import local_plans, node_plans
-from .oracle import searched_before
 from .ordering import order
 from .quota import quota_targets
 from .targets import Plan, Preemptor
@@ -31,7 +30,7 @@ def _plans(state: ClusterView, pod: PodInfo, cq: ClusterQueue, assignment: Assig
     With local, every victim of a node's group runs on that node, quota targets included, as
     kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
     pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
-    everyone = searched_before(state, assignment, pre, spent)
+    everyone = assignment.searched.before(state, pre, spent) if assignment.searched is not None else None
     if everyone is None:
         everyone = find_candidates(state, pre, pre.relevant, spent)
     nodes = [n for n in nodes if n in state.nodes]

@@ -3,10 +3,11 @@ preemptionStrategies LessThanOrEqualToFinalShare and LessThanInitialShare), over
 from __future__ import annotations
 
 from ..quota import FR, QuotaNode
+from ..rules import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION
 from .fair_order import TargetOrdering, almost_lcas, share
 from .laws import guarantee_protected
 from .removals import Removals, given_back, quota_fits
-from .targets import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION, Candidate, Preemptor, Target
+from .targets import Candidate, Preemptor, Target
 from ..view import ClusterView
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"

@@ -1,12 +1,12 @@
 """The flavor assigner's preemption oracle (Kueue's PreemptionOracle.SimulatePreemption), and the
-candidate searches it made, reused by the decision that follows it."""
+candidate searches it made, reused by the decision that follows it (one decision is their lifetime)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
-from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM, Assignment
+from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from ..quota import FR
 from .candidates import find_candidates
 from .quota import quota_targets
@@ -15,21 +15,54 @@ from .targets import Candidate, Preemptor
 from ..view import ClusterView
 
 
-def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
-    """Kueue's PreemptionOracle.SimulatePreemption: what the quota half of preemption would find for pod in one
-    flavor. The callable answers (possibility, borrowing): NoCandidates (no target set frees the quota, or
-    this pod may not preempt at all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all
-    are taken back from the cohort), and whether the pod would borrow once those targets are gone. It
-    simulates on the decisions' tree (core.overlay) and takes everything back."""
-    barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
+class CandidateSearches:
+    """The candidate searches one decision's preemption oracle made, for that same decision's plans to reuse
+    (choose.plans): made with the oracle, kept by the Assignment the decision returns, and gone with it. A
+    search is reused only in the state it was made in (state.generation)."""
 
-    def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
-        pre = Preemptor(pod, cq, state.quota_node(cq.name), usage, {flavor})
+    __slots__ = ("_found",)
+
+    def __init__(self):
+        self._found: dict[tuple, tuple[int, list[Candidate]]] = {}
+
+    def remember(self, state: ClusterView, pre: Preemptor, candidates: list[Candidate]) -> None:
+        self._found[_search_key(pre)] = (state.generation, candidates)
+
+    def before(self, state: ClusterView, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+        """The candidates the oracle found for this very preemptor and usage, in this very state (the same
+        decision, a moment before): the search over every running pod is made once, not twice. The oracle does
+        not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked last resort
+        here, as find_candidates would. None when there is nothing to reuse."""
+        found = self._found.get(_search_key(pre))
+        if found is None or found[0] != state.generation:
+            return None
+        if not spent:
+            return list(found[1])
+        return [c if c.last_resort or not any(m.uid in spent for m in c.pods()) else replace(c, last_resort=True)
+                for c in found[1]]
+
+
+class PreemptionOracle:
+    """Kueue's PreemptionOracle.SimulatePreemption: what the quota half of preemption would find for pod in one
+    flavor. Called as oracle(flavor, usage) it answers (possibility, borrowing): NoCandidates (no target set frees
+    the quota, or this pod may not preempt at all), Preempt (some target is in the pod's own ClusterQueue) or
+    Reclaim (all are taken back from the cohort), and whether the pod would borrow once those targets are gone.
+    It simulates on the decisions' tree (core.overlay) and takes everything back. One is made per decision
+    (admission.assign); the candidate searches it makes are kept in `searched`."""
+
+    def __init__(self, state: ClusterView, pod: PodInfo, cq: ClusterQueue):
+        self.state, self.pod, self.cq = state, pod, cq
+        self.barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
+        self.searched = CandidateSearches()
+
+    def __call__(self, flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
+        state, cq = self.state, self.cq
+        pre = Preemptor(self.pod, cq, state.quota_node(cq.name), usage, {flavor})
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
         candidates = []
-        if not barred:
+        if not self.barred:
             candidates = find_candidates(state, pre, pre.relevant, set())
-            simulate.searched[search_key(pre)] = (state.generation, candidates)
+            self.searched.remember(state, pre, candidates)
         targets = quota_targets(state, pre, candidates) if candidates else None
         if not targets:
             return NO_CANDIDATES, in_cohort and borrows_after(pre)
@@ -41,24 +74,7 @@ def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
         finally:
             rm.undo()
         return (PREEMPT if any(t.candidate.cluster_queue == cq.name for t in targets) else RECLAIM), borrows
-    simulate.searched = {}        # the candidate searches it made, for plans to reuse (searched_before)
-    return simulate
 
 
-def search_key(pre: Preemptor) -> tuple:
+def _search_key(pre: Preemptor) -> tuple:
     return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
-
-
-def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor,
-                    spent: set[str]) -> list[Candidate] | None:
-    """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
-    (the same decision, a moment before): the search over every running pod is made once, not twice. The
-    oracle does not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked
-    last resort here, as find_candidates would. None when there is nothing to reuse."""
-    found = assignment.searched.get(search_key(pre))
-    if found is None or found[0] != state.generation:
-        return None
-    if not spent:
-        return list(found[1])
-    return [c if c.last_resort or not any(m.uid in spent for m in c.pods()) else replace(c, last_resort=True)
-            for c in found[1]]

@@ -12,13 +12,10 @@ from ...objects.pod import PodInfo
 from ..hierarchy import RECLAIM_WHILE_BORROWING
 from ..jobs import describe
 from ..quota import FR, QuotaNode, available
+from ..rules import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
+                     IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE)
 from .ordering import plan_key
 
-IN_CLUSTER_QUEUE = "InClusterQueue"
-IN_COHORT_RECLAMATION = "InCohortReclamation"
-IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
-IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
-LOWER_PRIORITY_ON_NODE = "LowerPriorityOnNode"     # a pod in no queue, taken only for room on the node
 
 CAUSES = {IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
           IN_COHORT_RECLAMATION: "reclamation within the cohort",
