@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..core.rules import LOCAL_QUEUE_STOPPED  # noqa: F401 rules-apply: shim
 from ..objects.pod import PodInfo
 
 

@@ -17,7 +17,6 @@ from .gangs import group_of
 from .quantity import format_quantity
 from .quota import QuotaNode
 from .rules import CHANGED_SINCE_FILTER, CLUSTER_QUEUE_OVER_QUOTA
-from .rules import CLUSTER_QUEUE_OVER_QUOTA as OVER_QUOTA  # noqa: F401 rules-apply: shim
 
 
 @dataclass(frozen=True, slots=True)

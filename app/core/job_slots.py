@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..objects.pod import PodInfo
 from .decisions import Refuse
 from .jobs import describe
+from .rules import JOB_AT_SIZE
 from .view import ClusterView
 
 
@@ -23,5 +24,5 @@ def at_size(state: ClusterView, pod: PodInfo, key: str, admitted) -> Refuse | No
     it runs in the place of one that finishes or fails."""
     if pod.uid in state.reservations or admitted.spare >= 1:
         return None
-    return Refuse("JobAtSize", f"{describe(key)} is admitted with {admitted.size} pod(s), all holding their quota; "
+    return Refuse(JOB_AT_SIZE, f"{describe(key)} is admitted with {admitted.size} pod(s), all holding their quota; "
                   "this pod runs in the place of one that finishes or fails", admitted.charge.cluster_queue)

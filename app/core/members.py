@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from .decisions import Refuse
-from .gang_admission import GROUP_INCOMPLETE
 from .gangs import group_of
 from .jobs import describe
+from .rules import GROUP_INCOMPLETE
 from .view import ClusterView
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from ..core.fairsharing import dominant_resource_share
+from ..core.rules import ADMITTED, ALREADY_ADMITTED, BOUND, EVICTED, PREEMPTED, PREEMPTING, WRITE_FAILED
 from ..refusals import WAITED_BUCKETS
 from .kueue_shapes import amount
 from .views import queue_status, reserved_usage
 from .workloads import counts as workload_counts
 
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
-OUTCOMES = {"Admitted": "admitted", "AlreadyAdmitted": "admitted", "Bound": "bound", "WriteFailed": "failed",
-            "Evicted": "evicted", "Preempting": "preempting", "Preempted": "preempted"}
+OUTCOMES = {ADMITTED: "admitted", ALREADY_ADMITTED: "admitted", BOUND: "bound", WRITE_FAILED: "failed",
+            EVICTED: "evicted", PREEMPTING: "preempting", PREEMPTED: "preempted"}
 
 
 class DecisionCollector:

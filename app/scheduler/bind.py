@@ -14,6 +14,7 @@ import logging
 from ..act.writer import OutcomeUnknown, WriteError
 from ..core import binding, members
 from ..core.flavors import Charge
+from ..core.rules import BOUND, OUTCOME_UNKNOWN, QUOTA_INVARIANT, REFUSED, WRITE_FAILED
 from ..journal import BindRecord
 from ..objects.pod import PodInfo
 from ..sync import freshness
@@ -82,11 +83,11 @@ async def bind(ctx: Context, ask: BindAsk) -> Outcome:
         else:
             charge, refusal = check_binding(ctx, pod, node)
         if refusal:
-            return _answer(pod, refusal, BindRecord(pod=pod.key, outcome="Refused", reason=refusal))
+            return _answer(pod, refusal, BindRecord(pod=pod.key, outcome=REFUSED, reason=refusal))
         refusal = commit.bind(pod.uid, node, charge)
         if refusal:
             refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
-            return _answer(pod, refusal, BindRecord(pod=pod.key, outcome="QuotaInvariant", reason=refusal))
+            return _answer(pod, refusal, BindRecord(pod=pod.key, outcome=QUOTA_INVARIANT, reason=refusal))
     return await _write(ctx, pod, node, charge)
 
 
@@ -100,10 +101,10 @@ async def _write(ctx: Context, pod: PodInfo, node: str, charge: Charge | None) -
         if pod.uid in state.assumed:
             ctx.unsettled[pod.uid] = node
             reason = f"{e}; Quotient keeps its quota until the API shows whether the Binding landed"
-            return _answer(pod, reason, BindRecord(pod=pod.key, outcome="OutcomeUnknown", reason=reason, node=node))
+            return _answer(pod, reason, BindRecord(pod=pod.key, outcome=OUTCOME_UNKNOWN, reason=reason, node=node))
         if state.pods.get(pod.uid, pod).node_name != node:      # the watch has spoken meanwhile
             return _answer(pod, f"binding {pod.key} to {node} failed: {e}",
-                           BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
+                           BindRecord(pod=pod.key, outcome=WRITE_FAILED, reason=str(e)))
         log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, node)
     except Exception as e:      # WriteError, or anything a client library raised: the charge is taken back
         if not isinstance(e, WriteError):
@@ -111,13 +112,13 @@ async def _write(ctx: Context, pod: PodInfo, node: str, charge: Charge | None) -
         ctx.unsettled.pop(pod.uid, None)
         if ctx.commit.unbind(pod.uid, node) or state.pods.get(pod.uid, pod).node_name != node:
             return _answer(pod, f"binding {pod.key} to {node} failed: {e}",
-                           BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
+                           BindRecord(pod=pod.key, outcome=WRITE_FAILED, reason=str(e)))
         log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, node)
     finally:
         del ctx.binding[pod.uid]
         done.set()
     ctx.unsettled.pop(pod.uid, None)
-    return _answer(pod, "", BindRecord(pod=pod.key, outcome="Bound", reason="", node=node,
+    return _answer(pod, "", BindRecord(pod=pod.key, outcome=BOUND, reason="", node=node,
                                        queue=charge.cluster_queue if charge else ""))
 
 
@@ -149,7 +150,7 @@ async def settle_bindings(ctx: Context) -> int:
         elif ctx.commit.unbind(pod.uid, node):
             undone += 1
             where = "no such pod" if shown is None else f"bound to {shown}" if shown else "not bound"
-            ctx.books.record(BindRecord(pod=pod.key, outcome="WriteFailed", reason=(
+            ctx.books.record(BindRecord(pod=pod.key, outcome=WRITE_FAILED, reason=(
                 f"binding {pod.key} to {node}: its outcome was not known; read back: {where}; "
                 "the charge is taken back")))
     return undone

@@ -10,6 +10,7 @@ from ..act.intents import Actions
 from ..core import readiness
 from ..core.decisions import Evict, Hold, Requeue
 from ..core.flavors import Charge
+from ..core.rules import PREEMPTED
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
 
@@ -81,7 +82,7 @@ class Commit:
                 continue          # in flight, just written (the watch shows it soon), or backing off
             held.evicted.add(uid)
             charge = state.admitted.get(uid)
-            out.append(Evict(victim, reason, message, "reclaim", "Preempted",
+            out.append(Evict(victim, reason, message, "reclaim", PREEMPTED,
                              {"queue": charge.cluster_queue if charge else "", "preemptor": holder}))
         return out
 

@@ -8,7 +8,7 @@ from ..act.intents import Actions
 from ..act.writer import Writer
 from ..core import readiness
 from ..core.decisions import Evict
-from ..core.drift import OVER_QUOTA
+from ..core.rules import CLUSTER_QUEUE_OVER_QUOTA
 from ..journal import ChargeRecord, Journal
 from ..objects.errors import InvalidObject
 from ..objects.pod import PodInfo, decode_pod
@@ -33,7 +33,7 @@ class Context:
         self.timed_out: dict[str, Evict] = {}         # waitForPodsReady's evictions, until the pod goes
         self.status_at = float("-inf")               # on state.timer: the first reconcile publishes status
         state.on_overrun = lambda o: self.books.record(ChargeRecord(
-            pod=o.pod, outcome=OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
+            pod=o.pod, outcome=CLUSTER_QUEUE_OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
             f"which an extender cannot refuse: ClusterQueue {o.cluster_queue} admits no pod until it is back within quota"))
 
     def pod_of(self, obj: dict) -> PodInfo:

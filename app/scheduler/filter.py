@@ -14,6 +14,8 @@ from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
 from ..core.admission import Verdict, decide, may_reclaim
 from ..core.decisions import Refuse
 from ..core.gangs import group_of
+from ..core.rules import (ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
+                          WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
 from ..objects.offered import OfferedNodes
 from ..objects.pod import PodInfo
@@ -32,25 +34,25 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     pod = ctx.pod_of(offer.pod)
     stale = freshness.refusal(state, pod)
     if stale:
-        return refused(pod, freshness.SOURCE_STALE, stale, FilterRecord(
-            pod=pod.key, outcome=freshness.SOURCE_STALE, reason=stale, resolvable=False))
+        return refused(pod, SOURCE_STALE, stale, FilterRecord(
+            pod=pod.key, outcome=SOURCE_STALE, reason=stale, resolvable=False))
     if pod.queue_name and pod.uid not in state.admitted and pod.uid not in state.holds:
         gate = ctx.ready_gate(pod)
         if gate:
-            return refused(pod, "PodsReadyGate", gate, FilterRecord(
-                pod=pod.key, outcome="PodsReadyGate", reason=gate, resolvable=False))
+            return refused(pod, PODS_READY_GATE, gate, FilterRecord(
+                pod=pod.key, outcome=PODS_READY_GATE, reason=gate, resolvable=False))
     if group_of(pod) and pod.queue_name:
         return _member(ctx, pod, offered)
     waiting = reclaim.victims_left(state, state.holds.get(pod.uid))
     if waiting:
-        return refused(pod, "WaitingForVictims", waiting)
+        return refused(pod, WAITING_FOR_VICTIMS, waiting)
     charge = state.admitted.get(pod.uid)
 
     def has_nodes(flavor: str) -> bool:
         return offered.has_nodes(state, flavor)
 
     if charge is not None:   # already bound by Quotient: only its flavors' nodes
-        verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
+        verdict = Verdict(ALREADY_ADMITTED, True, cluster_queue=charge.cluster_queue)
         flavors = charge.flavors
     else:
         commit.drop_reservation(pod.uid)
@@ -73,8 +75,8 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
         started = reclaim_for(ctx, pod, verdict)
         records = started.records
         if started.started:
-            out = refused(pod, "Preempting", started.started, *records, FilterRecord(
-                pod=pod.key, outcome="Preempting", reason=started.started, queue=verdict.cluster_queue,
+            out = refused(pod, PREEMPTING, started.started, *records, FilterRecord(
+                pod=pod.key, outcome=PREEMPTING, reason=started.started, queue=verdict.cluster_queue,
                 resolvable=False, offered=len(offered.names), tried=list(tried)))
             out.evictions = started.evictions
             return out
@@ -145,7 +147,7 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
     if pod.node_name:          # already bound: its own node only, the group is not admitted again
         if pod.node_name in offered.names:
             return onto(pod.node_name, booked=False)
-        bound = Refuse("AlreadyAdmitted", f"pod {pod.key} is already bound to {pod.node_name}")
+        bound = Refuse(ALREADY_ADMITTED, f"pod {pod.key} is already bound to {pod.node_name}")
         return _member_refusal(pod, key, bound)
     admitted = state.job_admissions.get(pod.owner.uid) if pod.job else None
     if admitted is not None and pod.uid not in state.holds:
@@ -160,7 +162,7 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
         refusal = gang_admission.held_member(state, key, group, held, offered.names)
         if refusal is not None:
             return _member_refusal(pod, key, refusal)
-        return onto(held.node, FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=key,
+        return onto(held.node, FilterRecord(pod=pod.key, outcome=GROUP_RESERVED, reason="", group=key,
                                             node=held.node))
     admission = admit_group(ctx, pod, key, gangs.pending_members(state, group), set(offered.names))
     if isinstance(admission.decision, Refuse):
@@ -193,5 +195,5 @@ def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNod
     if pod.uid not in state.reservations:
         ctx.commit.reserve(pod.uid, admitted.spare_charge(1), ctx.reservation_timeout(pod))
     return passed(pod, passing, encoded, FilterRecord(
-        pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue, group=key,
+        pod=pod.key, outcome=JOB_SLOT, reason="", queue=charge.cluster_queue, group=key,
         flavors=dict(charge.flavors), offered=len(offered.names), nodes=len(passing)))

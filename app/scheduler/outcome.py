@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.decisions import Evict
+from ..core.rules import ROOM_HELD
 from ..journal import Journal, Record
 from ..objects.pod import PodInfo
 from ..refusals import Refusals, retry_cause, retry_message
@@ -98,7 +99,7 @@ class Books:
         self._tried(pod.uid, refused=True)
         retry = retry_cause(state, pod, out.rule, out.cluster_queue, out.resolvable, out.assignment,
                             every_node=out.offered >= len(state.nodes))
-        holds = frozenset(state.holds) if out.rule == "RoomHeld" else frozenset()
+        holds = frozenset(state.holds) if out.rule == ROOM_HELD else frozenset()
         out.reason = self.refusals.book(pod.uid, out.rule, out.reason, now, retry, holds)
         if retry:
             self.refusals.retries[retry] += 1

@@ -3,6 +3,7 @@ node (core.preemption.kube_preempt), keeping for the pod the quota its victims f
 from __future__ import annotations
 
 from ..core.preemption import kube_preempt
+from ..core.rules import NO_PREEMPTION, PREEMPTING
 from ..journal import PreemptRecord
 from .context import Context
 from .outcome import Outcome
@@ -14,7 +15,7 @@ def preempt(ctx: Context, ask: PreemptAsk) -> Outcome:
     unseen = ctx.unseen(pod)
     if unseen:
         return Outcome("preempt", pod, [PreemptRecord(
-            pod=pod.key, outcome="NoPreemption", candidates=ask.nodes,
+            pod=pod.key, outcome=NO_PREEMPTION, candidates=ask.nodes,
             reason=f"{unseen}; only pods the API shows may cause evictions")], victims={}, violations={})
     decision = kube_preempt.answer(ctx.state, pod, ask.nodes)
     if decision.passthrough:
@@ -27,7 +28,7 @@ def preempt(ctx: Context, ask: PreemptAsk) -> Outcome:
     ctx.commit.evict_jobs_of(victims)   # kube-scheduler evicts them
     found = decision.plans
     return Outcome("preempt", pod, [PreemptRecord(
-        pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption", reason=decision.why,
+        pod=pod.key, outcome=PREEMPTING if decision.victims else NO_PREEMPTION, reason=decision.why,
         queue=decision.cluster_queue, candidates=ask.nodes,
         victims={p.node: [m.key for _, m in p.victims()] for p in found},
         reasons=sorted({t.reason for p in found for t in p.targets}),

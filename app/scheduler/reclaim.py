@@ -9,11 +9,10 @@ from ..core import gang_admission, reclaim
 from ..core.admission import Verdict
 from ..core.decisions import Evict, Refuse
 from ..core.jobs import describe
+from ..core.rules import GROUP_ADMITTED, NO_PREEMPTION, POD_NOT_SEEN, PREEMPTING
 from ..journal import FilterRecord, Record, ReclaimRecord
 from ..objects.pod import PodInfo
 from .context import Context
-
-POD_NOT_SEEN = "PodNotSeen"    # a pod the API has not shown may not preempt (answered as a retry)
 
 
 @dataclass(slots=True)
@@ -34,9 +33,9 @@ def reclaim_for(ctx: Context, pod: PodInfo, verdict: Verdict) -> Reclaimed:
     out = Reclaimed()
     if isinstance(decision, Refuse):
         out.unfound = f"; no preemption: {decision.reason}"
-        if decision.rule == reclaim.NO_PREEMPTION and not ctx.books.repeats(
-                pod, "reclaim", "NoPreemption", decision.reason, decision.cluster_queue):
-            out.records.append(ReclaimRecord(pod=pod.key, outcome="NoPreemption", reason=decision.reason,
+        if decision.rule == NO_PREEMPTION and not ctx.books.repeats(
+                pod, "reclaim", NO_PREEMPTION, decision.reason, decision.cluster_queue):
+            out.records.append(ReclaimRecord(pod=pod.key, outcome=NO_PREEMPTION, reason=decision.reason,
                                              queue=decision.cluster_queue))
         return out
     h, best = decision
@@ -44,7 +43,7 @@ def reclaim_for(ctx: Context, pod: PodInfo, verdict: Verdict) -> Reclaimed:
     out.evictions = ctx.commit.victims_of(pod.uid, held)
     chosen = best.victims()
     shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
-    out.records.append(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown, queue=h.charge.cluster_queue,
+    out.records.append(ReclaimRecord(pod=pod.key, outcome=PREEMPTING, reason=shown, queue=h.charge.cluster_queue,
                                      node=best.node, victims={best.node: [m.key for _, m in chosen]},
                                      reasons=[t.reason for t in best.targets],
                                      why_not=dict(list(best.others.items())[:20]),
@@ -71,7 +70,7 @@ def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on
         return out
     if victims:
         shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
-        out.records.append(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown,
+        out.records.append(ReclaimRecord(pod=pod.key, outcome=PREEMPTING, reason=shown,
                                          queue=decision.cluster_queue, group=key,
                                          reasons=sorted({r for r, _ in victims.values()}),
                                          victims={"(group)": sorted(state.pods[u].key for u in victims)},
@@ -84,7 +83,7 @@ def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on
         ctx.commit.admit_job(job.uid, size, decision.holds[0].charge, partial=size < job.count)
     if victims:
         out.evictions = ctx.commit.victims_of(pod.uid, held)
-    out.records.append(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
+    out.records.append(FilterRecord(pod=pod.key, outcome=GROUP_ADMITTED, reason="", queue=decision.cluster_queue,
                                     group=key, flavors=dict(decision.assignment.flavors),
                                     placement={state.pods[h.preemptor].key: h.node for h in decision.holds}))
     out.decision = decision.answer(pod, on_offer) or decision

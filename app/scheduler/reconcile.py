@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..act.writer import LOCAL_QUEUE_STOPPED
 from ..core import gangs, readiness, reclaim
 from ..core.admission import decide, drained, may_reclaim
 from ..core.decisions import Evict
 from ..core.gangs import group_of
+from ..core.rules import GROUP_PREEMPTING, LOCAL_QUEUE_STOPPED
 from ..objects.pod import PodInfo
 from ..sync import freshness
 from .bind import settle_bindings
@@ -65,7 +65,7 @@ def reclaim_for_heads(ctx: Context, evictions: list[Evict]) -> int:
             if pending:
                 admission = admit_group(ctx, head, key, pending, set())
                 _commit(ctx, admission, evictions)
-                started += getattr(admission.decision, "rule", "") == "GroupPreempting"
+                started += getattr(admission.decision, "rule", "") == GROUP_PREEMPTING
             continue
         verdict = decide(state, head)
         if may_reclaim(verdict):
