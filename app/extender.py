@@ -58,7 +58,7 @@ class Extender:
         self._timed_out: dict[str, Evict] = {}        # waitForPodsReady's evictions, until the pod goes
         self.unsettled: dict[str, str] = {}           # pod uid -> node: a Binding whose outcome is not known yet
         self._status_at = float("-inf")      # on state.timer: the first round publishes
-        state.on_overrun = lambda o: self._journal(ChargeRecord(
+        state.ledger.on_overrun = lambda o: self._journal(ChargeRecord(
             pod=o.pod, outcome=OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
             f"which an extender cannot refuse: ClusterQueue {o.cluster_queue} admits no pod until it is back within quota"))
 
@@ -78,7 +78,7 @@ class Extender:
         known = self.state.pods.get(pod.uid)
         if known is not None:
             return known
-        self.state.learn_pod(pod)
+        self.state.learned_pods.learn_pod(pod)
         return pod
 
     def _journal(self, record: Record) -> None:
@@ -126,7 +126,7 @@ class Extender:
         any other parks it, with FailedNodes when kube-scheduler's preemption may help. A pod refused again
         for the rule it was refused for last is answered in the same words (Refusals.refused)."""
         state = self.state
-        state.tried(pod.uid, refused=True)
+        state.queues.tried(pod.uid, refused=True)
         retry = retry_cause(state, pod, rule, cluster_queue, resolvable, assignment,
                             every_node=len(offered.names) >= len(state.nodes))
         holds = frozenset(state.holds) if rule == "RoomHeld" else frozenset()
@@ -143,7 +143,7 @@ class Extender:
 
     def _passed(self, pod: PodInfo) -> None:
         self.refusals.passed(pod.uid, self.state.clock())
-        self.state.tried(pod.uid, refused=False)
+        self.state.queues.tried(pod.uid, refused=False)
 
     def _refused(self, pod: PodInfo, r: Refuse, nodes: dict | None, offered: OfferedNodes, queue: str) -> bytes:
         """A core refusal after the verdict admitted: journaled and answered (no node passes)."""
@@ -154,8 +154,8 @@ class Extender:
     def filter(self, raw: bytes) -> bytes:
         obj, offered, nodes = self._offer(raw)
         state = self.state
-        state.expire_reservations()
-        state.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
+        state.expire_lapsed()
+        state.learned_pods.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
         pod = self._pod(obj)
         self.refusals.asked(pod.uid, state.clock())
         stale = freshness.refusal(state, pod)
@@ -182,7 +182,7 @@ class Extender:
             verdict = Verdict("AlreadyAdmitted", True, cluster_queue=charge.cluster_queue)
             flavors = charge.flavors
         else:
-            state.drop_reservation(pod.uid)
+            state.workloads.drop_reservation(pod.uid)
             known = state.blocked.lookup(state, pod, has_nodes)
             if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
                 return self._refuse_behind(pod, known, nodes, offered)
@@ -223,7 +223,7 @@ class Extender:
             charge = filtering.reservation(state, verdict)
             if isinstance(charge, Refuse):
                 return self._refused(pod, charge, nodes, offered, verdict.cluster_queue)
-            state.reserve(pod.uid, charge, self._reservation_timeout(pod))
+            state.workloads.reserve(pod.uid, charge, self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue,
                                    flavors=dict(flavors), offered=len(offered.names), nodes=len(passing),
                                    outside_flavor=len(offered.names) - len(passing),
@@ -258,7 +258,7 @@ class Extender:
     def _ready_gate(self, pod: PodInfo) -> str:
         """waitForPodsReady at admission (core.readiness.admission_gate), after forgetting the requeues of a
         controller the pod's new owner replaced."""
-        self.state.forget_stale_requeue(pod)
+        self.state.pods_ready.forget_stale_requeue(pod)
         return readiness.admission_gate(self.state, pod)
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
@@ -282,14 +282,14 @@ class Extender:
         rec = state.job_admissions.get(pod.owner.uid) if pod.job else None
         if rec is not None and pod.uid not in state.holds:
             return self._filter_job_pod(pod, key, rec, offered, nodes)
-        members = state.members(key)
+        members = state.store.members(key)
         refusal = gang_admission.check_group(state, pod, key, members)
         if refusal is not None:
             if refusal.rule == gang_admission.GROUP_INCOMPLETE:
                 for m in members:          # a group that lost a member before it ran holds nothing
                     if not m.node_name:
-                        state.release_hold(m.uid)
-                        state.drop_reservation(m.uid)
+                        state.workloads.release_hold(m.uid)
+                        state.workloads.drop_reservation(m.uid)
             return refuse(refusal)
         held = state.holds.get(pod.uid)
         if held is not None:
@@ -304,12 +304,12 @@ class Extender:
         return passes(decision.node_of(pod.uid))
 
     def _filter_job_pod(self, pod: PodInfo, key: str, rec, offered: OfferedNodes, nodes: dict | None) -> bytes:
-        """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
+        """A pod of a Job whose workload is admitted (state.job_workloads.JobAdmission): it runs in a slot the workload's
         quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
         state, charge = self.state, rec.charge
-        _, cq = state.queue_of(pod)
+        _, cq = state.store.queue_of(pod)
         if cq is None or cq.name != charge.cluster_queue:       # its queue changed: not this workload's slot
-            state.evict_job(pod.owner.uid)
+            state.job_workloads.end_admission(pod.owner.uid)
             return self._filter_member(pod, offered, nodes)
         if pod.uid not in state.reservations and rec.spare < 1:
             reason = (f"{describe(key)} is admitted with {rec.size} pod(s), all holding their quota; this pod "
@@ -322,7 +322,7 @@ class Extender:
             return self._refused(pod, kept, nodes, offered, charge.cluster_queue)
         passing, encoded = kept
         if pod.uid not in state.reservations:
-            state.reserve(pod.uid, rec.spare_charge(1), self._reservation_timeout(pod))
+            state.workloads.reserve(pod.uid, rec.spare_charge(1), self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
                                    group=key, flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))
@@ -354,10 +354,10 @@ class Extender:
                                         victim_queues=self._queues_of(victims)))
         evicted: set[str] = set()     # every member's hold shares the victims: none binds before all are gone
         for h in decision.holds:
-            held = state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+            held = state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
         if job is not None:
-            size = len(decision.holds) + sum(1 for m in state.members(key) if m.uid in state.admitted)
-            state.admit_job(job.uid, size, decision.holds[0].charge, partial=size < job.count)
+            size = len(decision.holds) + sum(1 for m in state.store.members(key) if m.uid in state.admitted)
+            state.job_workloads.admit_job(job.uid, size, decision.holds[0].charge, partial=size < job.count)
         if victims:
             self._issue(self._evictions(pod.uid, held))
         self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
@@ -373,7 +373,7 @@ class Extender:
         already the nodes of the pod's flavors, so they are not checked again here."""
         obj, offered, _ = self._offer(raw)
         pod = self._pod(obj)
-        table = self.state.node_table
+        table = self.state.ledger.node_table
         return offered.priorities(pack_scores(table.fullness(offered.rows(table), pod.requests)))
 
     # ---- preemption ------------------------------------------------------------------
@@ -390,7 +390,7 @@ class Extender:
                                             queue=decision.cluster_queue))
             return ""
         h, best = decision
-        held = self.state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims)
+        held = self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims)
         self._issue(self._evictions(pod.uid, held))
         chosen = best.victims()
         shown = ", ".join(f"{m.key} ({reason})" for reason, m in chosen)
@@ -417,10 +417,10 @@ class Extender:
             return wire.encode_preemption(args.victims, args.pdb_violations)
         if decision.reserve is not None:
             r = decision.reserve
-            state.reserve(r.uid, r.charge, r.timeout)
+            state.workloads.reserve(r.uid, r.charge, r.timeout)
         victims = [u for uids in decision.victims.values() for u in uids]
         victim_queues = self._queues_of(victims)
-        state.evict_jobs_of(victims)   # kube-scheduler evicts them
+        state.job_workloads.end_admissions_of(victims)   # kube-scheduler evicts them
         found = decision.plans
         self._journal(PreemptRecord(pod=pod.key, outcome="Preempting" if decision.victims else "NoPreemption",
                                     reason=decision.why, queue=decision.cluster_queue,
@@ -442,22 +442,22 @@ class Extender:
         """The charge a binding takes, re-checked now (core.binding); (None, reason) when it must be refused.
         A reservation that does not cover node is given back before admission is decided again."""
         state = self.state
-        state.expire_reservations()
+        state.expire_lapsed()
         why = freshness.refusal(state, pod) or binding.room_refusal(state, pod, node)
         if why:
             return None, why
         why = binding.changed_refusal(state, pod)
         if why:              # filter decides on the pod as it is now: its group with it, all or nothing
             key = state.reservations[pod.uid].decided.group
-            for m in [pod, *(state.members(key) if key else ())]:
+            for m in [pod, *(state.store.members(key) if key else ())]:
                 if not m.node_name:
-                    state.release_hold(m.uid)
-                    state.drop_reservation(m.uid)
+                    state.workloads.release_hold(m.uid)
+                    state.workloads.drop_reservation(m.uid)
             return None, why
         kept = binding.reserved_charge(state, pod, node)
         if kept is not None:
             return kept, ""
-        state.drop_reservation(pod.uid)
+        state.workloads.drop_reservation(pod.uid)
         key = group_of(pod)
         if key and pod.queue_name:      # a member alone would break all or nothing: its group decides again
             return None, (f"{describe(key)}: this member holds no reservation on node {node} (its group's hold "
@@ -476,7 +476,7 @@ class Extender:
         state = self.state
         key = f"{args.pod_namespace}/{args.pod_name}"
         while True:
-            pod = state.pod_by_key(key)
+            pod = state.store.pod_by_key(key)
             busy = self._binding.get(pod.uid) if pod is not None else None
             if busy is None:
                 break
@@ -502,7 +502,7 @@ class Extender:
             if refusal:
                 self._journal(BindRecord(pod=pod.key, outcome="Refused", reason=refusal))
                 return wire.encode_binding(refusal)
-            refusal = state.commit_binding(pod.uid, args.node, charge)
+            refusal = state.bindings.commit(pod.uid, args.node, charge)
             if refusal:
                 refusal = f"quota invariant: {refusal}; the pod waits until the quota is really free"
                 self._journal(BindRecord(pod=pod.key, outcome="QuotaInvariant", reason=refusal))
@@ -524,7 +524,7 @@ class Extender:
             if not isinstance(e, WriteError):
                 log.warning("binding %s to %s: %s: %s", pod.key, args.node, type(e).__name__, e)
             self.unsettled.pop(pod.uid, None)
-            if state.undo_binding(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
+            if state.bindings.undo(pod.uid, args.node) or state.pods.get(pod.uid, pod).node_name != args.node:
                 self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=str(e)))
                 return wire.encode_binding(f"binding {pod.key} to {args.node} failed: {e}")
             log.info("binding %s to %s: the write's answer was lost, the watch shows it bound", pod.key, args.node)
@@ -579,7 +579,7 @@ class Extender:
             del self.unsettled[pod.uid]
             if shown == node:
                 log.info("binding %s to %s: the API shows it landed", pod.key, node)
-            elif state.undo_binding(pod.uid, node):
+            elif state.bindings.undo(pod.uid, node):
                 undone += 1
                 where = "no such pod" if shown is None else f"bound to {shown}" if shown else "not bound"
                 self._journal(BindRecord(pod=pod.key, outcome="WriteFailed", reason=(
@@ -607,8 +607,8 @@ class Extender:
     def plan(self) -> list[Evict]:
         """Everything a reconcile decides, at once on one consistent state: the evictions to write."""
         state = self.state
-        state.expire_reservations()
-        state.expire_assumed()
+        state.expire_lapsed()
+        state.bindings.expire_assumed()
         self.actions.prune(state.pods)
         self._planned = []
         try:
@@ -618,7 +618,7 @@ class Extender:
             self._planned = None
         evictions = chosen + self._victims_to_evict() + self._timed_out_still_running() \
             + self._pods_ready_timeouts() + self._drains()
-        state.evict_jobs_of(e.pod.uid for e in evictions)     # the pods a Job makes again are a new workload
+        state.job_workloads.end_admissions_of(e.pod.uid for e in evictions)     # the pods a Job makes again are a new workload
         return evictions
 
     def _issue(self, evictions: list[Evict]) -> None:
@@ -684,8 +684,8 @@ class Extender:
                                                                                owner_uid=rq.owner_uid))
             q.count, q.at, q.deactivated = rq.count, rq.at, rq.deactivated
             for m in rq.members:
-                state.release_hold(m.uid)
-                state.drop_reservation(m.uid)
+                state.workloads.release_hold(m.uid)
+                state.workloads.drop_reservation(m.uid)
             out.extend(rq.evictions)
         self._timed_out.update((e.pod.uid, e) for e in out)
         return out
@@ -720,7 +720,7 @@ class Extender:
         decisions a call. Nothing is written: a pod answered as a retry is tried again by kube-scheduler by
         itself, and no write would move a parked one (app/refusals.py). Returns how many cleared in this call."""
         state, now, cleared = self.state, self.state.clock(), 0
-        state.expire_reservations()           # a hold or reservation past its time clears refusals too
+        state.expire_lapsed()           # a hold or reservation past its time clears refusals too
         batch: dict[tuple, list] = {}
         for uid in list(itertools.islice(self.refusals, CLEARED_CHECKS)):
             r, pod = self.refusals.pop(uid), state.pods.get(uid)
@@ -732,10 +732,10 @@ class Extender:
             alike = (pod.shape, r.rule) if r.rule in REMEMBERED and not group_of(pod) else (uid,)
             batch.setdefault(alike, []).append((pod, r))
         for refused in batch.values():
-            refused.sort(key=lambda pr: state.queue_key(pr[0]))
+            refused.sort(key=lambda pr: state.queues.queue_key(pr[0]))
             for pod, r in refused:
                 if pod.uid not in state.holds:
-                    state.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone
+                    state.pods_ready.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone
                 cause = cleared_cause(state, pod, r.rule, r.reason, r.holds)
                 if not cause:
                     break                                # it stands: so do those of its shape behind it

@@ -633,7 +633,7 @@ spec:
 """)
     assert usage(ext, "small-cq", "default-flavor") == 2 * CPU
     assert await ext.reconcile() == 1
-    assert ext.state.pod_by_key("team-a/running") is None
+    assert ext.state.store.pod_by_key("team-a/running") is None
     assert usage(ext, "small-cq", "default-flavor") == 0 and ext.writer.evictions == 1
     assert ext.journal.entries[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.journal.entries[-1]["reason"]
     assert await ext.reconcile() == 0

@@ -35,7 +35,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
     key = gangs.group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:
-        if held.left(state.pods) or (key and group_over_quota(state, state.members(key))):
+        if held.left(state.pods) or (key and group_over_quota(state, state.store.members(key))):
             return ""
         return "VictimsGone"
     if rule in ("WaitingForVictims", "Preempting", "GroupPreempting"):
@@ -47,8 +47,8 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
     if key:
         if rule == "GroupIncomplete":
             size = gangs.expected_size(state, pod)
-            return "GroupComplete" if size is not None and len(state.members(key)) >= size else ""
-        pending = gangs.pending_members(state, state.members(key))
+            return "GroupComplete" if size is not None and len(state.store.members(key)) >= size else ""
+        pending = gangs.pending_members(state, state.store.members(key))
         if not pending:
             return ""
         verdict = decide(state, gangs.as_workload(key, pending))
@@ -60,7 +60,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
             state.blocked.remember(state, pod, verdict)
     if verdict.admit and verdict.managed:
         a = verdict.assignment
-        if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
+        if state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
             return ""
         return "QuotaFreed" if rule in QUOTA_RULES else "QueueChanged"
     if "preemption delay" in reason and may_reclaim(verdict):

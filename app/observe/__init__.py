@@ -32,8 +32,8 @@ def attach(extender) -> Observers:
     decision_log = DecisionLog(extender.journal)
     extender.journal.listeners.append(metrics.on_decision)
     extender.journal.listeners.append(decision_log)
-    extender.state.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
-    extender.state.on_admitted.append(metrics.admitted_pod)
+    extender.state.workloads.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
+    extender.state.ledger.on_admitted.append(metrics.admitted_pod)
     if not isinstance(extender.writer, ObservedWriter):
         extender.writer = ObservedWriter(extender.writer, extender.state, metrics)
     found = _attached[extender] = Observers(metrics, decision_log)

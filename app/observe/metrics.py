@@ -198,7 +198,7 @@ class Metrics:
         """Seconds since the workload was queued, as Kueue's QueuedWaitTime: its creation, here its oldest live
         pod's (pods a workload requeued after an eviction gets are made anew, at its requeue)."""
         state = self.state
-        created = [p.created for p in map(state.pods.get, state.groups.get(workload_key(pod), ()))
+        created = [p.created for p in map(state.pods.get, state.store.groups.get(workload_key(pod), ()))
                    if p is not None and p.created is not None]
         if pod.created is not None:
             created.append(pod.created)
@@ -226,7 +226,7 @@ class Metrics:
     def _count_preemption(self, entry: dict) -> None:
         """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue,
         once per workload (a Job's or a pod group's other members evicted with it are not counted again)."""
-        victim = self.state.pod_by_key(entry.get("pod") or "")
+        victim = self.state.store.pod_by_key(entry.get("pod") or "")
         if victim is not None and not self._preempted.first(self.state, victim):
             return
         queue = self._preemptor_queue(entry.get("preemptor"))
@@ -239,7 +239,7 @@ class Metrics:
         state = self.state
         pod = state.pods.get(uid) if isinstance(uid, str) else None
         if pod is not None:
-            _, cq = state.queue_of(pod)
+            _, cq = state.store.queue_of(pod)
             if cq is not None:
                 return cq.name
         held = state.reservations.get(uid) if isinstance(uid, str) else None
@@ -466,23 +466,23 @@ class StateCollector:
                                      "batch/v1 Jobs waited for: a pod whose Job the API's Job list did not have was "
                                      "seen (the Job and Pod watches are not ordered), and the Job's pods waited up to "
                                      "jobWaitTimeout for it (JobNotSeen); once per Job.")
-        waited.add_metric([], state.job_wait_counts.get("waited", 0))
+        waited.add_metric([], state.job_workloads.job_wait_counts.get("waited", 0))
         never = CounterMetricFamily("quotient_job_waits_expired",
                                     "Jobs waited for that did not come within jobWaitTimeout: missing, not late (deleted "
                                     "with --cascade=orphan, or an owner reference another tool wrote); their pods were "
                                     "judged as plain pods of their LocalQueue.")
-        never.add_metric([], state.job_wait_counts.get("expired", 0))
+        never.add_metric([], state.job_workloads.job_wait_counts.get("expired", 0))
         refused = CounterMetricFamily("quotient_quota_invariant_refusals",
                                       "Bindings refused because their charge would have taken the ClusterQueue or a "
                                       "Cohort above its quota (victims still running, or a race); each one a pod "
                                       "that waits instead of an over-admission.", labels=q)
-        for name, n in sorted(state.quota_refusals.items()):
+        for name, n in sorted(state.ledger.quota_refusals.items()):
             refused.add_metric([name], n)
         overruns = CounterMetricFamily("quotient_quota_overruns",
                                        "Changes of bound pods the API took (queue label moved, resized in place, bound "
                                        "by another) that put their ClusterQueue or its Cohort above quota; the queue "
                                        "admits nothing until it is back within.", labels=q)
-        for name, n in sorted(state.overrun_counts.items()):
+        for name, n in sorted(state.ledger.overrun_counts.items()):
             overruns.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
                     reservation, usage, expired, forgotten, waited, never, refused, overruns)

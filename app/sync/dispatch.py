@@ -6,7 +6,6 @@ here, so each kind is decoded and validated in exactly one place.
 from __future__ import annotations
 
 from ..objects import kueue
-from ..objects.annotations import allows_preemption
 from ..objects.budgets import decode_pdb
 from ..objects.errors import InvalidObject
 from ..objects.job import decode_job
@@ -14,7 +13,8 @@ from ..objects.meta import mapping, metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
 from ..objects.podgroup import decode_pod_group
-from ..state.cluster import ClusterState, PriorityClassInfo
+from ..objects.priority_class import decode_priority_class
+from ..state.cluster import ClusterState
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
 EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup", "Job")
@@ -29,16 +29,6 @@ def object_kind(obj: dict) -> str:
     if kind in KUEUE_KINDS or kind == "WorkloadPriorityClass":
         kueue.api_version(obj, kind)
     return kind
-
-
-def decode_priority_class(obj: dict) -> PriorityClassInfo:
-    meta, name = metadata(obj, "PriorityClass")
-    value = obj.get("value")
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidObject("PriorityClass", name, f"value must be an integer, got {value!r}")
-    annotations = string_map(meta.get("annotations"), "PriorityClass", name, "metadata.annotations")
-    return PriorityClassInfo(name, value, obj.get("preemptionPolicy") or "PreemptLowerPriority",
-                             bool(obj.get("globalDefault")), annotations, allows_preemption(annotations))
 
 
 def object_key(obj: dict) -> str:
@@ -62,17 +52,17 @@ def remove_object(state: ClusterState, kind: str, key: str, uid: str = "") -> No
     elif kind == "Node":
         state.remove_node(key)
     elif kind == "Namespace":
-        state.remove_namespace(key)
+        state.store.remove_namespace(key)
     elif kind == "PriorityClass":
-        state.remove_priority_class(key)
+        state.store.remove_priority_class(key)
     elif kind == "WorkloadPriorityClass":
         state.remove_workload_priority_class(key)
     elif kind in KUEUE_KINDS:
         state.remove_kueue(kind, key)
     elif kind == "PodDisruptionBudget":
-        state.remove_budget(key if "/" in key else f"default/{key}")
+        state.store.remove_budget(key if "/" in key else f"default/{key}")
     elif kind == "PodGroup":
-        state.remove_pod_group(key if "/" in key else f"default/{key}")
+        state.store.remove_pod_group(key if "/" in key else f"default/{key}")
     elif kind == "Job":
         state.remove_job(key if "/" in key else f"default/{key}")
 
@@ -91,12 +81,12 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
     elif kind == "Namespace":
         meta, name = metadata(obj, kind)
         if deleted:
-            state.remove_namespace(name)
+            state.store.remove_namespace(name)
         else:
-            state.upsert_namespace(name, string_map(meta.get("labels"), kind, name, "metadata.labels"))
+            state.store.upsert_namespace(name, string_map(meta.get("labels"), kind, name, "metadata.labels"))
     elif kind == "PriorityClass":
         pc = decode_priority_class(obj)
-        state.remove_priority_class(pc.name) if deleted else state.upsert_priority_class(pc)
+        state.store.remove_priority_class(pc.name) if deleted else state.store.upsert_priority_class(pc)
     elif kind == "WorkloadPriorityClass":
         wpc = kueue.decode_workload_priority_class(obj)
         state.remove_workload_priority_class(wpc.name) if deleted else state.upsert_workload_priority_class(wpc)
@@ -110,14 +100,14 @@ def apply_object(state: ClusterState, obj: dict, deleted: bool = False) -> bool:
             state.upsert_kueue(kind, key, decoded)
     elif kind == "PodDisruptionBudget":
         if deleted:
-            state.remove_budget(_namespaced_key(obj, kind))
+            state.store.remove_budget(_namespaced_key(obj, kind))
         else:
-            state.upsert_budget(decode_pdb(obj))
+            state.store.upsert_budget(decode_pdb(obj))
     elif kind == "PodGroup":
         if deleted:
-            state.remove_pod_group(_namespaced_key(obj, kind))
+            state.store.remove_pod_group(_namespaced_key(obj, kind))
         else:
-            state.upsert_pod_group(decode_pod_group(obj))
+            state.store.upsert_pod_group(decode_pod_group(obj))
     elif kind == "Job":
         if deleted:
             state.remove_job(_namespaced_key(obj, kind))

@@ -24,7 +24,7 @@ def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
     barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
 
     def simulate(flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
-        pre = Preemptor(pod, cq, state.quota_node(cq.name), usage, {flavor})
+        pre = Preemptor(pod, cq, state.ledger.quota_node(cq.name), usage, {flavor})
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
         candidates = []
         if not barred:
