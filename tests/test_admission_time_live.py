@@ -182,7 +182,7 @@ async def test_serve_kubeconfig_picks_the_simulators_victims(name, tied, tmp_pat
                 fresh = fresh_state(api)
                 for key in sorted(bound):
                     ns, pod_name = key.split("/")
-                    want = fresh.admitted[fresh.uid_by_key[key]]
+                    want = fresh.admitted[fresh.store.uid_by_key[key]]
                     for _ in range(100):        # Quotient's own binds: the API's PodScheduled once watched
                         charge = (await http.get(f"/debug/pods/{ns}/{pod_name}")).json()["charge"]
                         if charge["admittedAtSource"] == want.admitted_from:

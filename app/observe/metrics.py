@@ -159,7 +159,7 @@ class Metrics:
 
     # ---- workloads, as Kueue counts them: a Job or a pod group once ------------------------
     def quota_reserved_pod(self, pod, charge) -> None:
-        """ClusterState.on_reserved: a pod's reservation taken. Counted once per workload: not for a pod of a
+        """ClusterState.workloads.on_reserved: a pod's reservation taken. Counted once per workload: not for a pod of a
         workload that already holds quota (a group's other members, a Job's pod taking a slot of its admitted
         workload), nor for the same pod reserved again."""
         state = self.state
@@ -169,7 +169,7 @@ class Metrics:
         self.workload_event("quota_reserved", pod, charge)
 
     def admitted_pod(self, pod, charge) -> None:
-        """ClusterState.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
+        """ClusterState.ledger.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
         its pods (for a Job, the first since it was admitted)."""
         state = self.state
         job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
