@@ -167,7 +167,7 @@ def retry_cause(state, pod, rule: str, cluster_queue: str | None, resolvable: bo
     left = preemption.delay_left(cq, pod, now)
     if assignment is not None and (assignment.unresolvable or assignment.no_nodes):
         return ""                       # it never fits this ClusterQueue's quota, or no node of its flavors
-    head = next(state.pending_pods(cq.name), None)
+    head = next(state.queues.pending_pods(cq.name), None)
     at_head = head is not None and (head.uid == pod.uid or bool(group_of(pod) and group_of(head) == group_of(pod)))
     if resolvable and not every_node:   # kube-scheduler's own preemption may act: parked, unless a delay stops it
         if 0 < left <= RETRY_HORIZON:

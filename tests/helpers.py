@@ -47,7 +47,7 @@ def delete(state: ClusterState, *objects: dict) -> None:
 
 
 def pod_info(state: ClusterState, ns: str, name: str):
-    found = state.pod_by_key(f"{ns}/{name}")
+    found = state.store.pod_by_key(f"{ns}/{name}")
     assert found is not None, f"pod {ns}/{name} is not in the state"
     return found
 
@@ -58,9 +58,9 @@ def preemptor_of(state: ClusterState, ns: str, name: str):
     from app.core.preemption.targets import Preemptor
 
     p = pod_info(state, ns, name)
-    _, cq = state.queue_of(p)
+    _, cq = state.store.queue_of(p)
     a = assign(state, p, cq)
-    return Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+    return Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
 
 
 def all_usage(state: ClusterState) -> dict:

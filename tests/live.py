@@ -112,7 +112,7 @@ class Live:
         """The state equals what a fresh list builds (admission times included), and nothing is left only
         assumed: every binding Quotient made has been confirmed or taken back by the watch."""
         fresh = fingerprint(await fresh_state(self.client))
-        await until(lambda: fingerprint(self.state) == fresh and not self.state.assumed and not self.state.held_back,
+        await until(lambda: fingerprint(self.state) == fresh and not self.state.assumed and not self.state.bindings.held_back,
                     what="state equal to a fresh list")
 
 

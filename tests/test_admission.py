@@ -244,7 +244,7 @@ def test_strict_fifo_older_pods_that_fit_are_charged_virtually_first():
     assert v.admit is False and v.rule == "QuotaExceeded"
     assert "ahead of it in queue order" in v.reason and "team-a/a, team-a/b" in v.reason
     assert all_usage(s) == before == {}
-    assert available(s.quota_node("cq"), FR) == 8 * CPU
+    assert available(s.ledger.quota_node("cq"), FR) == 8 * CPU
     # the older ones themselves are admissible, in order
     assert decide(s, pod_info(s, "team-a", "a")).admit is True
     assert decide(s, pod_info(s, "team-a", "b")).admit is True
@@ -329,22 +329,22 @@ def test_reservation_holds_quota_until_it_expires():
     v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     assert v.admit is True
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
-    assert s.quota_node("cq").usage[FR] == 5 * CPU
+    s.workloads.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
+    assert s.ledger.quota_node("cq").usage[FR] == 5 * CPU
     v2 = decide_pod(s, Pod("second").queue("lq").cpu("4").obj())
     assert v2.admit is False and v2.rule == "QuotaExceeded"
     clock.advance(s.config.reservation_timeout - 1)
-    assert s.expire_reservations() == 0
+    assert s.expire_lapsed() == 0
     assert decide(s, pod_info(s, "team-a", "second")).admit is False
     clock.advance(2)
-    assert s.expire_reservations() == 1
+    assert s.expire_lapsed() == 1
     assert all_usage(s) == {}
     # "first" is still pending and older, but kube-scheduler has not brought it since it passed filter (issue 32:
     # it is away): it keeps no quota from "second", which kube-scheduler brings now.
-    assert s.away(first.uid)
+    assert s.queues.away(first.uid)
     assert decide(s, pod_info(s, "team-a", "second")).admit is True
     # Brought again (its backoff over), it takes its quota before "second" does, in queue order.
-    s.presence.expect(first.uid, clock())
+    s.queues.presence.expect(first.uid, clock())
     v3 = decide(s, pod_info(s, "team-a", "second"))
     assert v3.admit is False and "ahead of it in queue order (team-a/first)" in v3.reason
     delete(s, Pod("first").queue("lq").cpu("5").obj())
@@ -356,10 +356,10 @@ def test_reserved_pod_binding_keeps_the_charge_once():
     s = single(cpu="8")
     v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
+    s.workloads.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     apply(s, Pod("first").queue("lq").cpu("5").node("n1").obj())
     assert first.uid not in s.reservations
-    assert s.quota_node("cq").usage[FR] == 5 * CPU
+    assert s.ledger.quota_node("cq").usage[FR] == 5 * CPU
 
 
 # ---- running pods -----------------------------------------------------------------------------------------------
@@ -440,19 +440,19 @@ def test_raising_nominal_quota_rebuilds_tree_and_keeps_usage_once():
     stay charged exactly once."""
     s = cohort_state()
     old_tree = s.tree
-    assert available(s.quota_node("team-a-cq"), FR) == 12 * CPU
+    assert available(s.ledger.quota_node("team-a-cq"), FR) == 12 * CPU
     apply(s,
           ClusterQueue("team-a-cq").cohort("team-ab")
               .resource_group(FlavorQuotas("default-flavor").resource("cpu", "20")).obj())
     assert s.tree is not old_tree
-    assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
+    assert s.ledger.quota_node("team-a-cq").usage[FR] == 9 * CPU
     assert s.tree.cohorts["team-ab"].usage[FR] == 9 * CPU
-    assert available(s.quota_node("team-a-cq"), FR) == (20 + 12 - 9) * CPU
+    assert available(s.ledger.quota_node("team-a-cq"), FR) == (20 + 12 - 9) * CPU
     apply(s,
           ClusterQueue("team-a-cq").cohort("team-ab")
               .resource_group(FlavorQuotas("default-flavor").resource("cpu", "20")).obj())   # same object again
     apply(s, ResourceFlavor("default-flavor").obj())
-    assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
+    assert s.ledger.quota_node("team-a-cq").usage[FR] == 9 * CPU
     assert decide_pod(s, Pod("a-more", "team-a").queue("lq").cpu("11").obj()).assignment.borrowing is False
 
 
@@ -461,11 +461,11 @@ def test_kueue_change_keeps_reservations_charged_once():
     s = single(cpu="8")
     v = decide_pod(s, Pod("first").queue("lq").cpu("5").obj())
     first = pod_info(s, "team-a", "first")
-    s.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
+    s.workloads.reserve(first.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     apply(s, ClusterQueue("cq").resource_group(FlavorQuotas("default-flavor").resource("cpu", "10")).obj())
-    assert s.quota_node("cq").usage[FR] == 5 * CPU
-    assert available(s.quota_node("cq"), FR) == 5 * CPU
-    s.drop_reservation(first.uid)
+    assert s.ledger.quota_node("cq").usage[FR] == 5 * CPU
+    assert available(s.ledger.quota_node("cq"), FR) == 5 * CPU
+    s.workloads.drop_reservation(first.uid)
     assert all_usage(s) == {}
 
 
@@ -478,13 +478,13 @@ def test_moving_a_cluster_queue_into_a_cohort_keeps_usage_once():
                        .resource_group(FlavorQuotas("default-flavor").resource("cpu", "12")).obj(),
                    LocalQueue("lq", "team-a").cluster_queue("team-a-cq").obj(),
                    Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj())
-    assert available(s.quota_node("team-a-cq"), FR) == 0
+    assert available(s.ledger.quota_node("team-a-cq"), FR) == 0
     apply(s,
           ClusterQueue("team-a-cq").cohort("team-ab")
               .resource_group(FlavorQuotas("default-flavor").resource("cpu", "9")).obj())
-    assert s.quota_node("team-a-cq").usage[FR] == 9 * CPU
+    assert s.ledger.quota_node("team-a-cq").usage[FR] == 9 * CPU
     assert s.tree.cohorts["team-ab"].usage[FR] == 9 * CPU
-    assert available(s.quota_node("team-a-cq"), FR) == 12 * CPU
+    assert available(s.ledger.quota_node("team-a-cq"), FR) == 12 * CPU
     assert decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("12").obj()).admit is True
 
 

@@ -85,7 +85,7 @@ def test_quotients_own_bind_is_its_second_then_the_apis_podscheduled():
     clock = FakeClock(BASE_TIME + 20.8)
     s = within_state(Pod("x").queue("lq").cpu("1").created(1).obj(), clock=clock)
     x = pod_info(s, "team-a", "x")
-    s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000}))
+    s.bindings.commit(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000}))
     assert (s.admitted[x.uid].admitted_at, s.admitted[x.uid].admitted_from) == (BASE_TIME + 20, "bind")
     apply(s, running("x", "lq", "1", created=1).scheduled(21).obj())      # the API server's clock was a second on
     assert (s.admitted[x.uid].admitted_at, s.admitted[x.uid].admitted_from) == (BASE_TIME + 21, "PodScheduled")
@@ -122,7 +122,7 @@ def test_the_same_key_orders_pods_in_no_queue():
     for p in pods:
         p["metadata"]["labels"] = {}
     s = within_state(*pods, Pod("p").queue("lq").cpu("1").priority(100).created(-10).obj())
-    pre = Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.quota_node("cq"), {}, set())
+    pre = Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.ledger.quota_node("cq"), {}, set())
     assert [c.pod.key for c in unqueued_on(s, pre, "n1")] == NEWEST_FIRST
 
 
@@ -134,7 +134,7 @@ def test_a_restart_rebuilds_the_same_candidate_order():
                                                   Pod("p").queue("lq").cpu("1").created(-10).obj()]
     s = within_state(*objects, clock=clock, quota="7")
     x = pod_info(s, "team-a", "x")
-    assert s.commit_binding(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000})) == ""
+    assert s.bindings.commit(x.uid, "n1", Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 1000})) == ""
     assert s.admitted[x.uid].admitted_at == BASE_TIME + 35
     bound = running("x", "lq", "1").scheduled(35).obj()       # the API's PodScheduled, the same second
     apply(s, bound)
@@ -205,12 +205,12 @@ def test_scheduled_at_annotation_and_a_podscheduled_condition_give_running_pods_
                                    "lastTransitionTime: '2026-01-01T00:02:00Z'}]}"))
     sim = SimScheduler(load_scenario(path), verbose=False)
     sim.load()
-    charges = {k: sim.state.admitted[sim.state.uid_by_key[k]] for k in ("team-a/a", "team-a/b")}
+    charges = {k: sim.state.admitted[sim.state.store.uid_by_key[k]] for k in ("team-a/a", "team-a/b")}
     assert (charges["team-a/a"].admitted_at, charges["team-a/a"].admitted_from) == \
         (parse_time("2026-01-01T00:01:00Z"), "PodScheduled")
     assert charges["team-a/b"].admitted_at == parse_time("2026-01-01T00:02:00Z")
     # and, as a kubelet would have set it, a startTime: when it was bound, to the second
-    started = {k: sim.state.pods[sim.state.uid_by_key[k]].started for k in ("team-a/a", "team-a/b")}
+    started = {k: sim.state.pods[sim.state.store.uid_by_key[k]].started for k in ("team-a/a", "team-a/b")}
     assert started == {"team-a/a": parse_time("2026-01-01T00:01:00Z"), "team-a/b": parse_time("2026-01-01T00:02:00Z")}
 
 
@@ -241,7 +241,7 @@ async def test_a_simulated_bind_sets_podscheduled_and_starttime_and_new_resource
     assert (scheduled["status"], scheduled["lastTransitionTime"], obj["status"]["startTime"]) == ("True", second, second)
     assert {c["type"] for c in obj["status"]["conditions"]} == {"PodScheduled", "Ready"}
     assert isinstance(obj["metadata"]["resourceVersion"], str) and int(obj["metadata"]["resourceVersion"]) >= 2
-    charge = sim.state.admitted[sim.state.uid_by_key["team-a/a"]]
+    charge = sim.state.admitted[sim.state.store.uid_by_key["team-a/a"]]
     assert charge.admitted_at == parse_time(second)
 
 

@@ -182,7 +182,7 @@ async def test_serve_kubeconfig_picks_the_simulators_victims(name, tied, tmp_pat
                 fresh = fresh_state(api)
                 for key in sorted(bound):
                     ns, pod_name = key.split("/")
-                    want = fresh.admitted[fresh.uid_by_key[key]]
+                    want = fresh.admitted[fresh.store.uid_by_key[key]]
                     for _ in range(100):        # Quotient's own binds: the API's PodScheduled once watched
                         charge = (await http.get(f"/debug/pods/{ns}/{pod_name}")).json()["charge"]
                         if charge["admittedAtSource"] == want.admitted_from:
@@ -203,9 +203,9 @@ async def test_a_fresh_list_orders_candidates_as_the_simulated_file_says(tmp_pat
         orders = []
         for _ in range(2):
             state = fresh_state(api)
-            p = state.pod_by_key("team-a/p")
-            _, cq = state.queue_of(p)
+            p = state.store.pod_by_key("team-a/p")
+            _, cq = state.store.queue_of(p)
             a = assign(state, p, cq)
-            pre = Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+            pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
             orders.append([c.pod.key for c in find_candidates(state, pre, pre.relevant, set())])
         assert orders[0] == orders[1] == ["team-a/a1", "team-a/a3", "team-a/a4", "team-a/a2"]

@@ -102,7 +102,7 @@ class Judge:
         out = {}
         for pod in self.pods(False):
             if pod.node_name and not pod.terminal:
-                _, cq = state.queue_of(pod)
+                _, cq = state.store.queue_of(pod)
                 out[pod.uid] = cq.name if cq else ""
         return out
 
@@ -284,15 +284,15 @@ async def test_every_fault_mixed_with_racing_binds_never_leaves_the_api_above_qu
         kit.api.release()
         # Made-up pods are answered, and forgotten learnedPodTimeout after they were first learned.
         kit.clock.advance(kit.state.config.learned_pod_timeout + 61)
-        kit.state.forget_stale_learned()
+        kit.state.learned_pods.forget_stale_learned()
         assert not kit.state.learned
-        kit.state.expire_reservations()
+        kit.state.expire_lapsed()
         await kit.ext.reconcile()        # as the service's reconcile loop does: bindings of unknown outcome are read
         assert not kit.ext.unsettled
         # That reconcile may preempt for a queue's head (reclaim_for_heads): its hold keeps quota until the
         # preemptor binds, which no caller does now. A fresh list knows no hold: let them lapse.
         kit.clock.advance(3600)
-        kit.state.expire_reservations()
+        kit.state.expire_lapsed()
         assert not kit.state.holds and not kit.state.reservations
         try:
             await kit.equal_to_a_fresh_list()
@@ -301,7 +301,7 @@ async def test_every_fault_mixed_with_racing_binds_never_leaves_the_api_above_qu
             mine = fingerprint(kit.state)
             diff = {k: (mine[k], fresh[k]) for k in fresh if mine[k] != fresh[k]}
             raise AssertionError(f"seed {SEED}: the state differs from a fresh list: {_short(diff)}; "
-                                 f"assumed {kit.state.assumed}, held back {list(kit.state.held_back)}") from None
+                                 f"assumed {kit.state.assumed}, held back {list(kit.state.bindings.held_back)}") from None
 
 
 def _over_queues(found: list[str]) -> set[str]:

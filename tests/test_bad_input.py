@@ -28,7 +28,7 @@ NODES = ["n1", "n2"]
 
 def fingerprint(state) -> tuple:
     """Everything a request could change."""
-    return (sorted(state.pods), sorted(state.uid_by_key.items()), sorted(state.reservations),
+    return (sorted(state.pods), sorted(state.store.uid_by_key.items()), sorted(state.reservations),
             sorted(state.admitted), {n: dict(q.usage) for n, q in state.tree.queues.items()},
             {n: dict(v) for n, v in state.node_requested.items()}, state.generation)
 

@@ -69,7 +69,7 @@ def test_every_built_object_is_accepted_by_the_decoders_and_a_snapshot_round_tri
     state = make_state(*objects)
     assert state.tree.queues["cq"].parent.name == "co" and state.tree.cohorts["co"].parent.name == "org"
     assert state.flavor_nodes["spot"] == {"n1"}
-    assert state.pod_by_key("team-a/p").priority == 5
+    assert state.store.pod_by_key("team-a/p").priority == 5
     path = tmp_path / "s.yaml"
     path.write_text(snapshot_yaml(*objects[:-1], Pod("w").queue("lq").cpu("1").wire()))
     cluster, own = read_snapshot(str(path))                # checks every reference (queue, flavor, parent)

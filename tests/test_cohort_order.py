@@ -46,13 +46,13 @@ def test_borrowing_level_is_the_height_of_the_lowest_subtree_that_fits():
     s = tree_state()
     assert subtree_height(s.tree.cohorts["c"]) == 1
     assert subtree_height(s.tree.cohorts["root"]) == 2
-    idle = s.quota_node("idle")
+    idle = s.ledger.quota_node("idle")
     assert borrowing_level(idle, {FR: 2 * CPU}).height == 0
-    near = borrowing_level(s.quota_node("near"), {FR: 2 * CPU})
+    near = borrowing_level(s.ledger.quota_node("near"), {FR: 2 * CPU})
     assert (near.height, near.cohort) == (1, "c")
-    far = borrowing_level(s.quota_node("far"), {FR: 2 * CPU})
+    far = borrowing_level(s.ledger.quota_node("far"), {FR: 2 * CPU})
     assert (far.height, far.cohort) == (2, "root")
-    beyond = borrowing_level(s.quota_node("near"), {FR: 3 * CPU})      # c cannot hold it: the root would
+    beyond = borrowing_level(s.ledger.quota_node("near"), {FR: 3 * CPU})      # c cannot hold it: the root would
     assert (beyond.height, beyond.cohort) == (2, "root")
 
 
@@ -163,8 +163,8 @@ def test_resources_to_reserve_follows_kueue_quota_resources_to_reserve():
     """Kueue quotaResourcesToReserve: a borrowing head keeps all it asks without a borrowing limit, else up to
     nominal + borrowingLimit - usage; a head within nominal keeps up to nominal - usage."""
     s = reserve_state(a_limit="1")
-    a = s.quota_node("cq-a")                      # nominal 6, borrowingLimit 1, 4 used
+    a = s.ledger.quota_node("cq-a")                      # nominal 6, borrowingLimit 1, 4 used
     assert resources_to_reserve(a, {FR: 6 * CPU}, borrows=True) == {FR: 3 * CPU}
     assert resources_to_reserve(a, {FR: 6 * CPU}, borrows=False) == {FR: 2 * CPU}
     s = reserve_state()
-    assert resources_to_reserve(s.quota_node("cq-a"), {FR: 6 * CPU}, borrows=True) == {FR: 6 * CPU}
+    assert resources_to_reserve(s.ledger.quota_node("cq-a"), {FR: 6 * CPU}, borrows=True) == {FR: 6 * CPU}

@@ -55,14 +55,14 @@ CLUSTER = SCENARIO         # the conftest's ext fixture builds it
 
 
 def filter_for(ext, key: str, names=NODES) -> dict:
-    pod = ext.state.pod_by_key(key)
+    pod = ext.state.store.pod_by_key(key)
     ns, name = key.split("/")
     return {"Pod": {"metadata": {"name": name, "namespace": ns, "uid": pod.uid}}, "Nodes": None, "NodeNames": names}
 
 
 def bind_for(ext, key: str, node: str) -> dict:
     ns, name = key.split("/")
-    return {"PodName": name, "PodNamespace": ns, "PodUID": ext.state.pod_by_key(key).uid, "Node": node}
+    return {"PodName": name, "PodNamespace": ns, "PodUID": ext.state.store.pod_by_key(key).uid, "Node": node}
 
 
 def rows_of(view: dict, name: str) -> dict:
@@ -401,7 +401,7 @@ async def test_explain_admits_with_flavor_and_nodes_and_changes_nothing(ext, api
     assert "Rule:          Admitted" in text and "Nodes:         2 of 3 (every node) pass: od-1, od-2" in text
     after = snapshot(ext.state)
     assert after == before
-    assert ext.state.pod_by_key("team-a/what-if") is None and "team-a/what-if" not in ext.journal.by_pod
+    assert ext.state.store.pod_by_key("team-a/what-if") is None and "team-a/what-if" not in ext.journal.by_pod
 
 
 async def test_explain_tries_the_next_flavor_and_says_why(ext, api):

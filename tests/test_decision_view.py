@@ -62,19 +62,27 @@ def thawed(state):
 
 
 def test_cluster_state_implements_the_view_core_reads():
-    assert isinstance(ClusterState(), ClusterView)
+    """Every member of the view core reads is on the state: its plain data on ClusterState itself, each query on
+    the component that owns its data (store, ledger, queues, workloads, pods_ready: issue 35's split)."""
+    from typing import _get_protocol_attrs
+    s = ClusterState()
+    components = (s, s.store, s.ledger, s.queues, s.workloads, s.pods_ready)
+    members = _get_protocol_attrs(ClusterView)
+    assert "quota_node" in members and "pods" in members
+    for name in members:
+        assert any(hasattr(c, name) for c in components), name
 
 
 def test_the_mirror_has_the_live_shape_and_usage_but_its_own_nodes():
     s = cohort_state()
-    live, mirror = s.tree, s.quota_tree()
+    live, mirror = s.tree, s.ledger.quota_tree()
     assert list(mirror.queues) == list(live.queues) and list(mirror.cohorts) == list(live.cohorts)
     for name, node in live.queues.items():
         twin = mirror.queues[name]
         assert twin is not node and twin.usage == node.usage and twin.usage is not node.usage
         assert twin.parent is mirror.cohorts["c"] and twin.quotas is node.quotas and twin.bound is node.bound
     assert mirror.cohorts["c"].children == [mirror.queues["a"], mirror.queues["b"]]
-    assert s.quota_node("a") is mirror.queues["a"]
+    assert s.ledger.quota_node("a") is mirror.queues["a"]
 
 
 def test_reclaim_and_the_preempt_verb_decide_without_writing_the_live_tree():
@@ -98,38 +106,38 @@ def test_reclaim_and_the_preempt_verb_decide_without_writing_the_live_tree():
     assert {n: sorted(s.pods[u].key for u in uids) for n, uids in answer.victims.items()} == \
         {"n1": ["team-b/b2", "team-b/b3"], "n2": ["team-b/b4", "team-b/b5"]}      # per node, newest first
     assert live_usage(s) == before
-    assert {n: dict(v.usage) for n, v in s.quota_tree().queues.items()} == {n: before[("cq", n)] for n in s.tree.queues}
+    assert {n: dict(v.usage) for n, v in s.ledger.quota_tree().queues.items()} == {n: before[("cq", n)] for n in s.tree.queues}
 
 
 def test_a_live_charge_reaches_the_mirror_when_it_is_next_read():
     s = cohort_state()
-    mirror_a = s.quota_node("a")
+    mirror_a = s.ledger.quota_node("a")
     assert mirror_a.usage[FR] == 1 * CPU
     apply(s,
           Pod("a2").queue("lq").cpu("2").created(2).node("n2")
               .obj())            # a running pod charged to a, on the live tree
     assert s.tree.queues["a"].usage[FR] == 3 * CPU
-    assert s.quota_node("a").usage[FR] == 3 * CPU                  # the mirror caught up on reading
-    assert s.quota_tree().cohorts["c"].usage == s.tree.cohorts["c"].usage
+    assert s.ledger.quota_node("a").usage[FR] == 3 * CPU                  # the mirror caught up on reading
+    assert s.ledger.quota_tree().cohorts["c"].usage == s.tree.cohorts["c"].usage
     delete(s, Pod("a2").queue("lq").cpu("2").created(2).node("n2").obj())
-    assert s.quota_node("a").usage[FR] == 1 * CPU
+    assert s.ledger.quota_node("a").usage[FR] == 1 * CPU
 
 
 def test_the_overlay_charges_and_removes_on_the_mirror_and_takes_all_back():
     s = cohort_state()
-    live_before, mirror_before = live_usage(s), dict(s.quota_node("b").usage)
+    live_before, mirror_before = live_usage(s), dict(s.ledger.quota_node("b").usage)
     with Overlay(s) as overlay:
         overlay.charge("x", "a", {FR: 3 * CPU})
         overlay.charge("y", "b", {FR: 2 * CPU}, -1)
-        assert s.quota_node("a").usage[FR] == 4 * CPU and s.quota_node("b").usage[FR] == 4 * CPU
-        assert available(s.quota_node("a"), FR) == 0                 # the cohort's 8 CPUs all used
+        assert s.ledger.quota_node("a").usage[FR] == 4 * CPU and s.ledger.quota_node("b").usage[FR] == 4 * CPU
+        assert available(s.ledger.quota_node("a"), FR) == 0                 # the cohort's 8 CPUs all used
         overlay.take_back("y")
-        assert s.quota_node("b").usage[FR] == 6 * CPU and list(overlay.applied) == ["x"]
+        assert s.ledger.quota_node("b").usage[FR] == 6 * CPU and list(overlay.applied) == ["x"]
         assert live_usage(s) == live_before                   # the live tree never moved
-    assert dict(s.quota_node("b").usage) == mirror_before and s.quota_node("a").usage[FR] == 1 * CPU
+    assert dict(s.ledger.quota_node("b").usage) == mirror_before and s.ledger.quota_node("a").usage[FR] == 1 * CPU
     with virtual_charges(s, [("a", {FR: CPU}, "p1"), ("a", {FR: CPU}, "p2")]):
-        assert s.quota_node("a").usage[FR] == 3 * CPU
-    assert s.quota_node("a").usage[FR] == 1 * CPU
+        assert s.ledger.quota_node("a").usage[FR] == 3 * CPU
+    assert s.ledger.quota_node("a").usage[FR] == 1 * CPU
 
 
 def test_the_overlay_takes_back_even_when_the_decision_fails():
@@ -138,7 +146,7 @@ def test_the_overlay_takes_back_even_when_the_decision_fails():
         with Overlay(s) as overlay:
             overlay.charge("x", "a", {FR: 3 * CPU})
             raise RuntimeError("a bug in a rule")
-    assert s.quota_node("a").usage[FR] == 1 * CPU
+    assert s.ledger.quota_node("a").usage[FR] == 1 * CPU
 
 
 @pytest.mark.parametrize("sign,bound", [(1, False), (-1, False), (1, True)])

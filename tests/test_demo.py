@@ -18,7 +18,7 @@ def test_demo_snapshot_loads_with_its_queues_and_running_pods():
 
 async def test_readme_try_it_requests_answer_as_documented(api):
     ext = build_from_snapshot(DEFAULT_SNAPSHOT)
-    before = ext.state.quota_node("team-a-cq").usage.get(("on-demand", "cpu"), 0)
+    before = ext.state.ledger.quota_node("team-a-cq").usage.get(("on-demand", "cpu"), 0)
     async with api(ext) as client:
         r = await client.post("/filter", json={"Pod": TRY_POD, "Nodes": None,
                                                "NodeNames": ["od-1", "od-2", "spot-1", "gpu-1"]})
@@ -26,4 +26,4 @@ async def test_readme_try_it_requests_answer_as_documented(api):
         r = await client.post("/bind", json={"PodName": "try-1", "PodNamespace": "team-a",
                                              "PodUID": "try-1", "Node": "od-1"})
         assert r.json() == {"Error": ""}
-    assert ext.state.quota_node("team-a-cq").usage[("on-demand", "cpu")] == before + 2000
+    assert ext.state.ledger.quota_node("team-a-cq").usage[("on-demand", "cpu")] == before + 2000

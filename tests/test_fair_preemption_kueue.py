@@ -70,9 +70,9 @@ def tree(queues: list[dict], cohorts: list[dict], running: dict[str, list[tuple[
 def preempted(state, ns: str, name: str) -> dict[str, str] | None:
     """{victim: reason} for the pending pod's quota, as core.preemption chooses it; the state is left as found."""
     p = pod_info(state, ns, name)
-    _, cq = state.queue_of(p)
+    _, cq = state.store.queue_of(p)
     a = assign(state, p, cq)
-    pre = Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+    pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
     before = all_usage(state)
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
     targets = quota_targets(state, pre, find_candidates(state, pre, needs, set()))
@@ -111,8 +111,8 @@ def test_zero_weight_share_is_zero_within_quota_and_the_maximum_when_borrowing()
     and status show "max", the metric MaxInt64, as Kueue's roundedWeightedShare)."""
     s = tree([queue("a", 1, "ROOT", weight="0", reclaim="Any"), queue("b", 0, "ROOT", weight="0")], [],
              {"b": [("b1", 0)]}, ("a", "a1", 1))
-    assert dominant_resource_share(s.quota_node("a"), 0.0) == (0, "")
-    assert dominant_resource_share(s.quota_node("b"), 0.0) == (MAX_SHARE, "cpu")
+    assert dominant_resource_share(s.ledger.quota_node("a"), 0.0) == (0, "")
+    assert dominant_resource_share(s.ledger.quota_node("b"), 0.0) == (MAX_SHARE, "cpu")
     # what an admin reads: the view (/debug/queues, the UI) and the ClusterQueue status Quotient writes
     assert cluster_queue_view(s, "a")["fairSharing"] == {"weight": 0.0, "share": 0, "dominantResource": None}
     assert cluster_queue_view(s, "b")["fairSharing"] == {"weight": 0.0, "share": "max", "dominantResource": "cpu"}

@@ -369,7 +369,7 @@ def test_has_nodes_predicate_directly():
                                        FlavorQuotas("on-demand").resource("cpu", "8"))
                        .obj())
     c = s.cluster_queues["cq"]
-    a = assign_flavors({"cpu": 1000, "pods": 1}, c, s.quota_node("cq"), s.flavors, [], {},
+    a = assign_flavors({"cpu": 1000, "pods": 1}, c, s.ledger.quota_node("cq"), s.flavors, [], {},
                        has_nodes=lambda f: f != "spot")
     assert a.flavors == {"cpu": "on-demand"} and a.no_nodes is True
 

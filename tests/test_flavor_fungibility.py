@@ -71,7 +71,7 @@ def test_a_flavor_where_preemption_has_candidates_is_kept_and_preempted_in():
     assert v.assignment.mode == PREEMPT and v.assignment.flavors == {"cpu": "spot"}
     assert not any("no candidates" in r for r in v.assignment.reasons)
     p = pod_info(s, "team-a", "p")
-    found, why = preemption.plans(s, p, s.cluster_queues["cq"], v.assignment, ["n-spot"], s.rooms(p.uid))
+    found, why = preemption.plans(s, p, s.cluster_queues["cq"], v.assignment, ["n-spot"], s.workloads.rooms(p.uid))
     assert why == "" and [t.candidate.pod.name for t in found[0].targets] == ["running"]
 
 
@@ -140,9 +140,9 @@ def test_the_oracle_tells_preempt_from_reclaim_and_no_candidates():
 def test_without_an_oracle_a_preempt_flavor_is_assumed_to_have_candidates():
     """core.flavors stays free of state: called without an oracle, it keeps the plain shouldTryNextFlavor."""
     s = two_flavors(running_priority=100, whenCanPreempt="MayStopSearch")
-    a = assign_flavors({"cpu": 2 * CPU}, s.cluster_queues["cq"], s.quota_node("cq"), s.flavors, [], {})
+    a = assign_flavors({"cpu": 2 * CPU}, s.cluster_queues["cq"], s.ledger.quota_node("cq"), s.flavors, [], {})
     assert (a.mode, a.flavors) == (PREEMPT, {"cpu": "spot"})
-    a = assign_flavors({"cpu": 2 * CPU}, s.cluster_queues["cq"], s.quota_node("cq"), s.flavors, [], {},
+    a = assign_flavors({"cpu": 2 * CPU}, s.cluster_queues["cq"], s.ledger.quota_node("cq"), s.flavors, [], {},
                        oracle=lambda flavor, usage: (NO_CANDIDATES, False))
     assert (a.mode, a.flavors) == (FIT, {"cpu": "on-demand"})
 

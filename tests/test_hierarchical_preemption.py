@@ -83,9 +83,9 @@ def targets(s, ns="q", name="in"):
 
 def plan(s, ns="q", name="in"):
     p = pod_info(s, ns, name)
-    _, c = s.queue_of(p)
+    _, c = s.store.queue_of(p)
     with unchanged(s):
-        return preemption.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.room(n, p.uid))
+        return preemption.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.workloads.room(n, p.uid))
 
 
 def incoming(cpu, priority=0, queue="q", memory=None):
@@ -107,7 +107,7 @@ def test_preempt_with_hierarchical_advantage():
     assert targets(s) == {"q-borrowing/admitted2": RECLAIM}
     found = candidates(s)
     assert [c.variant for c in found] == [H.HIERARCHICAL_RECLAIM]
-    assert found[0].lca is s.quota_tree().cohorts["r"]
+    assert found[0].lca is s.ledger.quota_tree().cohorts["r"]
 
 
 def test_avoid_queues_within_nominal_quota():
@@ -254,7 +254,7 @@ def test_hierarchical_preemption_with_multiple_resources():
                       priority=-2, created=1).memory("3Gi").obj(),
               incoming=incoming(2, -2, memory="1Gi"))
     assert preemptor_of(s, "q", "in").needs == {MEM}
-    assert s.quota_node("q-borrowing").usage[MEM] == gi
+    assert s.ledger.quota_node("q-borrowing").usage[MEM] == gi
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
 
 
@@ -266,7 +266,7 @@ def test_respect_lending_limits():
     s = state(co("r"), co("c", "r", 2), q("q", "c", 3, lending=2), q("q-borrowing", "r"),
               running("admitted-borrowing", "lq", "4", namespace="q-borrowing", priority=0, created=1).obj(),
               incoming=incoming(5, -2))
-    node_q = s.quota_node("q")
+    node_q = s.ledger.quota_node("q")
     assert (node_q.guaranteed(FR), s.tree.cohorts["c"].subtree[FR], available(node_q, FR)) == (CPU, 4 * CPU, CPU)
     assert H.may_reclaim_in_hierarchy(node_q, FR, 5 * CPU)
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
@@ -285,7 +285,7 @@ def test_lending_limit_below_caps_what_a_subtree_holds():
               running("admitted-borrowing", "lq", "3", namespace="q-borrowing", priority=0, created=1).obj(),
               incoming=incoming(5, -2))
     assert (s.tree.cohorts["c"].guaranteed(FR), s.tree.cohorts["r"].subtree[FR]) == (CPU, 3 * CPU)
-    assert available(s.quota_node("q"), FR) == 2 * CPU
+    assert available(s.ledger.quota_node("q"), FR) == 2 * CPU
     assert targets(s) == {"q-borrowing/admitted-borrowing": RECLAIM}
 
 
@@ -321,7 +321,7 @@ def test_reclaim_scopes_name_the_level_and_the_advantage():
               running("b", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
               running("b2", "lq", "2", namespace="q-borrowing", priority=0, created=1).obj(),
               running("sc", "lq", "1", namespace="q-same-cohort", priority=0, created=1).obj(), incoming=incoming(3))
-    scopes = H.reclaim_scopes(s.quota_node("q"), {FR: 3 * CPU}, {FR})
+    scopes = H.reclaim_scopes(s.ledger.quota_node("q"), {FR: 3 * CPU}, {FR})
     assert [(x.queue.name, x.lca.name, x.advantage) for x in scopes] == [("q-same-cohort", "c", False),
                                                                           ("q-borrowing", "r", True)]
 
@@ -331,7 +331,7 @@ def test_may_reclaim_in_hierarchy_only_below_the_root():
     Cohort below the root can hold it, not when only the root could."""
     s = state(co("r", cpu=4), co("c", "r", 2), q("q", "c"), q("q-borrowing", "r"),
               running("b", "lq", "4", namespace="q-borrowing", priority=0, created=1).obj(), incoming=incoming(2))
-    node_q = s.quota_node("q")
+    node_q = s.ledger.quota_node("q")
     assert H.may_reclaim_in_hierarchy(node_q, FR, 2 * CPU)
     assert not H.may_reclaim_in_hierarchy(node_q, FR, 3 * CPU)
 

@@ -35,7 +35,7 @@ async def live(tmp_path):
 # ---- bind -------------------------------------------------------------------------------------------------
 
 async def test_a_bind_that_fails_after_the_watch_changed_the_pod_keeps_the_watch_word(live):
-    """Before: undo_binding wrote the pod back as it was before bind, losing the label the watch delivered while
+    """Before: undo_binding (now bindings.undo) wrote the pod back as it was before bind, losing the label the watch delivered while
     the Binding POST was in flight (the event was ignored as older than Quotient's own binding)."""
     p = Pod("p").queue("lq").cpu("2").obj()
     await live.deliver(p)

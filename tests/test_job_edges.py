@@ -48,7 +48,7 @@ def drift(s) -> list[str]:
                 out.append(f"{q} {what} {dict(got)} != {dict(want)}")
     for uid, rec in s.job_admissions.items():
         job = s.jobs[uid]
-        holding = sum(1 for u in s.owned.get(uid, ()) if u in s.admitted or u in s.reservations)
+        holding = sum(1 for u in s.store.owned.get(uid, ()) if u in s.admitted or u in s.reservations)
         if rec.spare != max(0, min(rec.size, job.count) - holding):
             out.append(f"Job {job.key}: spare {rec.spare}, size {rec.size}, count {job.count}, holding {holding}")
     return out
@@ -141,7 +141,7 @@ async def test_holds_that_lapse_before_any_pod_binds_end_the_workload():
     verbs.filter(pods_of(job, 1, cpu="2")[0].priority_class("high").obj(), ["n1", "n2"])
     assert s.holds and job.uid in s.job_admissions
     clock.advance(61)
-    s.expire_reservations()
+    s.expire_lapsed()
     assert job.uid not in s.job_admissions and planned(s) == 4 * CPU and not drift(s)
 
 
@@ -206,7 +206,7 @@ async def test_live_jobs_are_a_source_even_when_none_exists_at_start(tmp_path):
                 assert source.state.jobs_listed and not source.state.jobs
                 late = Job("first").queue("q")
                 api.apply(Pod("first-0").of_job(late).cpu("1").obj())
-                await until(lambda: source.state.pod_by_key("team-a/first-0") is not None, what="the pod")
+                await until(lambda: source.state.store.pod_by_key("team-a/first-0") is not None, what="the pod")
                 answer = Verbs(Scheduler(source.state, SnapshotWriter(source.state))).filter(
                     Pod("first-0").of_job(late).cpu("1").obj(), ["n1"])
                 assert answer["NodeNames"] == [] and "is not known to Quotient yet" in answer["Error"]
@@ -217,7 +217,7 @@ async def test_live_jobs_are_a_source_even_when_none_exists_at_start(tmp_path):
 # ---- a randomized sequence: the planned usage never drifts, a bind never goes over quota ----------------------
 
 class Flaky(SnapshotWriter):
-    """A Binding write that fails one time in five (undo_binding takes the charge back)."""
+    """A Binding write that fails one time in five (bindings.undo takes the charge back)."""
 
     def __init__(self, state, rng):
         super().__init__(state)
@@ -255,7 +255,7 @@ async def test_random_job_lives_keep_the_accounts_and_the_quota(seed):
     def known(kind_running: bool | None = None) -> list[str]:
         out = []
         for k in pods:
-            p = s.pod_by_key(f"team-a/{k}")
+            p = s.store.pod_by_key(f"team-a/{k}")
             if p is not None and not p.terminal and (kind_running is None or bool(p.node_name) == kind_running):
                 out.append(k)
         return out
@@ -283,7 +283,7 @@ async def test_random_job_lives_keep_the_accounts_and_the_quota(seed):
                 await verbs.bind(pods[k].obj(), rng.choice(answer["NodeNames"]))
                 after = cq.bound.get(("default-flavor", "cpu"), 0)
                 assert after <= before or after <= cq.quotas[("default-flavor", "cpu")].nominal, (seed, "over quota")
-                node = s.pod_by_key(f"team-a/{k}").node_name
+                node = s.store.pod_by_key(f"team-a/{k}").node_name
                 if node:
                     pods[k] = pods[k].node(node)
         elif op in ("fail", "succeed", "delete", "terminating") and known(True):
@@ -309,7 +309,7 @@ async def test_random_job_lives_keep_the_accounts_and_the_quota(seed):
                     new_pod(name)
         elif op == "expire":
             clock.advance(rng.choice([5, 31, 61]))
-            s.expire_reservations()
+            s.expire_lapsed()
             ext.plan()
         elif op == "urgent":
             made[0] += 1

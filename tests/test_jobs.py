@@ -77,7 +77,7 @@ def test_the_pods_of_a_labelled_job_join_its_queue_and_its_workload_priority_cla
     s = cluster(WorkloadPriorityClass("prod", 1000).obj(), job.obj(), *(p.obj() for p in pods_of(job, 2)))
     p = pod_info(s, "team-a", "j-0")
     assert (p.queue_name, p.priority, p.job) == ("q", 1000, f"job:team-a/j:{job.uid}")
-    assert [m.name for m in s.pending_pods("cq")] == ["j-0", "j-1"]
+    assert [m.name for m in s.queues.pending_pods("cq")] == ["j-0", "j-1"]
 
 
 def test_a_job_without_the_label_or_pods_of_a_pod_group_keep_todays_rules():
@@ -95,9 +95,9 @@ def test_labelling_the_job_later_brings_its_pods_in_and_unlabelling_takes_them_o
     s = cluster(job.obj(), Pod("j-0").of_job(job).cpu("1").obj())
     assert pod_info(s, "team-a", "j-0").queue_name == ""
     apply(s, job.clone().queue("q").obj())
-    assert pod_info(s, "team-a", "j-0").queue_name == "q" and list(s.pending_pods("cq"))
+    assert pod_info(s, "team-a", "j-0").queue_name == "q" and list(s.queues.pending_pods("cq"))
     apply(s, job.obj())
-    assert pod_info(s, "team-a", "j-0").queue_name == "" and not list(s.pending_pods("cq"))
+    assert pod_info(s, "team-a", "j-0").queue_name == "" and not list(s.queues.pending_pods("cq"))
 
 
 def test_a_pod_whose_job_the_watch_has_not_delivered_waits_instead_of_passing_unmanaged():

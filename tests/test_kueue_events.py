@@ -20,7 +20,7 @@ from live import Running, fingerprint, until
 def counting(state: ClusterState) -> dict[str, int]:
     """Count the state's full rebuilds and pending-index insertions from now on."""
     counts = {"rebuild": 0, "index": 0}
-    rebuild, index = state._rebuild, state._index_pending
+    rebuild, index = state._rebuild, state.queues.index
 
     def counted_rebuild():
         counts["rebuild"] += 1
@@ -29,7 +29,7 @@ def counting(state: ClusterState) -> dict[str, int]:
     def counted_index(pod):
         counts["index"] += 1
         index(pod)
-    state._rebuild, state._index_pending = counted_rebuild, counted_index
+    state._rebuild, state.queues.index = counted_rebuild, counted_index
     return counts
 
 
@@ -40,7 +40,7 @@ def rebuilt_alike(state: ClusterState) -> None:
         fp = fingerprint(state)
         fp["bound"] = {name: {fr: v for fr, v in n.bound.items() if v} for name, n in state.tree.queues.items()}
         fp["reservations"] = {uid: r.charge for uid, r in state.reservations.items()}
-        fp["pending_of"] = dict(state._pending_of)
+        fp["pending_of"] = dict(state.queues.pending_of)
         fp["pending_shapes"] = {cq: dict(c) for cq, c in state.pending_shapes.items() if c}
         fp["jobs"] = {uid: (r.size, r.charge, r.spare, r.started) for uid, r in state.job_admissions.items()}
         return fp
@@ -143,7 +143,7 @@ def test_local_queue_added_repointed_and_removed_reindexes_only_its_pods():
     full rebuild of the same objects ends, and decisions follow."""
     state = make_state(*objects())
     counts = counting(state)
-    assert "cq-a" in state.pending and not any(state.pods[u].queue_name == "lq2" for u in state._pending_of)
+    assert "cq-a" in state.pending and not any(state.pods[u].queue_name == "lq2" for u in state.queues.pending_of)
     assert state.admitted.by_queue.get("cq-b", set()) == set()
 
     lq2 = LocalQueue("lq2", "team-a").cluster_queue("cq-b")
@@ -158,7 +158,7 @@ def test_local_queue_added_repointed_and_removed_reindexes_only_its_pods():
 
     counts = counting(state)
     verdict = decide_pod(state, Pod("x0").queue("lq2").cpu("1").created(10).obj())
-    state.reserve("uid-team-a-x0", Charge("cq-b", dict(verdict.assignment.flavors), dict(verdict.assignment.usage)))
+    state.workloads.reserve("uid-team-a-x0", Charge("cq-b", dict(verdict.assignment.flavors), dict(verdict.assignment.usage)))
     apply(state, lq2.cluster_queue("cq-a").obj())                   # repointed: they move to cq-a
     assert counts["rebuild"] == 0
     assert [state.pods[u].name for _, u in state.pending["cq-a"]] == ["a0"] + [f"x{i}" for i in range(5)]
@@ -175,7 +175,7 @@ def test_local_queue_added_repointed_and_removed_reindexes_only_its_pods():
     assert "uid-team-a-x-run" not in state.admitted
     assert state.tree.queues["cq-a"].bound[("default-flavor", "cpu")] == 2 * CPU
     rebuilt_alike(state)
-    state.drop_reservation("uid-team-a-x0")
+    state.workloads.drop_reservation("uid-team-a-x0")
     assert fingerprint(state) == fingerprint(make_state(*objects()))
 
 
@@ -255,11 +255,11 @@ def test_local_queue_changes_end_where_a_rebuild_ends(seed_value):
             delete(state, lq.cluster_queue("cq-a").obj())
         else:
             apply(state, lq.cluster_queue(rng.choice(cqs)).obj())
-        pending = [u for u in state._pending_of if u not in state.reservations]
+        pending = [u for u in state.queues.pending_of if u not in state.reservations]
         if pending and rng.random() < 0.3:
             uid = rng.choice(pending)
-            cq = state._pending_of[uid][0]
-            state.reserve(uid, Charge(cq, {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+            cq = state.queues.pending_of[uid][0]
+            state.workloads.reserve(uid, Charge(cq, {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
         assert counts["rebuild"] == 0, f"step {step}"
         rebuilt_alike(state)
         counts["rebuild"] = 0

@@ -46,7 +46,7 @@ async def test_a_four_pod_job_is_one_workload_in_the_gauges_counters_and_wait_ti
         reserved = await scrape(c)
         ext.state.clock.advance(2)
         for i in range(4):
-            node = ext.state.holds[ext.state.pod_by_key(f"team-a/j-{i}").uid].node
+            node = ext.state.holds[ext.state.store.pod_by_key(f"team-a/j-{i}").uid].node
             assert (await c.post("/bind", json=bind_for(ext, f"team-a/j-{i}", node))).json() == {"Error": ""}
         bound = await scrape(c)
     assert value(before, "quotient_pending_workloads", cluster_queue=A, status="active") == 2    # wait-1, the Job
@@ -83,7 +83,7 @@ async def test_a_job_evicted_or_preempted_counts_one_workload_with_kueues_reason
     observers.metrics.workload_listeners.append(lambda event, pod, cq, detail: events.append((event, cq, detail)))
     async with api(ext) as c:
         await admit_the_job(ext, c)
-        pods = [ext.state.pod_by_key(f"team-a/j-{i}") for i in range(4)]
+        pods = [ext.state.store.pod_by_key(f"team-a/j-{i}") for i in range(4)]
         for p in pods:
             ext.journal.record({"time": T0, "verb": "reclaim", "pod": p.key, "outcome": "Preempted", "reason": "x",
                                 "reasons": ["InCohortReclamation"], "preemptor": "uid-big"})

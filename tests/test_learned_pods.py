@@ -57,7 +57,7 @@ async def test_a_made_up_pod_never_evicts_a_real_one(live):
         await live.ext.actions.settle()
     assert not evictions(live)
     assert live.api.get("Pod", "team-a", "important") is not None
-    assert uid(g) not in live.state.holds and not live.state.victims()
+    assert uid(g) not in live.state.holds and not live.state.workloads.victims()
     assert uid(g) in live.state.learned
 
 
@@ -95,7 +95,7 @@ async def test_a_learned_pods_bind_is_refused_and_its_reservation_expires(tmp_pa
         kit.clock.advance(timeout - 5)
         assert kit.filter(g)["NodeNames"] == ["n1"]          # asked again: no new term for its reservation
         kit.clock.advance(6)
-        kit.state.expire_reservations()
+        kit.state.expire_lapsed()
         assert uid(g) not in kit.state.reservations
 
 

@@ -79,7 +79,7 @@ async def test_local_queue_status_counts_workloads_as_kueue_does_and_says_whethe
         assert await writer.publish_local_queue_status() == 0                      # the API holds it already
 
         kit.api.apply(Pod("p1").queue("lq").cpu("1").node("n1").phase("Running").obj())    # p1 bound
-        await until(lambda: kit.state.pod_by_key("team-a/p1").node_name == "n1", what="p1 bound")
+        await until(lambda: kit.state.store.pod_by_key("team-a/p1").node_name == "n1", what="p1 bound")
         assert await writer.publish_local_queue_status() == 1                      # only lq changed
         lq = status_of(kit.api, "lq")
         assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (2, 3, 3)
@@ -127,7 +127,7 @@ async def test_reconcile_writes_local_queue_status_rate_limited_like_cluster_que
         await kit.ext.reconcile()
         assert patches() == 3
         kit.api.apply(Pod("p1").queue("lq").cpu("1").node("n1").phase("Running").obj())
-        await until(lambda: kit.state.pod_by_key("team-a/p1").node_name == "n1", what="p1 bound")
+        await until(lambda: kit.state.store.pod_by_key("team-a/p1").node_name == "n1", what="p1 bound")
         kit.clock.advance(STATUS_INTERVAL / 2)
         await kit.ext.reconcile()
         assert patches() == 3                          # not yet: rate-limited

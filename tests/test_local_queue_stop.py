@@ -130,7 +130,7 @@ def test_a_reservation_made_before_the_local_queue_stopped_is_cancelled_at_bind(
     s = cluster()
     v = decide_pod(s, Pod("p").queue("lq").cpu("1").obj())
     pod = pod_info(s, "team-a", "p")
-    s.reserve(pod.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
+    s.workloads.reserve(pod.uid, Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert changed_refusal(s, pod) == ""
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
     assert "LocalQueue team-a/lq is stopped" in changed_refusal(s, pod_info(s, "team-a", "p"))
@@ -147,7 +147,7 @@ def test_a_held_local_queues_admitted_job_keeps_its_places():
                 Pod("train-1").of_job(job).cpu("1").obj())
     pod = pod_info(s, "team-a", "train-1")
     assert pod.job and pod_info(s, "team-a", "train-0").uid in s.admitted
-    s.reserve(pod.uid, Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+    s.workloads.reserve(pod.uid, Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
     assert changed_refusal(s, pod_info(s, "team-a", "train-1")) == ""
 

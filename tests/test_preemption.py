@@ -56,9 +56,9 @@ def state_of(*objects, config=None, clock=None):
 
 def preemptor(state, ns, name) -> Preemptor:
     p = pod_info(state, ns, name)
-    _, c = state.queue_of(p)
+    _, c = state.store.queue_of(p)
     a = assign(state, p, c)
-    return Preemptor(p, c, state.quota_node(c.name), a.usage, set(a.flavors.values()))
+    return Preemptor(p, c, state.ledger.quota_node(c.name), a.usage, set(a.flavors.values()))
 
 
 def needs_of(pre: Preemptor) -> set:
@@ -101,11 +101,11 @@ def quota_targets(state, ns, name):
 
 def plans(state, ns, name, nodes=None, every=False):
     p = pod_info(state, ns, name)
-    _, c = state.queue_of(p)
+    _, c = state.store.queue_of(p)
     a = assign(state, p, c)
     with unchanged(state):
         return preemption.plans(state, p, c, a, sorted(state.nodes) if nodes is None else nodes,
-                       lambda n: state.room(n, p.uid), every)
+                       lambda n: state.workloads.room(n, p.uid), every)
 
 
 def owned(obj: dict, owner: str, kind: str = "ReplicaSet") -> dict:
@@ -263,7 +263,7 @@ def test_most_recently_admitted_means_the_charge_time_not_the_creation_time():
                  Pod("y").queue("lq").cpu("2").priority(0).created(5).node("n1").obj(), clock=clock)
     v = decide(s, pod_info(s, "team-a", "x"))
     assert v.admit
-    s.commit_binding("uid-team-a-x", "n1", Charge("cq", v.assignment.flavors, v.assignment.usage))
+    s.bindings.commit("uid-team-a-x", "n1", Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert s.admitted["uid-team-a-x"].admitted_at == BASE_TIME + 100
     assert s.admitted["uid-team-a-y"].admitted_at == BASE_TIME + 5
     apply(s, Pod("p").queue("lq").cpu("2").priority(100).created(50).obj())
@@ -298,7 +298,7 @@ def test_heuristic_1_all_candidates_in_own_queue_allows_borrowing():
                  Pod("p").queue("lq").cpu("4").priority(100).created(10).obj())
     targets = quota_targets(s, "team-a", "p")
     assert why(targets) == {"team-a/a-low": IN_CLUSTER_QUEUE}
-    node_a = s.quota_node("a")
+    node_a = s.ledger.quota_node("a")
     assert node_a.usage[FR] - 2 * CPU + 4 * CPU > node_a.subtree[FR]       # it borrows once admitted
 
 
@@ -454,7 +454,7 @@ def test_fair_sharing_takes_from_the_queue_with_the_highest_share():
     a's nominal quota, so the reason is reclamation, as in Kueue's TestFairPreemptions "reclaim nominal from user
     using the most" (its FairSharingPreemptWithinNominal, on by default)."""
     s = fair_shares_state()
-    assert share(s, s.quota_node("b")).rounded == 333 and share(s, s.quota_node("c")).rounded == 166
+    assert share(s, s.ledger.quota_node("b")).rounded == 333 and share(s, s.ledger.quota_node("c")).rounded == 166
     targets = quota_targets(s, "team-a", "a1")
     assert why(targets) == {"team-b/b7": IN_COHORT_RECLAMATION, "team-b/b6": IN_COHORT_RECLAMATION}
 
@@ -469,7 +469,7 @@ def test_fair_sharing_weight_divides_a_queues_share():
     """seed 000 ClusterQueue 份额值: "份额值会根据 ClusterQueue 中定义的 .spec.fairSharing.weight 进行加权" - with
     weight 3, b's 333 becomes 111, below c's 166: c loses its newest pods first."""
     s = fair_shares_state(weight_b=3)
-    assert share(s, s.quota_node("b")).rounded == 111
+    assert share(s, s.ledger.quota_node("b")).rounded == 111
     assert keys(quota_targets(s, "team-a", "a1"))[0] == "team-c/c5"
 
 
@@ -574,7 +574,7 @@ def test_fence_keeps_a_preemptor_inside_from_taking_victims_outside():
     """seed 002 抢占范围 / law 7: "任务不能抢占其抢占范围外的任务" - t1 sits under the fenced cohort tenant-1:
     of the borrowing queues only t1b (inside) offers candidates, never t2 (outside)."""
     s = fenced_state("tenant-1")
-    assert preemption_fence(s, s.cluster_queues["t1"]) is s.quota_tree().cohorts["tenant-1"]
+    assert preemption_fence(s, s.cluster_queues["t1"]) is s.ledger.quota_tree().cohorts["tenant-1"]
     assert keys(candidates(s, "tenant-1", "t1-p")) == ["tenant-1/t1b-1"]
 
 
@@ -590,7 +590,7 @@ def test_fence_is_one_way_a_preemptor_outside_may_take_victims_inside():
 def test_fence_on_a_cluster_queue_confines_its_pods_to_their_own_queue():
     """seed 002 抢占范围: a fence on a leaf queue (队列 A) limits preemption to inside that queue."""
     s = fenced_state("t1")
-    assert preemption_fence(s, s.cluster_queues["t1"]) is s.quota_node("t1")
+    assert preemption_fence(s, s.cluster_queues["t1"]) is s.ledger.quota_node("t1")
     assert candidates(s, "tenant-1", "t1-p") == []
 
 
@@ -813,7 +813,7 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
     monkeypatch.setattr(choose, "find_candidates", spy)
     s = pdb_state(pdb("db", "team-a", {"app": "db"}, minAvailable=2))
     p = pod_info(s, "team-a", "h")
-    cq = s.queue_of(p)[1]
+    cq = s.store.queue_of(p)[1]
     a = assign(s, p, cq)
     oracle = oracle_module.PreemptionOracle(s, p, cq)     # as the flavor assigner asks it with two flavors
     oracle("default-flavor", a.usage)
@@ -822,7 +822,7 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
 
     def planned() -> list:
         with unchanged(s):
-            found, _ = preemption.plans(s, p, cq, a, sorted(s.nodes), lambda n: s.room(n, p.uid), True)
+            found, _ = preemption.plans(s, p, cq, a, sorted(s.nodes), lambda n: s.workloads.room(n, p.uid), True)
         return [(f.node, sorted(keys(f.targets))) for f in found]
 
     assert planned() == [("n2", ["team-a/web-1", "team-a/web-2"])]      # db-1, db-2: a last resort
@@ -935,7 +935,7 @@ def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates(
         found = find_candidates(s, pre, needs_of(pre), set())
         quota = quota_targets_of(s, pre, found)
         assert keys(quota) == ["team-a/l2"]
-        room = lambda n: s.room(n, pre.pod.uid)  # noqa: E731
+        room = lambda n: s.workloads.room(n, pre.pod.uid)  # noqa: E731
         first, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room)
         assert [(p.node, keys(p.targets)) for p in first] == [("n1", ["team-a/l2"])] and lost == {}
         every, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room, every=True)
@@ -1194,7 +1194,7 @@ def test_a_pod_refused_for_room_held_for_another_is_journaled(build_extender):
     journal (/debug) records the refusal as it records every other."""
     ext = build_extender(snapshot_yaml(*one_queue(32, nodes=("n1",)), Pod("other").queue("q").cpu("4").obj()))
     other = ext.state.pods["uid-team-a-other"]
-    ext.state.hold(other.uid, "n1", other.requests, None, {})
+    ext.state.workloads.hold_for_preemptor(other.uid, "n1", other.requests, None, {})
     answer = Verbs(ext).filter(Pod("p").queue("q").cpu("5").wire(), ["n1"])
     assert "the room on the offered nodes is held for other pods" in refused(answer, ["n1"])
     assert [e["outcome"] for e in ext.journal.entries if e["pod"] == "team-a/p"] == ["RoomHeld"]

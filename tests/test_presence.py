@@ -28,7 +28,7 @@ def cluster() -> list[dict]:
 
 
 def brute_force(state, cq: str) -> list[str]:
-    return [p.uid for p in state.pending_pods(cq) if not state.away(p.uid)]
+    return [p.uid for p in state.queues.pending_pods(cq) if not state.queues.away(p.uid)]
 
 
 def test_a_new_pod_is_present_then_away_once_overdue_and_back_when_due_again():
@@ -36,19 +36,19 @@ def test_a_new_pod_is_present_then_away_once_overdue_and_back_when_due_again():
     state = make_state(*cluster(), clock=clock)
     p = Pod("p").queue("lq").cpu("2").obj()
     apply(state, p)
-    assert [x.uid for x in state.present_pending("cq")] == [uid(p)] and not state.away(uid(p))
+    assert [x.uid for x in state.queues.present_pending("cq")] == [uid(p)] and not state.queues.away(uid(p))
     clock.now += OVERDUE + 0.5                       # kube-scheduler's activeQ holds it: away until tried
-    assert state.away(uid(p)) and list(state.present_pending("cq")) == []
-    state.tried(uid(p), refused=True)                # refused: backs off 1 s
-    assert state.away(uid(p))
+    assert state.queues.away(uid(p)) and list(state.queues.present_pending("cq")) == []
+    state.queues.tried(uid(p), refused=True)                # refused: backs off 1 s
+    assert state.queues.away(uid(p))
     clock.now += 1.0
-    assert [x.uid for x in state.present_pending("cq")] == [uid(p)]
+    assert [x.uid for x in state.queues.present_pending("cq")] == [uid(p)]
     for attempt in range(2, 8):                      # 2, 4, 8, then 10 s
-        state.tried(uid(p), refused=True)
+        state.queues.tried(uid(p), refused=True)
         clock.now += min(MAX_BACKOFF, 2 ** (attempt - 1)) - 0.01
-        assert state.away(uid(p)), attempt
+        assert state.queues.away(uid(p)), attempt
         clock.now += 0.01
-        assert not state.away(uid(p)), attempt
+        assert not state.queues.away(uid(p)), attempt
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -67,7 +67,7 @@ def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
         elif op < 0.55:
             p = pods[rng.choice(names)]
             if uid(p) in state.pods and not state.pods[uid(p)].node_name:
-                state.tried(uid(p), refused=rng.random() < 0.9)
+                state.queues.tried(uid(p), refused=rng.random() < 0.9)
         elif op < 0.75:
             clock.now += rng.choice([0.1, 0.5, 1.0, 2.5, 7.0])
         elif op < 0.82:
@@ -84,7 +84,7 @@ def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
         else:                                        # a LocalQueue repointed: its pods move queues
             apply(state, LocalQueue("lq2", "team-a").cluster_queue(rng.choice(["cq", "cq2"])).obj())
         for cq in ("cq", "cq2"):
-            assert [p.uid for p in state.present_pending(cq)] == brute_force(state, cq), f"step {step}"
+            assert [p.uid for p in state.queues.present_pending(cq)] == brute_force(state, cq), f"step {step}"
 
 
 def test_what_is_kept_stays_as_short_as_what_is_due_when_nothing_reads_it():
@@ -95,7 +95,7 @@ def test_what_is_kept_stays_as_short_as_what_is_due_when_nothing_reads_it():
     p = Pod("p").queue("lq").cpu("2").obj()
     apply(state, p)
     for _ in range(5_000):
-        state.tried(uid(p), refused=True)
+        state.queues.tried(uid(p), refused=True)
         clock.now += MAX_BACKOFF + OVERDUE + 0.1
-    presence = state.presence
+    presence = state.queues.presence
     assert len(presence._arrivals) + len(presence._leavings) <= 4

@@ -11,7 +11,7 @@ from app.config import Configuration
 from app.scheduler.scheduler import Scheduler
 from app.sim.invariant import violations
 from app.sim.run import run_file
-from app.state.cluster import ASSUMED_TTL
+from app.state.bindings import ASSUMED_TTL
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
 from helpers import FakeClock, Verbs, apply, make_state, one_queue, refusal
 
@@ -109,7 +109,7 @@ async def test_gang_that_preempts_for_quota_only_binds_no_member_before_the_vict
     assert "preempting 1 pod(s) so that all 2 members fit at once" in refusal(filter_(ext, g0))
     assert "waiting for 1 preempted pod(s) to leave" in refusal(filter_(ext, g1))
     assert "quota invariant" in await bind(ext, g1)          # kube-scheduler binding anyway is refused too
-    assert state.quota_refusals["cq"] == 1 and running_cpu(state) == 4000
+    assert state.ledger.quota_refusals["cq"] == 1 and running_cpu(state) == 4000
     await ext.actions.settle()                           # the victim is evicted at once (issue 21)
     assert writer.evicted == ["team-a/old"] and state.pods[old["metadata"]["uid"]].deleting
     assert "waiting for 1 preempted pod(s)" in refusal(filter_(ext, g0))     # terminating: still charged

@@ -659,14 +659,14 @@ async def test_timestamp_creation_keeps_the_original_place_eviction_goes_to_the_
                                                                                      timestamp):
     """Seed 003 timestamp: x (created first) is evicted at START+60s and its Job recreates it as x-r1 (created at
     the eviction). y was created between the two. With Creation, x-r1 sorts by x's creation time, ahead of y
-    (state.queue_key, the order of state.pending); with Eviction, by the eviction, behind y. BUG fixed (issue 13):
+    (state.queues.queue_key, the order of state.pending); with Eviction, by the eviction, behind y. BUG fixed (issue 13):
     /debug's pendingAhead counted by creation alone, so with Creation it put y ahead of x-r1, unlike admission."""
     x, y = owned("x", "x"), Pod("y").queue("q").cpu("2").created(10).wire()
     ext, clock = build(build_extender, wfpr(timeout="60s", requeuingStrategy={"timestamp": timestamp}),
                        quota=2, pending=[y])
     state = ext.state
     x_r1 = await timed_out_and_recreated(ext, clock, x)
-    k_x, k_y = state.queue_key(state.pods[uid(x_r1)]), state.queue_key(state.pods[uid(y)])
+    k_x, k_y = state.queues.queue_key(state.pods[uid(x_r1)]), state.queues.queue_key(state.pods[uid(y)])
     order = [state.pods[u].name for _, u in state.pending["cq"]]
     ahead = {state.pods[uid(p)].name: pending_ahead(state, state.pods[uid(p)], "cq") for p in (x_r1, y)}  # /debug
     if timestamp == "Creation":
@@ -798,7 +798,7 @@ def test_a_head_backing_off_does_not_reclaim_and_the_next_pod_is_the_head(build_
     assert ext.reclaim_for_heads() == 1
     assert set(state.holds) == {uid(y)}
 
-    state.release_hold(uid(y))
+    state.workloads.release_hold(uid(y))
     state.remove_pod(uid(y))
     clock.advance(61)                                                 # the backoff is over: x is the head again
     assert ext.reclaim_for_heads() == 1

@@ -228,7 +228,7 @@ def test_a_refusal_clears_when_its_cause_is_gone(rule, reason, holds_then, hold_
                        Pod("other").queue("lq").cpu("1").obj())
     if hold_now:
         other = pod_info(state, "team-a", "other")
-        state.hold(other.uid, "n1", other.requests, None, {})
+        state.workloads.hold_for_preemptor(other.uid, "n1", other.requests, None, {})
     assert cleared_cause(state, pod_info(state, "team-a", "p"), rule, reason, holds_then) == cause
 
 
@@ -241,7 +241,7 @@ def test_bind_counts_the_room_held_for_others_to_the_millicpu(cpu, refused_):
                        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
                        Pod("holder").queue("lq").cpu("4").obj(), Pod("p").queue("lq").cpu(cpu).obj())
     holder = pod_info(state, "team-a", "holder")
-    state.hold(holder.uid, "n1", holder.requests, None, {})
+    state.workloads.hold_for_preemptor(holder.uid, "n1", holder.requests, None, {})
     reason = room_refusal(state, pod_info(state, "team-a", "p"), "n1")
     assert bool(reason) is refused_ and (not reason or "room held there for other pods" in reason)
 
@@ -263,7 +263,7 @@ def test_nodes_for_at_the_held_room_boundary(passing, hold_for, p_cpu, taken):
                        Pod("other").queue("lq").cpu("4").obj(), Pod("p").queue("lq").cpu(p_cpu).obj())
     if hold_for:
         holder = pod_info(state, "team-a", hold_for)
-        state.hold(holder.uid, "n1", holder.requests, None, {})
+        state.workloads.hold_for_preemptor(holder.uid, "n1", holder.requests, None, {})
     got = nodes_for(state, pod_info(state, "team-a", "p"), frozenset({"default-flavor"}), passing, 2)
     assert (got.rule if isinstance(got, Refuse) else got) == taken
 

@@ -33,7 +33,7 @@ def cluster():
 ])
 def test_a_running_pod_is_charged_to_the_flavor_its_node_belongs_to(node_name, requests, flavors):
     s = cluster()
-    assert running_flavors(s.cluster_queues["q"], requests, node_name, s.node_in_flavor) == flavors
+    assert running_flavors(s.cluster_queues["q"], requests, node_name, s.ledger.node_in_flavor) == flavors
 
 
 @pytest.mark.parametrize("labels,selected", [

@@ -32,7 +32,7 @@ def sizes(kit, metrics) -> dict:
             "evictions done": len(ext.actions.done), "announced": len(ext.writer._announced),
             "timed out": len(ext.timed_out), "pods": len(state.pods), "holds": len(state.holds),
             "reservations": len(state.reservations), "learned": len(state.learned), "skips": sum(state.skips.values()),
-            "expiry heap": len(state._expiry)}
+            "expiry heap": len(state.workloads._expiry)}
 
 
 async def test_steady_reconcile_and_refusal_cycles_add_nothing(tmp_path):

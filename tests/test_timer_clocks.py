@@ -63,18 +63,18 @@ def test_reservations_holds_and_learned_pods_neither_expire_early_nor_live_for_e
     a, b = Pod("a").queue("lq").cpu("1").obj(), Pod("b").queue("lq").cpu("1").obj()
     state = make_state(*cluster(), a, b, clock=clock)
     cfg = state.config
-    state.reserve(uid(a), Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
-    state.hold(uid(b), "n1", {"cpu": CPU}, None, {})
-    state.learn_pod(decode_pod(Pod("ghost").queue("lq").cpu("1").obj()))
-    state.forget_stale_learned()
+    state.workloads.reserve(uid(a), Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): CPU}))
+    state.workloads.hold_for_preemptor(uid(b), "n1", {"cpu": CPU}, None, {})
+    state.learned_pods.learn_pod(decode_pod(Pod("ghost").queue("lq").cpu("1").obj()))
+    state.learned_pods.forget_stale_learned()
     clock.advance(10)
     clock.step(step)
-    state.expire_reservations()
+    state.expire_lapsed()
     # before (+120 s): the 30 s reservation and the 60 s hold ended 10 s in
     assert uid(a) in state.reservations and uid(b) in state.holds
     clock.advance(max(cfg.reservation_timeout, cfg.preemption_hold_timeout, cfg.learned_pod_timeout) + 1)
-    state.expire_reservations()
-    state.forget_stale_learned()
+    state.expire_lapsed()
+    state.learned_pods.forget_stale_learned()
     # before (-1 h): all three lived an hour longer
     assert uid(a) not in state.reservations and uid(b) not in state.holds
     assert "ghost" not in {p.name for p in state.pods.values()}
@@ -84,19 +84,19 @@ def test_a_binding_the_api_never_showed_is_given_up_after_its_guard_without_wait
     """The API answered an unbinding event while Quotient's own binding was unconfirmed (a restored API server lost
     it, say), and nothing else comes of the pod: the reconcile takes the API's word once ASSUMED_TTL has passed on
     the timer, rather than keep the pod charged until some later event of it (found by test_api_truth_faults)."""
-    from app.state.cluster import ASSUMED_TTL
+    from app.state.bindings import ASSUMED_TTL
     from helpers import apply
 
     clock = FakeClock()
     pod = Pod("p").queue("lq").cpu("4").obj()
     state = make_state(*cluster("4"), pod, clock=clock)
     charge = Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 4 * CPU})
-    assert state.commit_binding(uid(pod), "n1", charge) == ""
+    assert state.bindings.commit(uid(pod), "n1", charge) == ""
     apply(state, pod)                                   # the API's word: unbound (held back: the guard)
-    assert state.pods[uid(pod)].node_name == "n1" and uid(pod) in state.held_back
+    assert state.pods[uid(pod)].node_name == "n1" and uid(pod) in state.bindings.held_back
     clock.advance(ASSUMED_TTL - 1)
-    assert state.expire_assumed() == 0 and uid(pod) in state.admitted
+    assert state.bindings.expire_assumed() == 0 and uid(pod) in state.admitted
     clock.advance(2)
-    assert state.expire_assumed() == 1
+    assert state.bindings.expire_assumed() == 1
     assert state.pods[uid(pod)].node_name == "" and uid(pod) not in state.admitted
-    assert not state.assumed and not state.held_back
+    assert not state.assumed and not state.bindings.held_back

@@ -219,7 +219,7 @@ async def test_a_preemption_through_kube_schedulers_preempt_verb_is_suffered_by_
     low, high = Pod("low").queue("q").cpu("4").priority(1).wire(), Pod("high").queue("q").cpu("4").priority(100).wire()
     verbs = Verbs(ext)
     await admit(verbs, low)
-    low_uid = ext.state.pod_by_key("team-a/low").uid
+    low_uid = ext.state.store.pod_by_key("team-a/low").uid
     node = ext.state.pods[low_uid].node_name
     answer = verbs.preempt(high, {node: [low_uid]})           # kube-scheduler's dry run named low
     assert answer["NodeNameToMetaVictims"][node]["Pods"] == [{"UID": low_uid}]
@@ -428,7 +428,7 @@ async def test_on_loopback_the_main_port_answers_only_requests_addressed_to_a_lo
     assert ours == [200] * 6 and filtered.json()["NodeNames"] == ["od-1", "od-2"]
     assert [r.status_code for r in theirs] == [400, 400, 400, 400]
     assert "not to 'attacker.example'" in theirs[0].json()["error"]
-    assert ext.state.pod_by_key("team-a/wait-1").node_name in ("", None)      # the foreign bind did nothing
+    assert ext.state.store.pod_by_key("team-a/wait-1").node_name in ("", None)      # the foreign bind did nothing
     assert "team-b/small" not in [e["pod"] for e in ext.journal.recent(10)]
 
 

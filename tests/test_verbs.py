@@ -516,7 +516,7 @@ async def test_hold_and_drain_evicts_what_the_queue_admitted(load_extender):
     ext = load_extender(small(running("running", "q", "2", "spot-1").obj(), stopPolicy="HoldAndDrain"))
     assert usage(ext, "small-cq", "default-flavor") == 2 * CPU
     assert await ext.reconcile() == 1
-    assert ext.state.pod_by_key("team-a/running") is None
+    assert ext.state.store.pod_by_key("team-a/running") is None
     assert usage(ext, "small-cq", "default-flavor") == 0 and ext.writer.evictions == 1
     assert ext.journal.entries[-1]["outcome"] == "Evicted" and "HoldAndDrain" in ext.journal.entries[-1]["reason"]
     assert await ext.reconcile() == 0

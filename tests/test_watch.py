@@ -95,7 +95,7 @@ async def test_events_applied_in_order(fake_api, api_client):
         await until(lambda: source.ready)
         state = source.state
         fake_api.apply(Pod("a").queue("lq").cpu("1").phase("Pending").obj())
-        await until(lambda: "team-a/a" in state.uid_by_key, what="ADDED")
+        await until(lambda: "team-a/a" in state.store.uid_by_key, what="ADDED")
         assert cq_cpu(state, "cq-a") == 0
         fake_api.apply(Pod("a").queue("lq").cpu("1").node("n2").phase("Running").obj())
         await until(lambda: cq_cpu(state, "cq-a") == CPU, what="MODIFIED")
@@ -193,7 +193,7 @@ async def test_gone_relists_and_reconciles(fake_api, api_client):
         await until(lambda: source.relists["Pod"] == 1, what="relist")
         assert sorted(p.name for p in state.pods.values()) == ["p1", "p2", "p3", "p9"]
         assert state.pods["uid-team-a-p1"].node_name == "n2"
-        assert state.uid_by_key["team-a/p2"] == "new-uid" and "uid-team-a-p2" not in state.pods
+        assert state.store.uid_by_key["team-a/p2"] == "new-uid" and "uid-team-a-p2" not in state.pods
         assert cq_cpu(state, "cq-a") == (3 + 2 + 1 + 1) * CPU
         assert fingerprint(state) == fingerprint(await fresh_state(api_client))
         assert source.errors[("Pod", "expired")] == 1
@@ -236,8 +236,8 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
         fake_api.apply(bad)
         fake_api.apply(Pod("w").queue("lq").cpu("1").node("n1").phase("Running").obj() | {"spec": "not a mapping"})
         fake_api.apply(Pod("v").queue("lq").cpu("1").node("n1").phase("Running").obj())
-        await until(lambda: "team-a/v" in state.uid_by_key and not fake_api.faults, what="after garbage")
-        assert "team-a/u" in state.uid_by_key and "team-a/w" not in state.uid_by_key
+        await until(lambda: "team-a/v" in state.store.uid_by_key and not fake_api.faults, what="after garbage")
+        assert "team-a/u" in state.store.uid_by_key and "team-a/w" not in state.store.uid_by_key
         assert cq_cpu(state, "cq-a") == 2 * CPU
         assert source.errors[("Pod", "undecodable event")] == 3
         assert state.cluster_queues["cq-c"].cohort == ""                   # last good version kept

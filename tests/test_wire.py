@@ -235,7 +235,7 @@ async def test_bind_after_filter_answers_error_key(wire_ext, api):
     answer = r.json()
     assert set(answer) == {"Error"}
     assert answer["Error"] == ""
-    pod = wire_ext.state.pod_by_key("e2e/plain-1")
+    pod = wire_ext.state.store.pod_by_key("e2e/plain-1")
     assert pod is not None and pod.node_name == "node-a"
     assert pod.uid not in wire_ext.state.admitted          # unmanaged: no quota charged
     assert wire_ext.state.node_requested["node-a"]["cpu"] == 100

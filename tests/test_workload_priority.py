@@ -99,7 +99,7 @@ def test_the_queue_orders_by_the_workload_priority_not_the_pods():
     s = queue_state(PriorityClass("high", 5000).obj(), DEV.obj(), PROD.obj(),
                     Pod("old-dev").queue("q").cpu("1").priority_class("high").workload_priority("dev").created(1).obj(),
                     Pod("new-prod").queue("q").cpu("1").workload_priority("prod").created(2).obj())
-    assert [p.name for p in s.pending_pods("cq")] == ["new-prod", "old-dev"]
+    assert [p.name for p in s.queues.pending_pods("cq")] == ["new-prod", "old-dev"]
 
 
 def test_a_pod_behind_a_higher_workload_priority_waits_for_it():
@@ -175,10 +175,10 @@ def test_a_changed_class_value_reorders_the_queue_and_updates_running_pods():
     s = queue_state(DEV.obj(), PROD.obj(), Pod("r").queue("q").cpu("1").workload_priority("dev").node("n1").obj(),
                     Pod("a").queue("q").cpu("1").workload_priority("dev").created(1).obj(),
                     Pod("b").queue("q").cpu("1").workload_priority("prod").created(2).obj())
-    assert [p.name for p in s.pending_pods("cq")] == ["b", "a"]
+    assert [p.name for p in s.queues.pending_pods("cq")] == ["b", "a"]
     generation = s.generation
     apply(s, WorkloadPriorityClass("dev", 2000).obj())
-    assert [p.name for p in s.pending_pods("cq")] == ["a", "b"]
+    assert [p.name for p in s.queues.pending_pods("cq")] == ["a", "b"]
     assert pod_info(s, "team-a", "r").priority == 2000 and s.generation > generation
 
 
@@ -202,13 +202,13 @@ def test_a_missing_class_keeps_a_new_pod_out_of_the_queue_with_a_reason_until_it
     assert (typo.admit, typo.rule) == (False, "WorkloadPriorityClassNotFound")
     assert typo.reason == ("WorkloadPriorityClass urgnet does not exist (pod label kueue.x-k8s.io/priority-class); "
                            "like Kueue, Quotient queues no workload until it does: create it, or fix the label")
-    assert list(s.pending_pods("cq")) == []
+    assert list(s.queues.pending_pods("cq")) == []
     assert decide_pod(s, Pod("next").queue("q").cpu("4").created(2).obj()).admit
     cleared = lambda: cleared_cause(s, pod_info(s, "team-a", "typo"), typo.rule, typo.reason, set())  # noqa: E731
     assert cleared() == ""
     apply(s, WorkloadPriorityClass("urgnet", 10).obj())
     assert cleared() == "WorkloadPriorityClassCreated"      # /debug and quotient_refusals_cleared_total say so
-    assert [p.name for p in s.pending_pods("cq")] == ["typo", "next"]
+    assert [p.name for p in s.queues.pending_pods("cq")] == ["typo", "next"]
     assert decide_pod(s, Pod("typo").queue("q").cpu("4").workload_priority("urgnet").created(1).obj()).admit
 
 
@@ -219,7 +219,7 @@ def test_a_label_naming_a_missing_class_leaves_a_queued_pod_its_place():
                     Pod("b").queue("q").cpu("1").workload_priority("dev").obj())
     apply(s, Pod("a").queue("q").cpu("1").workload_priority("ghost").obj(),
           Pod("b").queue("q").cpu("1").workload_priority("ghost").obj())
-    assert [(p.name, p.priority, p.priority_from, p.missing_priority_class) for p in s.pending_pods("cq")] == [
+    assert [(p.name, p.priority, p.priority_from, p.missing_priority_class) for p in s.queues.pending_pods("cq")] == [
         ("b", 100, "WorkloadPriorityClass dev", ""), ("a", 0, "spec.priority", "")]
 
 
@@ -248,7 +248,7 @@ def test_a_deleted_class_leaves_the_priority_it_gave():
     for name in ("run", "wait"):
         p = pod_info(s, "team-a", name)
         assert (p.priority, p.priority_from, p.missing_priority_class) == (100, "WorkloadPriorityClass dev", "")
-    assert [p.name for p in s.pending_pods("cq")] == ["wait"]
+    assert [p.name for p in s.queues.pending_pods("cq")] == ["wait"]
 
 
 def test_a_snapshot_pod_naming_no_workload_priority_class_is_an_error(tmp_path):
@@ -300,11 +300,11 @@ async def test_live_mode_watches_workload_priority_classes_in_the_served_version
             async with Running(client) as source:
                 await until(lambda: source.ready, what="initial list")
                 state = source.state
-                assert [p.name for p in state.pending_pods("cq")] == ["b", "a"]
+                assert [p.name for p in state.queues.pending_pods("cq")] == ["b", "a"]
                 api.apply(as_v1beta2(WorkloadPriorityClass("dev", 5000).obj()))
-                await until(lambda: [p.name for p in state.pending_pods("cq")] == ["a", "b"], what="reordered")
+                await until(lambda: [p.name for p in state.queues.pending_pods("cq")] == ["a", "b"], what="reordered")
                 api.delete("WorkloadPriorityClass", None, "dev", "kueue.x-k8s.io/v1beta2")
-                await until(lambda: "dev" not in state.workload_priority_classes, what="deleted")
+                await until(lambda: "dev" not in state.store.workload_priority_classes, what="deleted")
                 assert pod_info(state, "team-a", "a").priority == 5000
         finally:
             await client.close()

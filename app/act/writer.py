@@ -41,7 +41,7 @@ class SnapshotWriter:
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         self.bindings += 1
-        self.state.spoken_for(pod.uid)       # no API to confirm it: the binding stands as made
+        self.state.learned_pods.spoken_for(pod.uid)       # no API to confirm it: the binding stands as made
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         if pod.uid in self.state.pods:

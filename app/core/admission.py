@@ -71,7 +71,7 @@ def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
     oracle = PreemptionOracle(state, pod, cq)
-    assignment = assign_flavors(state.quota_requests(pod), cq, state.quota_node(cq.name), state.flavors,
+    assignment = assign_flavors(state.ledger.quota_requests(pod), cq, state.ledger.quota_node(cq.name), state.flavors,
                                 pod.tolerations, pod.node_selector, has_nodes, oracle)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
     return assignment
@@ -113,7 +113,7 @@ def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verd
     if cq.namespace_selector is None:
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"ClusterQueue {cq.name} has no namespaceSelector, which "
                            "selects no namespace (as in Kueue); set namespaceSelector: {} for all", cq.name)
-    if not cq.namespace_selector.matches(state.namespace_labels(pod.namespace)):
+    if not cq.namespace_selector.matches(state.store.namespace_labels(pod.namespace)):
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {pod.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
@@ -172,8 +172,8 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: b
     passed over."""
     own = group_of(pod) if pod is not None else ""
     cfg = state.config.wait_for_pods_ready
-    before = state.queue_key(pod) if pod is not None else None
-    walk = state.present_pending if present else state.pending_pods
+    before = state.queues.queue_key(pod) if pod is not None else None
+    walk = state.queues.present_pending if present else state.queues.pending_pods
 
     def others() -> Iterator[PodInfo]:
         for other in walk(cq.name, before=before):
@@ -236,7 +236,7 @@ def _charge_one_more(overlay: Overlay, charges: list, one: tuple[str, dict[FR, i
 
 def _cohort_queues(state: ClusterView, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
     """The other ClusterQueues of cq's cohort tree that admit anything, with their quota nodes."""
-    stack = [state.quota_node(cq.name).root()]
+    stack = [state.ledger.quota_node(cq.name).root()]
     while stack:
         current = stack.pop()
         stack.extend(current.children)
@@ -258,7 +258,7 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
     share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
     A pod group counts once, as one workload (_workloads).
     They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first)."""
-    node = state.quota_node(cq.name)
+    node = state.ledger.quota_node(cq.name)
     fair = state.config.fair_sharing
     share = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
     height = mine.height if mine is not None else 1
@@ -267,7 +267,7 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
         for other_cq, current in _cohort_queues(state, cq):
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
             shapes = state.pending_shapes.get(current.name, ())
-            for other in _workloads(state, state.present_pending(current.name)):   # one backing off keeps nothing
+            for other in _workloads(state, state.queues.present_pending(current.name)):   # one backing off keeps nothing
                 if len(passed_over) >= len(shapes):
                     break                    # every shape of its queue is passed over: so is every pod left
                 shape = walk_shape(other)
@@ -394,7 +394,7 @@ def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | 
     cq, refusal = resolve(state, pod)
     if refusal is not None:
         return refusal
-    overrun = state.overrun(cq.name)
+    overrun = state.ledger.overrun(cq.name)
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
@@ -403,7 +403,7 @@ def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | 
         return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
         a = assign(state, pod, cq, has_nodes)
-        level = borrowing_level(state.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
+        level = borrowing_level(state.ledger.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",

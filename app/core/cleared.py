@@ -39,7 +39,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
     key = gangs.group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:
-        if held.left(state.pods) or (key and group_over_quota(state, state.members(key))):
+        if held.left(state.pods) or (key and group_over_quota(state, state.store.members(key))):
             return ""
         return VICTIMS_GONE
     if rule in (WAITING_FOR_VICTIMS, PREEMPTING, GROUP_PREEMPTING):
@@ -51,8 +51,8 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
     if key:
         if rule == GROUP_INCOMPLETE:
             size = gangs.expected_size(state, pod)
-            return GROUP_COMPLETE if size is not None and len(state.members(key)) >= size else ""
-        pending = gangs.pending_members(state, state.members(key))
+            return GROUP_COMPLETE if size is not None and len(state.store.members(key)) >= size else ""
+        pending = gangs.pending_members(state, state.store.members(key))
         if not pending:
             return ""
         verdict = decide(state, gangs.as_workload(key, pending))
@@ -64,7 +64,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
             state.blocked.remember(state, pod, verdict)
     if verdict.admit and verdict.managed:
         a = verdict.assignment
-        if state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
+        if state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage)):
             return ""
         return QUOTA_FREED if rule in QUOTA_RULES else QUEUE_CHANGED
     if "preemption delay" in reason and may_reclaim(verdict):

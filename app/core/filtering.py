@@ -39,5 +39,5 @@ def reservation(state: ClusterView, verdict: Verdict) -> Charge | Refuse:
     gone; the quota still holds them until they are, so nothing is reserved over it."""
     a = verdict.assignment
     charge = Charge(verdict.cluster_queue, a.flavors, a.usage)
-    over = state.over_quota(charge)
+    over = state.ledger.over_quota(charge)
     return Refuse(VICTIMS_STILL_RUNNING, still_running(over), verdict.cluster_queue) if over else charge

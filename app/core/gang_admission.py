@@ -103,7 +103,7 @@ def group_over_quota(state: ClusterView, members) -> str:
             queue = r.charge.cluster_queue
             for fr, v in r.charge.usage.items():
                 total[fr] = total.get(fr, 0) + v
-    return state.over_quota(Charge(queue, {}, total)) if total else ""
+    return state.ledger.over_quota(Charge(queue, {}, total)) if total else ""
 
 
 def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
@@ -117,7 +117,7 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
     a = verdict.assignment
     candidates = sorted(flavor_nodes(state, a), key=lambda n: n not in on_offer)
     allowed = node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
-    rooms = state.rooms()
+    rooms = state.workloads.rooms()
     placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
     victims: dict[str, tuple[str, str]] = {}
     if placement is None:
@@ -133,11 +133,11 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
             return Refuse(GROUP_UNPLACEABLE if verdict.admit else verdict.rule,
                           f"{whole}: {problem}; no preemption: {why}", verdict.cluster_queue)
         victims = {m.uid: (t.reason, victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
-    over = "" if victims else state.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
+    over = "" if victims else state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
     if over:            # the plan counts others' victims as gone; the quota still holds them
         return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key), verdict.cluster_queue)
     holds = [Hold(m.uid, placement[m.uid], m.requests,
-                  Charge(verdict.cluster_queue, a.flavors, quota_usage(state.quota_requests(m), a.flavors)), victims)
+                  Charge(verdict.cluster_queue, a.flavors, quota_usage(state.ledger.quota_requests(m), a.flavors)), victims)
              for m in pending]
     return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
 

@@ -58,7 +58,7 @@ def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]
     """The members of pod's group to admit now, or [] when the group cannot be admitted: its size is
     unknown, not all its members exist, nothing is left to place, its members name several queues, or one
     names a WorkloadPriorityClass that does not exist (the group is no workload yet)."""
-    members = state.members(key)
+    members = state.store.members(key)
     size = expected_size(state, pod)
     if size is None or len(members) < size or len({m.queue_name for m in members}) != 1 \
             or any(m.missing_priority_class for m in members):

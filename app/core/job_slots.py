@@ -15,7 +15,7 @@ from .view import ClusterView
 def queue_changed(state: ClusterView, pod: PodInfo, cluster_queue: str) -> bool:
     """The pod's queue no longer leads to its admitted workload's ClusterQueue: not that workload's slot, so the
     workload is evicted (its pods are admitted again as a new workload)."""
-    _, cq = state.queue_of(pod)
+    _, cq = state.store.queue_of(pod)
     return cq is None or cq.name != cluster_queue
 
 

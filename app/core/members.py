@@ -27,7 +27,7 @@ def released_at_bind(state: ClusterView, pod: PodInfo) -> list[PodInfo]:
     """The pod changed since filter reserved for it: filter decides on it as it is now, with its group (all or
     nothing), so the pod and its group's unbound members give back what they hold."""
     key = state.reservations[pod.uid].decided.group
-    return unbound([pod, *(state.members(key) if key else ())])
+    return unbound([pod, *(state.store.members(key) if key else ())])
 
 
 def alone_at_bind(pod: PodInfo, node: str) -> str:

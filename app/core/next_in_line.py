@@ -54,7 +54,7 @@ def heads(state: ClusterView) -> list[tuple[PodInfo, Verdict]]:
 
 def _workload_of(state: ClusterView, pod: PodInfo) -> PodInfo:
     key = group_of(pod)
-    members = [m for m in state.members(key) if not m.node_name] if key else []
+    members = [m for m in state.store.members(key) if not m.node_name] if key else []
     return as_workload(key, members) if members else pod
 
 
@@ -78,13 +78,13 @@ def _first_admissible(state: ClusterView, cq) -> tuple[PodInfo, Verdict] | None:
 
 def _expected(state: ClusterView, workload: PodInfo) -> bool:
     key = group_of(workload)
-    pods = state.members(key) if key else [workload]
-    return any(state.expected(m.uid) for m in pods if not m.node_name)
+    pods = state.store.members(key) if key else [workload]
+    return any(state.queues.expected(m.uid) for m in pods if not m.node_name)
 
 
 def _order(state: ClusterView, workload: PodInfo, verdict: Verdict) -> tuple:
     borrows = bool(verdict.assignment is not None and verdict.assignment.borrowing)
-    return borrows, state.queue_key(workload)
+    return borrows, state.queues.queue_key(workload)
 
 
 def _shown(workload: PodInfo) -> str:

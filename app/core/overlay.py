@@ -18,7 +18,7 @@ class Overlay:
 
     def charge(self, key, cluster_queue: str, usage: dict[FR, int], sign: int = 1) -> None:
         """Charge usage (sign -1: remove it) to the ClusterQueue's node, and above it as core.quota does."""
-        node = self.view.quota_node(cluster_queue)
+        node = self.view.ledger.quota_node(cluster_queue)
         if node is not None:
             charge(node, usage, sign)
         self._applied[key] = (node, usage, sign)

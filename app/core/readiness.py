@@ -172,7 +172,7 @@ def timeouts(state: ClusterView, now: float) -> list[Requeue]:
         why = timed_out(record, cfg, now)
         if not why:
             continue
-        members = state.unit_members(unit)
+        members = state.pods_ready.unit_members(unit)
         if not members:
             out.append(Requeue(unit, "", 0, 0.0, False, None, "", (), ()))
             continue

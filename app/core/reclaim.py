@@ -25,7 +25,7 @@ def queue_heads(state: ClusterView, gate: Callable[[PodInfo], str]) -> Iterator[
     or deactivated under waitForPodsReady, as in Kueue it is out of the queue meanwhile; or every one
     while blockAdmission waits) is not a head, and a head already preempting is skipped."""
     for cq_name in list(state.pending):
-        head = next((p for p in state.pending_pods(cq_name) if not gate(p)), None)
+        head = next((p for p in state.queues.pending_pods(cq_name) if not gate(p)), None)
         if head is not None and head.uid not in state.holds:
             yield head
 
@@ -47,7 +47,7 @@ def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, P
     if why:
         return Refuse(MAY_NOT_PREEMPT, why, cq.name)
     a = verdict.assignment
-    found, why = plans(state, pod, cq, a, flavor_nodes(state, a), state.rooms(pod.uid))
+    found, why = plans(state, pod, cq, a, flavor_nodes(state, a), state.workloads.rooms(pod.uid))
     if not found:
         return Refuse(NO_PREEMPTION, why, cq.name)
     best = found[0]
@@ -61,7 +61,7 @@ def outside_holds(state: ClusterView, pod: PodInfo, nodes: list[str]) -> list[st
     held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
     if held_nodes.isdisjoint(nodes):
         return nodes
-    room = state.rooms(pod.uid)
+    room = state.workloads.rooms(pod.uid)
     return [n for n in nodes if n not in held_nodes or not shortfall(pod.requests, room(n))]
 
 

@@ -18,7 +18,7 @@ class OfferedNodes:
     def on_offer(self, state, flavors: frozenset) -> tuple[list[str], bytes]:
         """The offered names in every one of the flavors, and the same as a JSON array."""
         known = self._per_flavors.get(flavors)
-        if known is not None and known[0] == state.membership_generation:
+        if known is not None and known[0] == state.ledger.membership_generation:
             return known[1], known[2]
         names = self.names
         for flavor in sorted(flavors):
@@ -26,7 +26,7 @@ class OfferedNodes:
             if members is not None:
                 names = list(filter(members.__contains__, names))
         encoded = orjson.dumps(names)
-        self._per_flavors[flavors] = (state.membership_generation, names, encoded)
+        self._per_flavors[flavors] = (state.ledger.membership_generation, names, encoded)
         return names, encoded
 
     def has_nodes(self, state, flavor: str) -> bool:

@@ -179,23 +179,23 @@ class StateCollector:
                                      "batch/v1 Jobs waited for: a pod whose Job the API's Job list did not have was "
                                      "seen (the Job and Pod watches are not ordered), and the Job's pods waited up to "
                                      "jobWaitTimeout for it (JobNotSeen); once per Job.")
-        waited.add_metric([], state.job_wait_counts.get("waited", 0))
+        waited.add_metric([], state.job_workloads.job_wait_counts.get("waited", 0))
         never = CounterMetricFamily("quotient_job_waits_expired",
                                     "Jobs waited for that did not come within jobWaitTimeout: missing, not late (deleted "
                                     "with --cascade=orphan, or an owner reference another tool wrote); their pods were "
                                     "judged as plain pods of their LocalQueue.")
-        never.add_metric([], state.job_wait_counts.get("expired", 0))
+        never.add_metric([], state.job_workloads.job_wait_counts.get("expired", 0))
         refused = CounterMetricFamily("quotient_quota_invariant_refusals",
                                       "Bindings refused because their charge would have taken the ClusterQueue or a "
                                       "Cohort above its quota (victims still running, or a race); each one a pod "
                                       "that waits instead of an over-admission.", labels=q)
-        for name, n in sorted(state.quota_refusals.items()):
+        for name, n in sorted(state.ledger.quota_refusals.items()):
             refused.add_metric([name], n)
         overruns = CounterMetricFamily("quotient_quota_overruns",
                                        "Changes of bound pods the API took (queue label moved, resized in place, bound "
                                        "by another) that put their ClusterQueue or its Cohort above quota; the queue "
                                        "admits nothing until it is back within.", labels=q)
-        for name, n in sorted(state.overrun_counts.items()):
+        for name, n in sorted(state.ledger.overrun_counts.items()):
             overruns.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
                     reservation, usage, expired, forgotten, waited, never, refused, overruns)

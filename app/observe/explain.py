@@ -58,16 +58,16 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
         pod = decode_pod(obj)
     except InvalidObject as e:
         raise BadManifest(str(e)) from None
-    known = state.pod_by_key(pod.key)
+    known = state.store.pod_by_key(pod.key)
     meta = obj.get("metadata") or {}
     if known is not None and not meta.get("uid"):
         pod.uid = known.uid          # the same pod: not counted ahead of itself
     if pod.created is None:
         pod.created = state.clock()  # a pod created now queues behind the pods of its priority
-    state.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
-    has_nodes = (lambda flavor: any(state.node_in_flavor(n, flavor) for n in names)) if names is not None else None
+    state.store.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
+    has_nodes = (lambda flavor: any(state.ledger.node_in_flavor(n, flavor) for n in names)) if names is not None else None
     verdict = decide(state, pod, has_nodes)
-    lq, cq = state.queue_of(pod)
+    lq, cq = state.store.queue_of(pod)
     known_status = pod_status(state, known)[0] if known is not None else None
     view = {
         "pod": pod.key, **priority_view(pod), "preemptionPolicy": pod.preemption_policy,
@@ -82,7 +82,7 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
     if verdict.admit and verdict.managed:
         flavors = sorted(set(verdict.assignment.flavors.values())) if verdict.assignment else []
         candidates = names if names is not None else sorted(state.nodes)
-        passing = [n for n in candidates if all(state.node_in_flavor(n, f) for f in flavors)]
+        passing = [n for n in candidates if all(state.ledger.node_in_flavor(n, f) for f in flavors)]
         view["nodes"] = {"offered": len(candidates), "passing": len(passing), "outsideFlavor": len(candidates) - len(passing),
                          "names": passing[:NODES_SHOWN], "offeredFrom": "NodeNames" if names is not None else "every node"}
         if not passing:

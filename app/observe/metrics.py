@@ -153,7 +153,7 @@ class Metrics:
 
     # ---- workloads, as Kueue counts them: a Job or a pod group once ------------------------
     def quota_reserved_pod(self, pod, charge) -> None:
-        """ClusterState.on_reserved: a pod's reservation taken. Counted once per workload: not for a pod of a
+        """ClusterState.workloads.on_reserved: a pod's reservation taken. Counted once per workload: not for a pod of a
         workload that already holds quota (a group's other members, a Job's pod taking a slot of its admitted
         workload), nor for the same pod reserved again."""
         state = self.state
@@ -163,7 +163,7 @@ class Metrics:
         self.workload_event("quota_reserved", pod, charge)
 
     def admitted_pod(self, pod, charge) -> None:
-        """ClusterState.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
+        """ClusterState.ledger.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
         its pods (for a Job, the first since it was admitted)."""
         state = self.state
         job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
@@ -192,7 +192,7 @@ class Metrics:
         """Seconds since the workload was queued, as Kueue's QueuedWaitTime: its creation, here its oldest live
         pod's (pods a workload requeued after an eviction gets are made anew, at its requeue)."""
         state = self.state
-        created = [p.created for p in map(state.pods.get, state.groups.get(workload_key(pod), ()))
+        created = [p.created for p in map(state.pods.get, state.store.groups.get(workload_key(pod), ()))
                    if p is not None and p.created is not None]
         if pod.created is not None:
             created.append(pod.created)
@@ -220,7 +220,7 @@ class Metrics:
     def _count_preemption(self, entry: dict) -> None:
         """A victim evicted (reclaim Preempted, about the victim): counted under its preemptor's ClusterQueue,
         once per workload (a Job's or a pod group's other members evicted with it are not counted again)."""
-        victim = self.state.pod_by_key(entry.get("pod") or "")
+        victim = self.state.store.pod_by_key(entry.get("pod") or "")
         if victim is not None and not self._preempted.first(self.state, victim):
             return
         queue = self._preemptor_queue(entry.get("preemptor"))
@@ -233,7 +233,7 @@ class Metrics:
         state = self.state
         pod = state.pods.get(uid) if isinstance(uid, str) else None
         if pod is not None:
-            _, cq = state.queue_of(pod)
+            _, cq = state.store.queue_of(pod)
             if cq is not None:
                 return cq.name
         held = state.reservations.get(uid) if isinstance(uid, str) else None

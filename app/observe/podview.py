@@ -121,7 +121,7 @@ def _section_from(entries: list[dict], key: str) -> object:
 
 def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=None) -> dict:
     key = f"{namespace}/{name}"
-    pod = state.pod_by_key(key)
+    pod = state.store.pod_by_key(key)
     entries = journal.of_pod(key)
     if pod is None and not entries:
         raise NotFound(f"pod {key} is not known to Quotient: no such pod in its state and no decision "
@@ -129,7 +129,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
     status, detail = pod_status(state, pod)
     view: dict = {"pod": key, "status": status, "statusDetail": detail}
     if pod is not None:
-        lq, cq = state.queue_of(pod)
+        lq, cq = state.store.queue_of(pod)
         view.update({
             "uid": pod.uid, "phase": pod.phase, "node": pod.node_name or None, **priority_view(pod),
             "priorityClass": pod.priority_class or None, "created": rfc3339(pod.created),

@@ -67,9 +67,9 @@ def admitted_uids(state, cq_name: str) -> set[str]:
 
 def pending_ahead(state, pod, cq_name: str) -> int:
     """Pending pods ahead of pod in its ClusterQueue's order (within maxQueueScan), itself excluded: the order
-    admission uses (state.queue_key: with requeuingStrategy.timestamp Creation a requeued workload keeps its
+    admission uses (state.queues.queue_key: with requeuingStrategy.timestamp Creation a requeued workload keeps its
     first place)."""
-    return sum(1 for p in state.pending_pods(cq_name, before=state.queue_key(pod)) if p.uid != pod.uid)
+    return sum(1 for p in state.queues.pending_pods(cq_name, before=state.queues.queue_key(pod)) if p.uid != pod.uid)
 
 
 def workload_counts(state) -> dict[str, tuple[int, int, int]]:
@@ -132,7 +132,7 @@ def queue_status(state, name: str) -> tuple[str, str]:
     cq = state.cluster_queues[name]
     if cq.stop_policy != "None":
         return "stopped", f"stopPolicy {cq.stop_policy}"
-    overrun = state.overrun(name)
+    overrun = state.ledger.overrun(name)
     if overrun is not None:
         return "overQuota", overrun.refusal()
     return "active", ""
@@ -221,7 +221,7 @@ def pending_rows(state, journal, cq_name: str, limit: int) -> Iterator[dict]:
     Each row is one decision (up to a few milliseconds in a long BestEffortFIFO queue, as it
     charges the pods ahead), so a caller on the event loop may yield between rows; a pod bound
     or gone meanwhile is left out."""
-    pods = list(itertools.islice(state.pending_pods(cq_name), max(0, limit)))
+    pods = list(itertools.islice(state.queues.pending_pods(cq_name), max(0, limit)))
     for i, pod in enumerate(pods):
         if state.pods.get(pod.uid) is not pod or pod.uid in state.reservations:
             continue
@@ -304,14 +304,14 @@ def pods_ready_view(state, cq_name: str, limit: int = ADMITTED_SHOWN) -> dict:
     for unit, r in state.readiness.items():
         if r.ready_at is not None and r.unready_at is None:
             continue
-        members = state.unit_members(unit)
+        members = state.pods_ready.unit_members(unit)
         charge = next((state.admitted[m.uid] for m in members if m.uid in state.admitted), None)
         if charge is not None and charge.cluster_queue == cq_name:
             waiting.append({"workload": readiness.shown(unit), "pods": len(members),
                             "admittedAt": rfc3339(r.admitted_at), "unreadyAt": rfc3339(r.unready_at)})
     requeued: dict[str, dict] = {}
     if state.requeues:
-        for pod in state.pending_pods(cq_name):        # at most maxQueueScan
+        for pod in state.queues.pending_pods(cq_name):        # at most maxQueueScan
             key = readiness.requeue_key(pod)
             q = state.requeues.get(key)
             if q is not None and key not in requeued:

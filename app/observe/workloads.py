@@ -86,7 +86,7 @@ class Episodes:
         if len(self._by) >= self._limit:
             self._forget_gone(state)
             self._limit = max(EPISODES_KEPT, 2 * len(self._by))     # a walk per as many workloads again at most
-        self._by[key] = set(state.groups.get(key, ())) | {pod.uid}
+        self._by[key] = set(state.store.groups.get(key, ())) | {pod.uid}
         return True
 
     def _forget_gone(self, state) -> None:

@@ -30,7 +30,7 @@ class ObservedWriter:
         charge = self._state.admitted.get(pod.uid)
         if charge is not None:
             return charge.cluster_queue
-        _, cq = self._state.queue_of(pod)
+        _, cq = self._state.store.queue_of(pod)
         return cq.name if cq is not None else ""
 
     def __getattr__(self, name: str):

@@ -60,7 +60,7 @@ async def bind(ctx: Context, ask: BindAsk) -> Outcome:
     state, commit, node = ctx.state, ctx.commit, ask.node
     key = f"{ask.pod_namespace}/{ask.pod_name}"
     while True:
-        pod = state.pod_by_key(key)
+        pod = state.store.pod_by_key(key)
         busy = ctx.binding.get(pod.uid) if pod is not None else None
         if busy is None:
             break

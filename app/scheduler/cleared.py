@@ -31,7 +31,7 @@ def note_cleared(ctx: Context) -> int:
         alike = (pod.shape, r.rule) if r.rule in REMEMBERED and not group_of(pod) else (uid,)
         batch.setdefault(alike, []).append((pod, r))
     for refused in batch.values():
-        refused.sort(key=lambda pr: state.queue_key(pr[0]))
+        refused.sort(key=lambda pr: state.queues.queue_key(pr[0]))
         for pod, r in refused:
             if pod.uid not in state.holds:
                 ctx.commit.forget_stale_requeue(pod)      # a controller's new owner: its old requeues are gone

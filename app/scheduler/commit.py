@@ -23,38 +23,38 @@ class Commit:
     # ---- housekeeping before a decision ----------------------------------------------
     def expire(self) -> None:
         """Reservations and holds past their time end."""
-        self.state.expire_reservations()
+        self.state.expire_lapsed()
 
     def expire_assumed(self) -> None:
         """Assumed bindings the API has sent an unbinding for, past ASSUMED_TTL: its word is taken."""
-        self.state.expire_assumed()
+        self.state.bindings.expire_assumed()
 
     def forget_stale_learned(self) -> None:
-        self.state.forget_stale_learned()
+        self.state.learned_pods.forget_stale_learned()
 
     def forget_stale_requeue(self, pod: PodInfo) -> None:
         """A controller's new owner: the requeues of the one it replaced are gone."""
-        self.state.forget_stale_requeue(pod)
+        self.state.pods_ready.forget_stale_requeue(pod)
 
     def learn(self, pod: PodInfo) -> None:
         """A pod known from kube-scheduler's request only, until a source shows it."""
-        self.state.learn_pod(pod)
+        self.state.learned_pods.learn_pod(pod)
 
     def tried(self, uid: str, refused: bool) -> None:
-        self.state.tried(uid, refused=refused)
+        self.state.queues.tried(uid, refused=refused)
 
     # ---- quota kept for a pod ------------------------------------------------------------
     def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> None:
-        self.state.reserve(uid, charge, timeout)
+        self.state.workloads.reserve(uid, charge, timeout)
 
     def drop_reservation(self, uid: str) -> None:
-        self.state.drop_reservation(uid)
+        self.state.workloads.drop_reservation(uid)
 
     def release(self, members: list[PodInfo]) -> None:
         """Each member's hold and reservation end."""
         for m in members:
-            self.state.release_hold(m.uid)
-            self.state.drop_reservation(m.uid)
+            self.state.workloads.release_hold(m.uid)
+            self.state.workloads.drop_reservation(m.uid)
 
     def remember_refused(self, pod: PodInfo, verdict, has_nodes, reclaim_tried: bool = False) -> None:
         """The refusal stands for pods of the pod's shape behind it (state.blocked), until something frees."""
@@ -67,7 +67,7 @@ class Commit:
     # ---- preemption and workloads ------------------------------------------------------
     def hold(self, h: Hold, evicted: set[str] | None = None):
         """The room and quota the victims free, kept for the preemptor (members of a group share evicted)."""
-        return self.state.hold(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        return self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
 
     def victims_of(self, holder: str, held) -> list[Evict]:
         """The victims of a preemption, still running, whose eviction is not in flight, not just written and
@@ -87,14 +87,14 @@ class Commit:
         return out
 
     def admit_job(self, job_uid: str, size: int, charge: Charge, partial: bool) -> None:
-        self.state.admit_job(job_uid, size, charge, partial=partial)
+        self.state.job_workloads.admit_job(job_uid, size, charge, partial=partial)
 
     def evict_job(self, job_uid: str) -> None:
-        self.state.evict_job(job_uid)
+        self.state.job_workloads.end_admission(job_uid)
 
     def evict_jobs_of(self, uids) -> None:
         """The pods a Job makes again in the place of these are a new workload."""
-        self.state.evict_jobs_of(uids)
+        self.state.job_workloads.end_admissions_of(uids)
 
     def requeue(self, rq: Requeue) -> None:
         """waitForPodsReady's timeout: the workload's requeue counted, its members' holds and reservations
@@ -115,11 +115,11 @@ class Commit:
     # ---- bindings ----------------------------------------------------------------------
     def bind(self, uid: str, node: str, charge: Charge | None) -> str:
         """The pod assumed bound, its charge taken; a reason when the quota invariant refuses it."""
-        return self.state.commit_binding(uid, node, charge)
+        return self.state.bindings.commit(uid, node, charge)
 
     def unbind(self, uid: str, node: str) -> bool:
         """A Binding that was not written: its charge taken back."""
-        return self.state.undo_binding(uid, node)
+        return self.state.bindings.undo(uid, node)
 
     # ---- writes ----------------------------------------------------------------------------
     def submit(self, evictions: list[Evict]) -> None:

@@ -152,7 +152,7 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
     admitted = state.job_admissions.get(pod.owner.uid) if pod.job else None
     if admitted is not None and pod.uid not in state.holds:
         return _job_pod(ctx, pod, key, admitted, offered)
-    group = state.members(key)
+    group = state.store.members(key)
     refusal = gang_admission.check_group(state, pod, key, group)
     if refusal is not None:
         ctx.commit.release(members.released_by(refusal, group))
@@ -179,7 +179,7 @@ def _member_refusal(pod: PodInfo, key: str, r: Refuse, *records) -> Outcome:
 
 
 def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNodes) -> Outcome:
-    """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
+    """A pod of a Job whose workload is admitted (state.job_workloads.JobAdmission): it runs in a slot the workload's
     quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
     state, charge = ctx.state, admitted.charge
     if job_slots.queue_changed(state, pod, charge.cluster_queue):    # not this workload's slot

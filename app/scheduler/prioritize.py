@@ -12,5 +12,5 @@ from .request import Offer
 
 def prioritize(ctx: Context, offer: Offer) -> Outcome:
     pod = ctx.pod_of(offer.pod)
-    table = ctx.state.node_table
+    table = ctx.state.ledger.node_table
     return Outcome("prioritize", pod, scores=pack_scores(table.fullness(offer.offered.rows(table), pod.requests)))

@@ -79,7 +79,7 @@ def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on
     for h in decision.holds:
         held = ctx.commit.hold(h, evicted)
     if job is not None:
-        size = len(decision.holds) + sum(1 for m in state.members(key) if m.uid in state.admitted)
+        size = len(decision.holds) + sum(1 for m in state.store.members(key) if m.uid in state.admitted)
         ctx.commit.admit_job(job.uid, size, decision.holds[0].charge, partial=size < job.count)
     if victims:
         out.evictions = ctx.commit.victims_of(pod.uid, held)

@@ -69,7 +69,7 @@ class SimCluster:
         info = decode_pod(pod.obj)
         if self.defer is None:
             return self.state.pods.get(info.uid, info)
-        self.state.resolve_priority(info, self.state.pods.get(info.uid))
+        self.state.store.resolve_priority(info, self.state.pods.get(info.uid))
         return info
 
     # ---- the API side -----------------------------------------------------

@@ -21,14 +21,14 @@ def violations(state: ClusterState, running) -> list[str]:
     for pod in running:
         if not pod.node_name or pod.terminal:
             continue
-        _, cq = state.queue_of(pod)
+        _, cq = state.store.queue_of(pod)
         if cq is None or cq.name not in tree.queues:
             continue
         charge = state.admitted.get(pod.uid)
         if charge is not None and charge.cluster_queue == cq.name:
             usage = charge.usage
         else:
-            usage = quota_usage(state.quota_requests(pod), state.infer_flavors(pod, cq))
+            usage = quota_usage(state.ledger.quota_requests(pod), state.ledger.infer_flavors(pod, cq))
         charge_usage(tree.queues[cq.name], usage, bound=True)
     roots = [n for n in list(tree.queues.values()) + list(tree.cohorts.values()) if n.parent is None]
     return [f"{'Cohort' if node.is_cohort else 'ClusterQueue'} {node.name} flavor {fr[0]}: {fr[1]} "

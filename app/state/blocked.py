@@ -47,7 +47,7 @@ class Blocked:
 
 def _tree_queues(state, cq_name: str) -> list:
     """The ClusterQueue nodes of cq_name's cohort tree in the decisions' tree (itself alone without a cohort)."""
-    node = state.quota_node(cq_name)
+    node = state.ledger.quota_node(cq_name)
     if node is None:
         return []
     stack, out = [node.root()], []
@@ -69,14 +69,14 @@ class BlockedQueues:
         self.misses = 0
 
     def _key(self, state, pod, has_nodes: Callable[[str], bool] | None) -> tuple | None:
-        _, cq = state.queue_of(pod)
+        _, cq = state.store.queue_of(pod)
         if cq is None or pod.uid in state.holds:
             return None
         offered = tuple(has_nodes(f.name) if has_nodes else True for g in cq.resource_groups for f in g.flavors)
         return cq.name, pod.shape, offered
 
     def _policy(self, state) -> tuple:
-        return state.policy_generation, state.membership_generation, id(state.quota_tree())
+        return state.policy_generation, state.ledger.membership_generation, id(state.ledger.quota_tree())
 
     def lookup(self, state, pod, has_nodes: Callable[[str], bool] | None = None) -> Blocked | None:
         """The refusal that still stands for pod (one of its shape at or ahead of its place, with nothing
@@ -89,7 +89,7 @@ class BlockedQueues:
             del self._by[key]
             self.misses += 1
             return None
-        if state.queue_key(pod) < found.place:
+        if state.queues.queue_key(pod) < found.place:
             self.misses += 1
             return None
         self.hits += 1
@@ -99,7 +99,7 @@ class BlockedQueues:
         if state.timer() - b.at > MAX_AGE or self._policy(state) != b.policy:     # (_policy brings the tree up to date)
             return False
         queues = _tree_queues(state, cq_name)
-        if sum(state.pending_left[q.name] for q in queues) != b.left:
+        if sum(state.queues.pending_left[q.name] for q in queues) != b.left:
             return False
         for node, then in b.usage:
             usage = node.usage
@@ -117,7 +117,7 @@ class BlockedQueues:
         key = self._key(state, pod, has_nodes)
         if key is None or key[0] != verdict.cluster_queue:
             return
-        place = state.queue_key(pod)
+        place = state.queues.queue_key(pod)
         old = self._by.get(key)
         if old is not None and old.place < place and self._holds(state, old, key[0]):
             return          # one ahead of it stands already, and covers more
@@ -125,7 +125,7 @@ class BlockedQueues:
             self._by.clear()         # shapes long gone: starting afresh costs one decision per shape
         queues = _tree_queues(state, key[0])
         self._by[key] = Blocked(place, pod.key, verdict, [(q, dict(q.usage)) for q in queues],
-                                sum(state.pending_left[q.name] for q in queues), self._policy(state),
+                                sum(state.queues.pending_left[q.name] for q in queues), self._policy(state),
                                 state.timer(), reclaim_tried)
 
     def forget(self) -> None:

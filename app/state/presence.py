@@ -4,8 +4,8 @@ pods present now in queue order, kept as time passes rather than found by walkin
 kube-scheduler v1.36 tries a new pod at once and a refused one again after its backoff, 1 s doubling with each
 attempt up to 10 s (podInitialBackoff, podMaxBackoff). A pod is present from when it is due until it is tried,
 for OVERDUE at most: kube-scheduler's activeQ may hold it behind a burst of thousands, and it is away until it
-is tried. A pending pod with no attempt noted (its binding undone, say) is present. ClusterState.away says it of
-one pod; ClusterState.present_pending walks the present pods of a queue in order, at a cost that follows how
+is tried. A pending pod with no attempt noted (its binding undone, say) is present. Queues.away says it of
+one pod; Queues.present_pending walks the present pods of a queue in order, at a cost that follows how
 many are present, not how many wait (issue 32: a decision walked hundreds of entries, most of them away).
 """
 from __future__ import annotations

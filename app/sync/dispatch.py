@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..objects import kueue
-from ..objects.annotations import allows_preemption
 from ..objects.budgets import decode_pdb
 from ..objects.errors import InvalidObject
 from ..objects.job import decode_job
@@ -17,7 +16,8 @@ from ..objects.meta import mapping, metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
 from ..objects.podgroup import decode_pod_group
-from ..state.cluster import ClusterState, PriorityClassInfo
+from ..objects.priority_class import decode_priority_class
+from ..state.cluster import ClusterState
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
 EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup", "Job")
@@ -32,16 +32,6 @@ def object_kind(obj: dict) -> str:
     if kind in KUEUE_KINDS or kind == "WorkloadPriorityClass":
         kueue.api_version(obj, kind)
     return kind
-
-
-def decode_priority_class(obj: dict) -> PriorityClassInfo:
-    meta, name = metadata(obj, "PriorityClass")
-    value = obj.get("value")
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidObject("PriorityClass", name, f"value must be an integer, got {value!r}")
-    annotations = string_map(meta.get("annotations"), "PriorityClass", name, "metadata.annotations")
-    return PriorityClassInfo(name, value, obj.get("preemptionPolicy") or "PreemptLowerPriority",
-                             bool(obj.get("globalDefault")), annotations, allows_preemption(annotations))
 
 
 def object_key(obj: dict) -> str:
@@ -104,10 +94,10 @@ KINDS: dict[str, Kind] = {
                 lambda state, key, uid: state.remove_pod(_pod_uid(key, uid)), lambda obj: ("", decode_pod(obj).uid)),
     "Node": Kind(decode_node, lambda state, node: state.upsert_node(node),
                  lambda state, key, uid: state.remove_node(key), _named("Node")),
-    "Namespace": Kind(_namespace, lambda state, ns: state.upsert_namespace(*ns),
-                      lambda state, key, uid: state.remove_namespace(key), _named("Namespace")),
-    "PriorityClass": Kind(decode_priority_class, lambda state, pc: state.upsert_priority_class(pc),
-                          lambda state, key, uid: state.remove_priority_class(key),
+    "Namespace": Kind(_namespace, lambda state, ns: state.store.upsert_namespace(*ns),
+                      lambda state, key, uid: state.store.remove_namespace(key), _named("Namespace")),
+    "PriorityClass": Kind(decode_priority_class, lambda state, pc: state.store.upsert_priority_class(pc),
+                          lambda state, key, uid: state.store.remove_priority_class(key),
                           lambda obj: (decode_priority_class(obj).name, "")),
     "WorkloadPriorityClass": Kind(kueue.decode_workload_priority_class,
                                   lambda state, wpc: state.upsert_workload_priority_class(wpc),
@@ -117,11 +107,11 @@ KINDS: dict[str, Kind] = {
     "ClusterQueue": _kueue_kind("ClusterQueue", kueue.decode_cluster_queue),
     "Cohort": _kueue_kind("Cohort", kueue.decode_cohort),
     "LocalQueue": _kueue_kind("LocalQueue", kueue.decode_local_queue),
-    "PodDisruptionBudget": Kind(decode_pdb, lambda state, pdb: state.upsert_budget(pdb),
-                                lambda state, key, uid: state.remove_budget(_namespaced(key)),
+    "PodDisruptionBudget": Kind(decode_pdb, lambda state, pdb: state.store.upsert_budget(pdb),
+                                lambda state, key, uid: state.store.remove_budget(_namespaced(key)),
                                 _namespaced_key_of("PodDisruptionBudget")),
-    "PodGroup": Kind(decode_pod_group, lambda state, group: state.upsert_pod_group(group),
-                     lambda state, key, uid: state.remove_pod_group(_namespaced(key)), _namespaced_key_of("PodGroup")),
+    "PodGroup": Kind(decode_pod_group, lambda state, group: state.store.upsert_pod_group(group),
+                     lambda state, key, uid: state.store.remove_pod_group(_namespaced(key)), _namespaced_key_of("PodGroup")),
     "Job": Kind(decode_job, lambda state, job: state.upsert_job(job),
                 lambda state, key, uid: state.remove_job(_namespaced(key)), _namespaced_key_of("Job")),
 }

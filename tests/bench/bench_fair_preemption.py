@@ -62,9 +62,9 @@ def cluster(teams: int, queues: int, own: int, need: int, fair: bool):
 
 def search(state) -> tuple[float, int]:
     p = pod_info(state, "own", "p")
-    _, cq = state.queue_of(p)
+    _, cq = state.store.queue_of(p)
     a = assign(state, p, cq)
-    pre = Preemptor(p, cq, state.quota_node(cq.name), a.usage, set(a.flavors.values()))
+    pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}
     start = time.perf_counter()
     targets = quota_targets(state, pre, find_candidates(state, pre, needs, set()))

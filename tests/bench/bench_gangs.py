@@ -18,17 +18,17 @@ JSON and loaded with build_from_snapshot, as `quotient serve --snapshot` does, w
 listeners create_app attaches.
 
   a. the placement simulation alone: gangs.place(the members, the nodes of the group's flavor
-     (on-demand, 4,000 nodes), state.rooms()), as filter calls it for a pod group member (app/scheduler/filter.py);
+     (on-demand, 4,000 nodes), state.workloads.rooms()), as filter calls it for a pod group member (app/scheduler/filter.py);
   b. the whole first-member filter: filter (app.api.verbs) for the group's first member with every node
      name offered (5,000, as kube-scheduler with percentageOfNodesToScore 100 would): the group
      decision (quota as one workload, queue order), the candidate list, the placement, a hold and
      a reservation per member, the journal entry and the answer. The answer must be the member's
      reserved node and every member must hold one. After each call (untimed) every member's hold
-     is released and its reservation dropped (state.release_hold does not drop the reservation
+     is released and its reservation dropped (state.workloads.release_hold does not drop the reservation
      hold() made through reserve()), and the state is checked to be as before.
   c. a second group of the same shape (bench-gang-2), decided while the first group is admitted and
      its members hold their nodes (not yet bound, as between filter and bind): gangs.place for it and
-     its first member's filter. state.rooms() adds the holds in force up per node once, so this is
+     its first member's filter. state.workloads.rooms() adds the holds in force up per node once, so this is
      where placement grows with what is held. Its holds are undone after each run, and the first
      group's at the end.
 
@@ -105,7 +105,7 @@ def member_docs(members: int, created_after: float, group: str = GROUP, tag: int
 
 
 def fingerprint(state, uids: list[str]) -> tuple:
-    node = state.quota_node(QUEUE)
+    node = state.ledger.quota_node(QUEUE)
     return (len(state.pods), len(state.admitted), len(state.reservations), len(state.holds),
             sum(u in state.holds or u in state.reservations for u in uids),
             sorted(node.usage.items()), sorted(node.root().usage.items()))
@@ -113,10 +113,10 @@ def fingerprint(state, uids: list[str]) -> tuple:
 
 def undo(state, uids: list[str]) -> None:
     for uid in uids:
-        state.release_hold(uid)
-        state.drop_reservation(uid)
+        state.workloads.release_hold(uid)
+        state.workloads.drop_reservation(uid)
     for job in list(state.job_admissions):       # --job: the admitted Job's spare slots end too
-        state.evict_job(job)
+        state.job_workloads.end_admission(job)
 
 
 def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=None) -> dict:
@@ -127,7 +127,7 @@ def run_place(state, members, nodes: list[str], runs: int, warmup: int, profile=
         if profile is not None:
             profile.enable()
         t0 = time.perf_counter()
-        placed = gangs.place(members, nodes, state.rooms())
+        placed = gangs.place(members, nodes, state.workloads.rooms())
         dt = time.perf_counter() - t0
         if profile is not None:
             profile.disable()
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     create_app(extender, "")      # the journal listeners `quotient serve` attaches
     state = extender.state
     key = f"job:{NAMESPACE}/{GROUP}:{job_uid(GROUP)}" if a.job else f"{NAMESPACE}/{GROUP}"
-    members = state.members(key)
+    members = state.store.members(key)
     uids = [m.uid for m in members]
     print(f"generated and loaded in {time.perf_counter() - t0:.1f} s: {len(state.nodes)} nodes, "
           f"{len(state.pods)} pods ({len(members)} group members pending), {len(state.admitted)} admitted",
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     place_ok = placed is not None and len(placed) == len(members)
     spread = len(set(placed.values())) if placed else 0
     print(f"a. placement simulation (gangs.place, {len(members)} members over {len(flavor_nodes)} {FLAVOR} nodes, "
-          f"state.rooms()): p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, "
+          f"state.workloads.rooms()): p50 {sa['p50']:.2f} ms, p99 {sa['p99']:.2f} ms, max {sa['max']:.2f} ms, "
           f"mean {sa['mean']:.2f} ms ({sa['n']} runs after {warmup} warm-up; placed on {spread} nodes; "
           f"{gc_a.summary()})", flush=True)
 
@@ -260,10 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         print("   the state is not the same after the runs as before", flush=True)
 
     # c. the second group while the first group's members hold their nodes (admitted, not yet bound):
-    # state.rooms() adds up the holds in force per node once per placement.
+    # state.workloads.rooms() adds up the holds in force per node once per placement.
     Verbs(extender).filter(body)
     held_first = sum(u in state.holds for u in uids)
-    second = state.members(f"job:{NAMESPACE}/{SECOND}:{job_uid(SECOND)}" if a.job else f"{NAMESPACE}/{SECOND}")
+    second = state.store.members(f"job:{NAMESPACE}/{SECOND}:{job_uid(SECOND)}" if a.job else f"{NAMESPACE}/{SECOND}")
     uids2 = [m.uid for m in second]
     with GcCount() as gc_c:
         rc = run_place(state, second, flavor_nodes, runs, warmup)

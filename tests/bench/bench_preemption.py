@@ -202,7 +202,7 @@ def check_preempt(answer: bytes) -> tuple[str, int, int]:
 
 def fingerprint(state) -> tuple:
     """What the runs must leave as they found it."""
-    node = state.quota_node(PREEMPTOR_QUEUE)
+    node = state.ledger.quota_node(PREEMPTOR_QUEUE)
     root = node.root()
     return (len(state.pods), len(state.admitted), len(state.reservations), len(state.holds),
             sorted(node.usage.items()), sorted(root.usage.items()))
@@ -265,7 +265,7 @@ def run_reclaim(extender, offered_json: bytes, calls: int, warmup: int, profile:
         if why:
             bad.append(f"call {i}: {why}")
         victims.append(n)
-        state.release_hold(uid)
+        state.workloads.release_hold(uid)
         state.remove_pod(uid)
         if i >= start + warmup:
             lat.append(dt)
@@ -295,7 +295,7 @@ def run_preempt(extender, dry_run: dict[str, str], calls: int, warmup: int,
             bad.append(f"call {i}: {why}")
         nodes.append(n)
         victims.append(v)
-        state.drop_reservation(uid)
+        state.workloads.drop_reservation(uid)
         state.remove_pod(uid)
         if i >= start + warmup:
             lat.append(dt)
@@ -364,8 +364,8 @@ def serve(snapshot: str, port: int) -> None:
 
     @app.post("/bench/_undo")
     async def undo(uid: str) -> Response:
-        state.release_hold(uid)
-        state.drop_reservation(uid)
+        state.workloads.release_hold(uid)
+        state.workloads.drop_reservation(uid)
         state.remove_pod(uid)
         return Response(orjson.dumps({"fingerprint": repr(fingerprint(state))}), media_type=JSON)
 

@@ -83,7 +83,7 @@ def _reclaim_scopes(state: ClusterView, pre: Preemptor, needs: set[FR]) -> list:
     if not state.config.fair_sharing:
         return reclaim_scopes(pre.node, pre.usage, needs)
     root = pre.node.root()
-    return [Scope(node, None, False) for name, node in state.quota_tree().queues.items()
+    return [Scope(node, None, False) for name, node in state.ledger.quota_tree().queues.items()
             if name != pre.cq.name and node.root() is root and is_borrowing(node, needs)]
 
 
@@ -100,7 +100,7 @@ def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: st
                     preemptor_created: float | None = None) -> Candidate | None:
     """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
     members, their summed quota, the highest member priority against the preemptor's policies."""
-    running = [m for m in state.members(key) if m.node_name and m.uid in state.admitted]
+    running = [m for m in state.store.members(key) if m.node_name and m.uid in state.admitted]
     if not running or any(m.uid in state.going for m in running):
         return None
     charges = [state.admitted[m.uid] for m in running]
@@ -129,7 +129,7 @@ def unqueued_on(state: ClusterView, pre: Preemptor, node: str, spent: set[str] =
     """Pods in no queue, on the node, whose own priority is below the preemptor's own: they hold no quota, only
     room, and are no workload, so pod priorities decide, as in kube-scheduler (a WorkloadPriorityClass does not
     reach them)."""
-    out, going = [], state.victims() if state.holds else ()
+    out, going = [], state.workloads.victims() if state.holds else ()
     for uid in state.node_pods.get(node, ()):
         other = state.pods.get(uid)
         if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
@@ -148,6 +148,6 @@ def still_a_candidate(state: ClusterView, pre: Preemptor, c: Candidate, needs: s
     if state.config.fair_sharing:
         if not c.cluster_queue or c.cluster_queue == pre.cq.name:
             return True
-        node = state.quota_node(c.cluster_queue)
+        node = state.ledger.quota_node(c.cluster_queue)
         return node is not None and is_borrowing(node, needs) and not guarantee_protected(state, c)
     return candidate_is_valid(state, pre, c, needs, borrows_after(pre))

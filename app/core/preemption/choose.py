@@ -29,7 +29,7 @@ def _plans(state: ClusterView, pod: PodInfo, cq: ClusterQueue, assignment: Assig
 
     With local, every victim of a node's group runs on that node, quota targets included, as
     kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
-    pre = Preemptor(pod, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    pre = Preemptor(pod, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = assignment.searched.before(state, pre, spent) if assignment.searched is not None else None
     if everyone is None:
         everyone = find_candidates(state, pre, pre.relevant, spent)

@@ -33,7 +33,7 @@ def candidate_is_valid(state: ClusterView, pre: Preemptor, c: Candidate, needs: 
         return True
     if borrow and c.variant == RECLAIM_WITHOUT_BORROWING:
         return False
-    node = state.quota_node(c.cluster_queue)
+    node = state.ledger.quota_node(c.cluster_queue)
     if node is None or not borrows_up_to(node, c.lca, needs):
         return False
     return not guarantee_protected(state, c)

@@ -45,7 +45,7 @@ class _Run:
     def take(self, c: Candidate, reason: str, ordering: TargetOrdering) -> bool:
         """c goes for reason; whether the preemptor fits now."""
         self.rm.remove(c)
-        ordering.changed(self.state.quota_node(c.cluster_queue))
+        ordering.changed(self.state.ledger.quota_node(c.cluster_queue))
         self.targets.append(Target(c, reason))
         return self.fits()
 

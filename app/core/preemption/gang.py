@@ -22,7 +22,7 @@ def gang_plan(state: ClusterView, unit: PodInfo, members: list[PodInfo], cq: Clu
     """Victims (whole running groups counted whole) until the quota fits and every member has a node at
     once, then given back while that still holds. ([], {}, why) when no such set exists: nothing is
     evicted."""
-    pre = Preemptor(unit, cq, state.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    pre = Preemptor(unit, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = find_candidates(state, pre, pre.relevant, spent_budgets(state))
     why = no_candidate(state, cq)
 

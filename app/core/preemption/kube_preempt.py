@@ -53,7 +53,7 @@ def answer(state: ClusterView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
         return PreemptAnswer(why=why, cluster_queue=verdict.cluster_queue)
     a = verdict.assignment
     spent = spent_budgets(state)
-    found, why = plans(state, pod, cq, a, nodes, state.rooms(pod.uid), every=True, local=True, spent=spent)
+    found, why = plans(state, pod, cq, a, nodes, state.workloads.rooms(pod.uid), every=True, local=True, spent=spent)
     found = [p for p in found if p.targets]
     victims = {p.node: [m.uid for _, m in p.victims()] for p in found}
     reserve = None

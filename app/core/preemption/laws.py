@@ -29,7 +29,7 @@ def same_group(a: PodInfo, b: PodInfo) -> bool:
 def preemption_fence(state: ClusterView, cq: ClusterQueue) -> QuotaNode | None:
     """Law 7: the nearest fenced node at or above the ClusterQueue (the ClusterQueue itself or the lowest
     fenced Cohort over it, the tightest fence); victims stay inside it (None: no fence)."""
-    node = state.quota_node(cq.name)
+    node = state.ledger.quota_node(cq.name)
     while node is not None:
         spec = state.cluster_queues.get(node.name) if not node.is_cohort else state.cohorts.get(node.name)
         if spec is not None and spec.fence:
@@ -55,7 +55,7 @@ def opted_out(state: ClusterView, pod: PodInfo) -> bool:
 
 def would_break_guarantee(state: ClusterView, c) -> bool:
     """Law 2, guaranteeProtection: taking c would drop its ClusterQueue below its nominal quota."""
-    node = state.quota_node(c.cluster_queue)
+    node = state.ledger.quota_node(c.cluster_queue)
     return node is not None and any(node.usage.get(fr, 0) - v < node.subtree.get(fr, 0)
                                     for fr, v in c.usage.items())
 

@@ -57,7 +57,7 @@ class PreemptionOracle:
 
     def __call__(self, flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
         state, cq = self.state, self.cq
-        pre = Preemptor(self.pod, cq, state.quota_node(cq.name), usage, {flavor})
+        pre = Preemptor(self.pod, cq, state.ledger.quota_node(cq.name), usage, {flavor})
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
         candidates = []
         if not self.barred:

@@ -1,0 +1,120 @@
+"""The queues: each ClusterQueue's pending pods in queue order, kept as pods come and go, and whether
+kube-scheduler brings them now (state.presence) or a refusal of their shape still stands (state.blocked).
+
+A pod's place is core.readiness.queue_order (priority, then creation, a requeued workload's place by
+requeuingStrategy); walks stop at maxQueueScan, so a long queue cannot slow a decision down.
+"""
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import Counter
+from typing import Callable, Iterator
+
+from ..config import Configuration
+from ..core.gangs import walk_shape
+from ..core.readiness import RequeueRecord, queue_order, requeue_key
+from ..objects.pod import PodInfo
+from .blocked import BlockedQueues
+from .presence import Presence
+from .store import Store
+
+
+class Queues:
+    def __init__(self, config: Configuration, store: Store, timer: Callable[[], float],
+                 reservations: dict, requeues: dict[str, RequeueRecord]):
+        self.config, self.store = config, store
+        self._reservations, self._requeues = reservations, requeues    # the workloads' own dicts, read here
+        self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
+        self.pending_of: dict[str, tuple[str, tuple, object]] = {}    # uid -> (ClusterQueue, entry, shape)
+        self.pending_shapes: dict[str, Counter] = {}    # ClusterQueue -> its pending pods' shapes (a group's: uids)
+        self.pending_left: Counter = Counter()    # ClusterQueue -> pending pods that left its queue unadmitted
+        self.blocked = BlockedQueues()            # refusals remembered per pod shape (state.blocked)
+        self.presence = Presence(timer, self.pending_of.get)   # which pending pods kube-scheduler brings now
+
+    def queue_key(self, pod: PodInfo) -> tuple:
+        """The pod's place in its ClusterQueue (core.readiness.queue_order, requeuingStrategy included)."""
+        cfg = self.config.wait_for_pods_ready
+        return queue_order(pod, self._requeues.get(requeue_key(pod)) if cfg is not None else None, cfg)
+
+    # ---- the pending index ------------------------------------------------------
+    def index(self, pod: PodInfo) -> None:
+        """Queue a pending pod of a known ClusterQueue; one whose WorkloadPriorityClass is missing is not
+        a workload yet (Kueue creates none), so it holds no place that could block the queue; nor does one of a
+        stopped LocalQueue (Kueue's LocalQueue controller takes a stopped queue out of the queueing system)."""
+        if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name or pod.missing_priority_class:
+            return
+        lq, cq = self.store.queue_of(pod)
+        if cq is None or lq.stop_policy != "None":
+            return
+        entry = (self.queue_key(pod), pod.uid)
+        bisect.insort(self.pending.setdefault(cq.name, []), entry)
+        shape = walk_shape(pod)
+        self.pending_of[pod.uid] = (cq.name, entry, shape)
+        self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
+        self.presence.indexed(pod.uid)
+
+    def unindex(self, uid: str) -> None:
+        found = self.pending_of.pop(uid, None)
+        if found is None:
+            return
+        self.presence.unindexed(uid)
+        cq_name, entry, shape = found
+        items = self.pending.get(cq_name, [])
+        i = bisect.bisect_left(items, entry)
+        if i < len(items) and items[i] == entry:
+            items.pop(i)
+        shapes = self.pending_shapes[cq_name]
+        shapes[shape] -= 1
+        if not shapes[shape]:
+            del shapes[shape]
+
+    def reset(self) -> None:
+        """Empty every queue (a rebuild indexes every pod again)."""
+        self.pending.clear()
+        self.pending_shapes.clear()
+        self.pending_of.clear()                # (the same dict: Presence reads it)
+        self.presence.reset_index()
+
+    # ---- the queue in order -------------------------------------------------------
+    def pending_pods(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
+        """Pending pods of a ClusterQueue in queue order (only those ahead of `before`), reserved ones
+        excluded, walking at most maxQueueScan entries so a long queue cannot slow a decision down."""
+        items = self.pending.get(cq_name, ())
+        end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
+        for _, uid in itertools.islice(items, min(end, self.config.max_queue_scan)):
+            if uid not in self._reservations:
+                yield self.store.pods[uid]
+
+    def present_pending(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
+        """pending_pods(cq_name, before) less those away, from the present pods alone (state.presence)."""
+        items = self.pending.get(cq_name, ())
+        end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
+        end = min(end, self.config.max_queue_scan)
+        if not end:
+            return
+        last = items[end - 1]
+        reservations, pods = self._reservations, self.store.pods
+        for entry in list(self.presence.present(cq_name)):
+            if entry > last:
+                break
+            if entry[1] not in reservations:
+                yield pods[entry[1]]
+
+    # ---- what kube-scheduler does (state.presence) ------------------------------------
+    def tried(self, uid: str, refused: bool) -> None:
+        """kube-scheduler tried the pod (filter was asked); refused, it backs off (state.presence)."""
+        self.presence.tried(uid, refused)
+
+    def away(self, uid: str) -> bool:
+        """kube-scheduler will not try the pod for a while: it backs off from a refusal, or was due more than
+        OVERDUE ago and did not come (state.presence). A pending pod that is away keeps no quota from the pods
+        behind it that are tried meanwhile: admitted in queue order among the pods kube-scheduler brings, as
+        Kueue admits in order among the workloads it has, quota never waits idle for a pod that is not coming;
+        a pod of higher priority that finds it taken preempts, as in Kueue."""
+        return self.presence.away(uid)
+
+    def expected(self, uid: str) -> bool:
+        """kube-scheduler brings the pod now or once its backoff ends (state.presence): a workload that waits its
+        turn under blockAdmission keeps its place meanwhile (core.next_in_line)."""
+        return self.presence.expected(uid)
