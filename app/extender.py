@@ -20,16 +20,15 @@ from .act.intents import Actions
 from .act.writer import LOCAL_QUEUE_STOPPED, OutcomeUnknown, WriteError, Writer
 from .api import wire
 from .api.offered import OfferedNodeCache, OfferedNodes
-from .core import binding, filtering, gang_admission, gangs, readiness, reclaim
+from .core import binding, filtering, gang_admission, gangs, next_in_line, readiness, reclaim
 from .core.admission import Verdict, decide, drained, may_reclaim
 from .core.cleared import cleared_cause
 from .core.decisions import Evict, Refuse
 from .core.drift import OVER_QUOTA
 from .core.flavors import Charge
-from .core.gangs import group_of
-from .core.jobs import describe
 from .core.placement import pack_scores
 from .core.preemption import kube_preempt
+from .core.workload import RequeueRecord, WorkloadKey, group_of
 from .journal import BindRecord, ChargeRecord, FilterRecord, Journal, PreemptRecord, ReclaimRecord, Record
 from .objects.errors import InvalidObject
 from .objects.pod import PodInfo, decode_pod
@@ -256,10 +255,10 @@ class Extender:
         return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
 
     def _ready_gate(self, pod: PodInfo) -> str:
-        """waitForPodsReady at admission (core.readiness.admission_gate), after forgetting the requeues of a
+        """waitForPodsReady at admission (core.next_in_line.admission_gate), after forgetting the requeues of a
         controller the pod's new owner replaced."""
         self.state.forget_stale_requeue(pod)
-        return readiness.admission_gate(self.state, pod)
+        return next_in_line.admission_gate(self.state, pod)
 
     def _filter_member(self, pod: PodInfo, offered: OfferedNodes, nodes: dict | None) -> bytes:
         """A pod group member (core.gang_admission): the group is admitted whole, every member with a node
@@ -268,7 +267,7 @@ class Extender:
 
         def refuse(r: Refuse) -> bytes:
             self._journal(FilterRecord(pod=pod.key, outcome=r.rule, reason=r.reason, queue=r.cluster_queue,
-                                       group=key))
+                                       group=str(key)))
             return self._refuse(pod, r.rule, r.reason, nodes, offered, r.cluster_queue or None)
 
         def passes(node: str) -> bytes:
@@ -296,14 +295,14 @@ class Extender:
             refusal = gang_admission.held_member(state, key, members, held, offered.names)
             if refusal is not None:
                 return refuse(refusal)
-            self._journal(FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=key, node=held.node))
+            self._journal(FilterRecord(pod=pod.key, outcome="GroupReserved", reason="", group=str(key), node=held.node))
             return passes(held.node)
         decision = self._admit_group(pod, key, gangs.pending_members(state, members), set(offered.names))
         if isinstance(decision, Refuse):
             return refuse(decision)
         return passes(decision.node_of(pod.uid))
 
-    def _filter_job_pod(self, pod: PodInfo, key: str, rec, offered: OfferedNodes, nodes: dict | None) -> bytes:
+    def _filter_job_pod(self, pod: PodInfo, key: WorkloadKey, rec, offered: OfferedNodes, nodes: dict | None) -> bytes:
         """A pod of a Job whose workload is admitted (state.JobAdmission): it runs in a slot the workload's
         quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
         state, charge = self.state, rec.charge
@@ -312,10 +311,10 @@ class Extender:
             state.evict_job(pod.owner.uid)
             return self._filter_member(pod, offered, nodes)
         if pod.uid not in state.reservations and rec.spare < 1:
-            reason = (f"{describe(key)} is admitted with {rec.size} pod(s), all holding their quota; this pod "
+            reason = (f"{key.described} is admitted with {rec.size} pod(s), all holding their quota; this pod "
                       "runs in the place of one that finishes or fails")
             self._journal(FilterRecord(pod=pod.key, outcome="JobAtSize", reason=reason,
-                                       queue=charge.cluster_queue, group=key))
+                                       queue=charge.cluster_queue, group=str(key)))
             return self._refuse(pod, "JobAtSize", reason, nodes, offered, charge.cluster_queue)
         kept = self._flavor_nodes(pod, frozenset(charge.flavors.values()), offered)
         if isinstance(kept, Refuse):
@@ -324,13 +323,13 @@ class Extender:
         if pod.uid not in state.reservations:
             state.reserve(pod.uid, rec.spare_charge(1), self._reservation_timeout(pod))
         self._journal(FilterRecord(pod=pod.key, outcome="JobSlot", reason="", queue=charge.cluster_queue,
-                                   group=key, flavors=dict(charge.flavors), offered=len(offered.names),
+                                   group=str(key), flavors=dict(charge.flavors), offered=len(offered.names),
                                    nodes=len(passing)))
         self._passed(pod)
         self.offered.remember(encoded, passing)
         return self._filter_answer(nodes, passing, encoded)
 
-    def _admit_group(self, pod: PodInfo, key: str, pending: list[PodInfo],
+    def _admit_group(self, pod: PodInfo, key: WorkloadKey, pending: list[PodInfo],
                      on_offer: set[str]) -> Refuse | gang_admission.GroupAdmission:
         """Decide for a whole pod group (core.gang_admission.admit_group) and commit it: a hold per member,
         the victims' evictions issued. Returns the refusal for pod, or the admission it passes by."""
@@ -343,12 +342,12 @@ class Extender:
         unseen = next((u for u in (self._unseen(state.pods[h.preemptor]) for h in decision.holds) if u), "") \
             if victims else ""
         if unseen:
-            return Refuse(POD_NOT_SEEN, f"{describe(key)} would preempt, and {unseen}; only pods the API shows may "
+            return Refuse(POD_NOT_SEEN, f"{key.described} would preempt, and {unseen}; only pods the API shows may "
                           "cause evictions", decision.cluster_queue)
         if victims:
             shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
             self._journal(ReclaimRecord(pod=pod.key, outcome="Preempting", reason=shown,
-                                        queue=decision.cluster_queue, group=key,
+                                        queue=decision.cluster_queue, group=str(key),
                                         reasons=sorted({r for r, _ in victims.values()}),
                                         victims={"(group)": sorted(state.pods[u].key for u in victims)},
                                         victim_queues=self._queues_of(victims)))
@@ -361,7 +360,7 @@ class Extender:
         if victims:
             self._issue(self._evictions(pod.uid, held))
         self._journal(FilterRecord(pod=pod.key, outcome="GroupAdmitted", reason="", queue=decision.cluster_queue,
-                                   group=key, flavors=dict(decision.assignment.flavors),
+                                   group=str(key), flavors=dict(decision.assignment.flavors),
                                    placement={state.pods[h.preemptor].key: h.node for h in decision.holds}))
         return decision.answer(pod, on_offer) or decision
 
@@ -460,7 +459,7 @@ class Extender:
         state.drop_reservation(pod.uid)
         key = group_of(pod)
         if key and pod.queue_name:      # a member alone would break all or nothing: its group decides again
-            return None, (f"{describe(key)}: this member holds no reservation on node {node} (its group's hold "
+            return None, (f"{key.described}: this member holds no reservation on node {node} (its group's hold "
                           "lapsed, or its workload was evicted); it passes filter again with its group")
         gate = self._ready_gate(pod) if pod.queue_name else ""
         if gate:             # e.g. its workload timed out after filter passed it, and backs off now
@@ -680,8 +679,8 @@ class Extender:
             state.readiness.pop(rq.unit, None)
             if not rq.members:
                 continue
-            q = state.requeues.setdefault(rq.workload, readiness.RequeueRecord(first_created=rq.first_created,
-                                                                               owner_uid=rq.owner_uid))
+            q = state.requeues.setdefault(rq.workload, RequeueRecord(first_created=rq.first_created,
+                                                                     owner_uid=rq.owner_uid))
             q.count, q.at, q.deactivated = rq.count, rq.at, rq.deactivated
             for m in rq.members:
                 state.release_hold(m.uid)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from .core import preemption, readiness
 from .core.decisions import QUOTA_RULES
-from .core.gangs import group_of
+from .core.workload import group_of
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
 RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway

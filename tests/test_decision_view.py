@@ -1,6 +1,6 @@
 """Decisions read a view and never write the live state (issue 13, point 2).
 
-ClusterState implements core.view.ClusterView. The quota tree decisions see (quota_node, quota_tree) is a
+ClusterState implements every view of core.view. The quota tree decisions see (quota_node, quota_tree) is a
 mirror of the live one, brought up to date from the live usage when read; simulated charges and
 removals (core.overlay) change only the mirror and are taken back. The live tree changes through the
 state's own charges alone, by the one primitive core.quota.charge.
@@ -17,7 +17,7 @@ from app.core.overlay import Overlay
 from app.core.preemption import kube_preempt
 from app.core.quota import available, charge
 from app.core import reclaim
-from app.core.view import ClusterView
+from app.core import view
 from app.state.cluster import ClusterState
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, cpu_queue
 from helpers import CPU, apply, delete, make_state, pod_info
@@ -60,8 +60,11 @@ def thawed(state):
             node.usage = dict(node.usage)
 
 
-def test_cluster_state_implements_the_view_core_reads():
-    assert isinstance(ClusterState(), ClusterView)
+def test_cluster_state_implements_the_views_core_reads():
+    state = ClusterState()
+    views = [v for v in vars(view).values() if isinstance(v, type) and v.__module__ == view.__name__
+             and getattr(v, "_is_runtime_protocol", False)]
+    assert len(views) >= 15 and all(isinstance(state, v) for v in views)
 
 
 def test_the_mirror_has_the_live_shape_and_usage_but_its_own_nodes():

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from . import gangs
+from .workload import Workload, group_of
 from .admission import decide, job_refusal, may_reclaim
 from .decisions import QUOTA_RULES
 from .flavors import Charge
 from .gang_admission import group_over_quota
 from .preemption import may_preempt
-from .readiness import admission_gate
-from .view import ClusterView
+from .next_in_line import admission_gate
+from .view import ClearedView
 
 
-def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
+def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
     """Why pod's refusal (rule, reason; holds_then: the holds that stood when it was refused) no longer
     holds, "" while it does: time (backoff, preemption delay, hold expiry), victims gone, a group complete,
     quota or queues changed."""
@@ -32,7 +33,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
             return "JobSeen"
         waiting = job_refusal(state, pod)
         return "" if waiting is not None and waiting.rule == "JobNotSeen" else "JobWaitOver"
-    key = gangs.group_of(pod)
+    key = group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:
         if held.left(state.pods) or (key and group_over_quota(state, state.members(key))):
@@ -51,7 +52,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
         pending = gangs.pending_members(state, state.members(key))
         if not pending:
             return ""
-        verdict = decide(state, gangs.as_workload(key, pending))
+        verdict = decide(state, Workload.of_group(key, pending).pod)
     else:
         if state.blocked.lookup(state, pod) is not None:
             return ""          # one of its shape ahead of it is refused, and nothing has freed since (state.blocked)

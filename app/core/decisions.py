@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..objects.pod import PodInfo
 from .flavors import Charge
+from .workload import WorkloadKey
 
 # The rules that refuse a pod for want of quota (or its order in the queue): what frees quota clears them.
 QUOTA_RULES = frozenset({"QuotaExceeded", "VictimsStillRunning", "StrictFIFO", "StrictFIFOReservation",
@@ -57,7 +58,7 @@ class Requeue:
     """waitForPodsReady: a workload whose pods were not all Ready in time is evicted whole (its members'
     holds and reservations end) and waits until at (its backoff), or for good once deactivated (past
     backoffLimitCount)."""
-    unit: str                               # what timed out (core.readiness.unit_of)
+    unit: WorkloadKey                       # what timed out (core.readiness.unit_of)
     workload: str                           # what requeues count against (core.readiness.requeue_key)
     count: int
     at: float

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..core.workload import group_of
+
 REMEMBERED = frozenset({"QuotaExceeded", "StrictFIFO", "NominalQuotaFirst", "BorrowingLevelOrder",
                         "FairSharingOrder", "StrictFIFOReservation"})
 MAX_AGE = 1.0          # seconds on state.timer
@@ -110,7 +112,7 @@ class BlockedQueues:
                  reclaim_tried: bool = False) -> None:
         """Keep a refusal decided for pod, for the pods of its shape behind it (REMEMBERED rules only; a pod
         of a group or holding room is never answered from here)."""
-        if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or pod.uid.startswith("group:"):
+        if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or group_of(pod):
             return
         key = self._key(state, pod, has_nodes)
         if key is None or key[0] != verdict.cluster_queue:

@@ -22,12 +22,13 @@ from typing import Callable, Iterator
 from ..config import Configuration
 from ..core.drift import Decided, Overrun, decided_on, usage_note
 from ..core.flavors import Charge, quota_usage, running_flavors
-from ..core.gangs import expected_size, group_of, walk_shape
+from ..core.gangs import expected_size, walk_shape
 from ..core.quantity import format_quantity
-from ..core.readiness import Readiness, RequeueRecord, all_ready, queue_order, requeue_key, unit_of
+from ..core.readiness import all_ready, queue_order, requeue_key, unit_of
 from ..core.priority import resolve
 from ..core.jobs import inherit
 from ..core.quota import QuotaNode, available
+from ..core.workload import JOB, POD, Readiness, RequeueRecord, WorkloadKey, group_of
 from ..core.quota import charge as charge_usage
 from ..objects.budgets import PodDisruptionBudget
 from ..objects.job import JobInfo
@@ -220,9 +221,9 @@ class ClusterState:
         self.on_overrun: Callable[[Overrun], None] | None = None     # the extender journals each one
         self.on_reserved: list[Callable[[PodInfo, Charge], None]] = []   # a reservation taken (observe.metrics)
         self.on_admitted: list[Callable[[PodInfo, Charge], None]] = []   # a pod Quotient binds is charged (idem)
-        self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
+        self.groups: dict[WorkloadKey, set[str]] = {}     # pod group or Job -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
-        self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
+        self.readiness: dict[WorkloadKey, Readiness] = {}  # waitForPodsReady: admitted workloads
         self.requeues: dict[str, RequeueRecord] = {}      # waitForPodsReady: PodsReadyTimeout evictions
         self.learned: dict[str, float] = {}               # pods known only from requests -> when (timer) first learned
         self._learned_sweep = 0.0
@@ -262,7 +263,7 @@ class ClusterState:
         labels = self.namespaces.get(namespace)
         return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
 
-    def members(self, key: str) -> list[PodInfo]:
+    def members(self, key: WorkloadKey) -> list[PodInfo]:
         """The live members of a pod group, oldest first."""
         return sorted((self.pods[u] for u in self.groups.get(key, ())), key=lambda p: (p.created or 0.0, p.name))
 
@@ -661,7 +662,7 @@ class ClusterState:
         self.going = set(self.victims())
         tracked = self.config.wait_for_pods_ready is not None
         now = self.timer()
-        one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
+        one_per_unit: dict[WorkloadKey, PodInfo] = {}   # readiness is a workload's: once for all its pods
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal:
                 self._charge_running(pod, admitted.get(uid))
@@ -693,7 +694,7 @@ class ClusterState:
         members = self.unit_members(unit)
         bound = [m for m in members if m.node_name and not m.terminal]
         record = self.readiness.get(unit)
-        if record is not None and pod.phase == "Succeeded" and not unit.startswith("pod:"):
+        if record is not None and pod.phase == "Succeeded" and unit.kind != POD:
             record.finished += 1
         if not bound:
             self.readiness.pop(unit, None)
@@ -707,13 +708,13 @@ class ClusterState:
         elif record.ready_at is not None and record.unready_at is None:
             record.unready_at = now      # a member unready, or gone and not yet back
 
-    def unit_members(self, unit: str) -> list[PodInfo]:
+    def unit_members(self, unit: WorkloadKey) -> list[PodInfo]:
         """The live pods of a readiness unit (unit_of): a group, a Job's pods, or one pod."""
-        if unit.startswith("pod:"):
-            pod = self.pod_by_key(unit[4:])
+        if unit.kind == POD:
+            pod = self.pod_by_key(f"{unit.namespace}/{unit.name}")
             return [pod] if pod is not None else []
-        if unit.startswith("job:"):
-            return [self.pods[u] for u in self.owned.get(unit.rsplit(":", 1)[1], ()) if u in self.pods]
+        if unit.kind == JOB:
+            return [self.pods[u] for u in self.owned.get(unit.uid, ()) if u in self.pods]
         return self.members(unit)
 
     def queue_key(self, pod: PodInfo) -> tuple:

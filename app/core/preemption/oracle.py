@@ -12,10 +12,10 @@ from .candidates import find_candidates
 from .quota import quota_targets
 from .removals import Removals, borrows_after
 from .targets import Candidate, Preemptor
-from ..view import ClusterView
+from ..view import PreemptionView
 
 
-def oracle(state: ClusterView, pod: PodInfo, cq: ClusterQueue):
+def oracle(state: PreemptionView, pod: PodInfo, cq: ClusterQueue):
     """Kueue's PreemptionOracle.SimulatePreemption: what the quota half of preemption would find for pod in one
     flavor. The callable answers (possibility, borrowing): NoCandidates (no target set frees the quota, or
     this pod may not preempt at all), Preempt (some target is in the pod's own ClusterQueue) or Reclaim (all
@@ -49,7 +49,7 @@ def search_key(pre: Preemptor) -> tuple:
     return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
 
 
-def searched_before(state: ClusterView, assignment: Assignment, pre: Preemptor,
+def searched_before(state: PreemptionView, assignment: Assignment, pre: Preemptor,
                     spent: set[str]) -> list[Candidate] | None:
     """The candidates the flavor assigner's oracle found for this very preemptor and usage, in this very state
     (the same decision, a moment before): the search over every running pod is made once, not twice. The

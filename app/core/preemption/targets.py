@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..hierarchy import RECLAIM_WHILE_BORROWING
-from ..jobs import describe
 from ..quota import FR, QuotaNode, available
+from ..workload import Workload
 from .ordering import plan_key
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -27,12 +27,9 @@ CAUSES = {IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
           LOWER_PRIORITY_ON_NODE: "room on the node for a higher-priority pod"}
 
 
-def victim_message(reason: str, preemptor: PodInfo) -> str:
+def victim_message(reason: str, preemptor: Workload) -> str:
     """The message a victim's eviction carries, worded as Kueue's Preempted condition."""
-    who = (f"{describe(preemptor.uid[len('group:'):])} (its pods' UIDs: see its members)"
-           if preemptor.uid.startswith("group:")
-           else f"pod {preemptor.key} (UID: {preemptor.uid})")
-    return f"Preempted to accommodate {who} due to {CAUSES[reason]}"
+    return f"Preempted to accommodate {preemptor.preemptor} due to {CAUSES[reason]}"
 
 
 @dataclass(slots=True, eq=False)
