@@ -273,7 +273,8 @@ def test_unit_and_requeue_key():
         return decode_pod({"kind": "Pod", **obj})
 
     alone = info(Pod("alone").queue("q").cpu("1").wire())
-    assert readiness.unit_of(alone) == WorkloadKey(POD, "team-a", "alone") and readiness.requeue_key(alone) == "team-a/alone"
+    assert readiness.unit_of(alone) == WorkloadKey(POD, "team-a", "alone")
+    assert readiness.requeue_key(alone) == "team-a/alone"
     x, x_r1 = info(owned("x", "train")), info(owned("x-r1", "train", at=90))
     assert readiness.unit_of(x) == readiness.unit_of(x_r1) == WorkloadKey(JOB, "team-a", "train", "uid-job-train")
     assert readiness.unit_of(x).shown == "team-a/Job/train"

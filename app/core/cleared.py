@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from . import gangs
-from .workload import Workload, group_of
 from .admission import decide, job_refusal, may_reclaim
 from .decisions import QUOTA_RULES
 from .flavors import Charge
@@ -16,6 +15,7 @@ from .gang_admission import group_over_quota
 from .preemption import may_preempt
 from .next_in_line import admission_gate
 from .view import ClearedView
+from .workload import Workload, group_of
 
 
 def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
