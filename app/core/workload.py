@@ -139,7 +139,7 @@ class Workload:
         return sum(ps.count for ps in self.pod_sets)
 
     @property
-    def preemptor(self) -> str:
+    def preemptor_name(self) -> str:
         """Who a victim is preempted for, in its eviction message (Kueue's Preempted condition)."""
         if self.kind == POD:
             return f"pod {self.pod.key} (UID: {self.pod.uid})"

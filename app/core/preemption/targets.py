@@ -29,7 +29,7 @@ CAUSES = {IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
 
 def victim_message(reason: str, preemptor: Workload) -> str:
     """The message a victim's eviction carries, worded as Kueue's Preempted condition."""
-    return f"Preempted to accommodate {preemptor.preemptor} due to {CAUSES[reason]}"
+    return f"Preempted to accommodate {preemptor.preemptor_name} due to {CAUSES[reason]}"
 
 
 @dataclass(slots=True, eq=False)
