@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 from .core import preemption, readiness
 from .core.decisions import QUOTA_RULES
-from .core.gangs import group_of
 from .core.rules import (BLOCK_ADMISSION, GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_RESERVED, JOB_NOT_SEEN,
                          PODS_READY_BACKOFF, PODS_READY_GATE, POD_NOT_SEEN, PREEMPTING, PREEMPTION_DELAY, QUEUE_HEAD,
                          QUOTA_IN_USE, ROOM_HELD, SEEN_AT_RETRY, SOURCE_STALE, VICTIMS_LEAVING, VICTIMS_STILL_RUNNING,
                          WAITING_FOR_VICTIMS)
+from .core.workload import group_of
 
 RETRY_NOTE = " (Quotient: kube-scheduler tries it again after its backoff, {cause})"
 RETRY_HORIZON = 300.0      # kube-scheduler's podMaxInUnschedulablePodsDuration: parked longer, it flushes anyway

@@ -294,7 +294,7 @@ def test_a_pod_group_named_only_by_annotation_is_refused_not_split_into_lone_pod
 
 
 async def test_a_pod_group_whose_later_member_claims_devices_is_refused_whole(load_extender):
-    """Found in review: a group is decided as one workload made from its first member (gangs.as_workload), so a
+    """Found in review: a group is decided as one workload made from its first member (Workload.of_group), so a
     refused field on any other member was never looked at and the whole group bound, the devices charged nothing.
     Kueue makes one Workload of the group's pod sets, and its DRA check covers every pod set."""
     from test_gangs import ALL, gang, snapshot

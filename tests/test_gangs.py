@@ -21,6 +21,7 @@ from __future__ import annotations
 
 
 from app.core import gangs
+from app.core.workload import GROUP, Workload, WorkloadKey, group_of
 from app.objects.pod import decode_pod
 from builders import LocalQueue, Node, Pod, PodGroup, running, snapshot_yaml
 from helpers import Verbs, one_queue, refused, uid, usage
@@ -73,11 +74,11 @@ def test_kueue_plain_pod_convention_recognised():
     """Issue: Kueue's plain-pod convention: label kueue.x-k8s.io/pod-group-name names the group (key
     "namespace/name"), annotation kueue.x-k8s.io/pod-group-total-count gives its size."""
     pod = decode_pod({"kind": "Pod", **member("g-0", "train", total=4)})
-    assert gangs.group_of(pod) == "team-a/train"
+    assert group_of(pod) == WorkloadKey(GROUP, "team-a", "train") and str(group_of(pod)) == "team-a/train"
     from app.state.cluster import ClusterState
     assert gangs.expected_size(ClusterState(), pod) == 4
     alone = decode_pod({"kind": "Pod", **Pod("alone").queue("q").cpu("1").wire()})
-    assert gangs.group_of(alone) == ""
+    assert group_of(alone) is None
     for bad in ("0", "-1", "three"):
         odd = member("g-1", "train", total=None)
         odd["metadata"]["annotations"] = {KUEUE_TOTAL: bad}
@@ -392,19 +393,21 @@ def test_place_counts_every_resource_and_the_pod_count():
     assert gangs.place(members, ["n1"], lambda n: room[n]) is None
 
 
-def test_as_workload_sums_requests_and_takes_the_highest_priority():
-    """gangs.as_workload / seed 004 ("Jika salah satu Pod dalam gang memiliki prioritas tinggi, seluruh gang
+def test_a_group_workload_sums_requests_and_takes_the_highest_priority():
+    """Workload.of_group / seed 004 ("Jika salah satu Pod dalam gang memiliki prioritas tinggi, seluruh gang
     dianggap berprioritas tinggi"): the group as one workload has the summed requests, the highest member
     priority and the oldest creation time, under a uid and name of its own."""
     members = [_info("g-0", "1", created=5, priority=10),
                _info("g-1", "2", created=2, priority=1000),
                _info("g-2", "3", created=9)]
-    unit = gangs.as_workload("team-a/g", members)
+    workload = Workload.of_group(WorkloadKey(GROUP, "team-a", "g"), members)
+    unit = workload.pod
     assert unit.requests["cpu"] == 6 * CPU and unit.requests["pods"] == 3
     assert unit.priority == 1000
     assert unit.created == min(m.created for m in members)
-    assert unit.uid == "group:team-a/g" and unit.name == "g"
-    assert unit.queue_name == "q" and gangs.group_of(unit) == "team-a/g"
+    assert unit.uid == "team-a/g" and unit.name == "g" and unit.uid not in {m.uid for m in members}
+    assert unit.queue_name == "q" and group_of(unit) == workload.key == WorkloadKey(GROUP, "team-a", "g")
+    assert workload.count == 3 and len(workload.pod_sets) == 3     # three request shapes: three pod sets
     assert all(m.requests["pods"] == 1 for m in members)       # the members are not changed
 
 

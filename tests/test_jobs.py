@@ -13,6 +13,7 @@ from app.act.writer import SnapshotWriter
 from app.config import Configuration, WaitForPodsReady
 from app.core.admission import decide
 from app.scheduler.scheduler import Scheduler
+from app.core.workload import JOB, WorkloadKey, group_of
 from app.objects.errors import InvalidObject
 from app.objects.job import decode_job
 from app.sim.run import differences, simulate
@@ -76,7 +77,7 @@ def test_the_pods_of_a_labelled_job_join_its_queue_and_its_workload_priority_cla
     job = Job("j").queue("q").label("kueue.x-k8s.io/priority-class", "prod").parallelism(2)
     s = cluster(WorkloadPriorityClass("prod", 1000).obj(), job.obj(), *(p.obj() for p in pods_of(job, 2)))
     p = pod_info(s, "team-a", "j-0")
-    assert (p.queue_name, p.priority, p.job) == ("q", 1000, f"job:team-a/j:{job.uid}")
+    assert (p.queue_name, p.priority, group_of(p)) == ("q", 1000, WorkloadKey(JOB, "team-a", "j", job.uid))
     assert [m.name for m in s.queues.pending_pods("cq")] == ["j-0", "j-1"]
 
 
@@ -292,7 +293,7 @@ async def test_wait_for_pods_ready_times_out_a_job_whole_and_its_workload_ends()
     for p in pods_of(job, 2):
         assert (await verbs.bind(p.obj(), verbs.filter(p.obj(), ["n1"])["NodeNames"][0])) == {"Error": ""}
     apply(s, pods_of(job, 1)[0].node("n1").ready().obj())            # j-1 never becomes Ready
-    assert s.readiness[f"job:team-a/j:{job.uid}"] is not None
+    assert s.readiness[WorkloadKey(JOB, "team-a", "j", job.uid)] is not None
     clock.advance(61)
     evicted = ext.plan()
     assert sorted(e.pod.name for e in evicted) == ["j-0", "j-1"]

@@ -33,10 +33,10 @@ import pytest
 from app.act.writer import SnapshotWriter
 from app.config import ConfigError, Configuration, WaitForPodsReady, decode_configuration
 from app.core import readiness
-from app.core.readiness import Readiness, RequeueRecord
 from app.core.rules import PODS_READY_TIMEOUT
 from app.scheduler.reconcile import pods_ready_timeouts
 from app.scheduler.scheduler import Scheduler
+from app.core.workload import GROUP, JOB, POD, Readiness, RequeueRecord, WorkloadKey
 from app.observe.views import pending_ahead
 from app.objects.meta import format_time
 from app.objects.pod import decode_pod
@@ -50,6 +50,8 @@ START = T0 + 100                             # the clock when a test starts
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 ALL = ["n1", "n2"]
+JOB_X = WorkloadKey(JOB, "team-a", "x", "uid-job-x")     # the Job x's pods as one workload
+GROUP_G = WorkloadKey(GROUP, "team-a", "g")
 
 
 # ---- builders -------------------------------------------------------------------------------------------
@@ -264,16 +266,17 @@ def test_unit_and_requeue_key():
         return decode_pod({"kind": "Pod", **obj})
 
     alone = info(Pod("alone").queue("q").cpu("1").wire())
-    assert readiness.unit_of(alone) == f"pod:{alone.key}" and readiness.requeue_key(alone) == "team-a/alone"
+    assert readiness.unit_of(alone) == WorkloadKey(POD, "team-a", "alone")
+    assert readiness.requeue_key(alone) == "team-a/alone"
     x, x_r1 = info(owned("x", "train")), info(owned("x-r1", "train", at=90))
-    assert readiness.unit_of(x) == readiness.unit_of(x_r1) == "job:team-a/train:uid-job-train"
-    assert readiness.shown(readiness.unit_of(x)) == "team-a/Job/train"
+    assert readiness.unit_of(x) == readiness.unit_of(x_r1) == WorkloadKey(JOB, "team-a", "train", "uid-job-train")
+    assert readiness.unit_of(x).shown == "team-a/Job/train"
     assert readiness.requeue_key(x) == readiness.requeue_key(x_r1) == "team-a/Job/train"
     assert readiness.requeue_key(info(owned("y", "other"))) == "team-a/Job/other"
     g0, g1 = member("g-0"), member("g-1")
     g1["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
                                           "uid": "u", "controller": True}]
-    assert {readiness.unit_of(info(g0)), readiness.unit_of(info(g1))} == {"team-a/g"}
+    assert {readiness.unit_of(info(g0)), readiness.unit_of(info(g1))} == {WorkloadKey(GROUP, "team-a", "g")}
     assert {readiness.requeue_key(info(g0)), readiness.requeue_key(info(g1))} == {"team-a/g"}   # group first
 
 
@@ -289,8 +292,8 @@ async def test_single_pod_not_ready_within_timeout_is_evicted_and_requeued(build
     verbs = Verbs(ext)
     await admit(verbs, x)
     await admit(verbs, y)
-    assert set(state.readiness) == {"job:team-a/x:uid-job-x", "pod:team-a/y"}
-    assert state.readiness["job:team-a/x:uid-job-x"].admitted_at == START
+    assert set(state.readiness) == {JOB_X, WorkloadKey(POD, "team-a", "y")}
+    assert state.readiness[JOB_X].admitted_at == START
     clock.advance(30)
     watch(ext, y, ready=True)
     clock.advance(29)
@@ -326,14 +329,14 @@ async def test_group_times_out_whole_every_member_evicted_and_pending_holds_rele
     await admit(verbs, pods[1])
     watch(ext, pods[0], ready=True)
     watch(ext, pods[1], ready=True)
-    assert set(state.readiness) == {"team-a/g"} and state.readiness["team-a/g"].ready_at is None
+    assert set(state.readiness) == {GROUP_G} and state.readiness[GROUP_G].ready_at is None
     assert uid(pods[2]) in state.holds and uid(pods[2]) in state.reservations
     clock.advance(60)
     assert await ext.reconcile() == 2
     assert sorted((k, r) for k, r, _ in writer.evicted) == [("team-a/g-0", PODS_READY_TIMEOUT),
                                                             ("team-a/g-1", PODS_READY_TIMEOUT)]
     assert not state.holds and not state.reservations and usage(ext) == 0
-    assert "team-a/g" not in state.readiness
+    assert GROUP_G not in state.readiness
     assert state.requeues["team-a/g"].count == 1
     reason = refused(verbs.filter(pods[2], ALL), ALL)
     assert "workload team-a/g was requeued after PodsReadyTimeout eviction #1" in reason
@@ -469,7 +472,7 @@ async def test_lost_readiness_for_recovery_timeout_is_evicted(build_extender):
     clock.advance(95)
     assert await ext.reconcile() == 0                        # Ready: the 60s timeout passed without effect
     watch(ext, x, ready=False)
-    assert ext.state.readiness["job:team-a/x:uid-job-x"].unready_at == START + 100
+    assert ext.state.readiness[JOB_X].unready_at == START + 100
     clock.advance(29)
     assert await ext.reconcile() == 0
     clock.advance(1)
@@ -492,7 +495,7 @@ async def test_recovered_within_recovery_timeout_is_not_evicted(build_extender):
     watch(ext, x, ready=False)
     clock.advance(20)
     watch(ext, x, ready=True)
-    assert ext.state.readiness["pod:team-a/x"].unready_at is None
+    assert ext.state.readiness[WorkloadKey(POD, "team-a", "x")].unready_at is None
     clock.advance(20)
     watch(ext, x, ready=False)
     clock.advance(20)                                        # 20s unready now, 40s since the first loss
@@ -524,7 +527,7 @@ async def test_member_that_succeeded_is_not_lost_readiness(build_extender):
         watch(ext, p, ready=True)
     clock.advance(10)
     watch(ext, pods[0], ready=False, phase="Succeeded")
-    record = ext.state.readiness["team-a/g"]
+    record = ext.state.readiness[GROUP_G]
     assert record.ready_at == START and record.unready_at is None
     clock.advance(3600)
     assert await ext.reconcile() == 0 and ext.writer.evicted == []

@@ -10,7 +10,6 @@ from app.core.cleared import cleared_cause
 from app.core.decisions import Refuse
 from app.core.filtering import nodes_for
 from app.core.gang_admission import check_group
-from app.core.gangs import KUEUE_TOTAL
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.classic import borrow_within_cohort
@@ -20,9 +19,9 @@ from app.core.preemption.laws import delay_left, guarantee_protected
 from app.core.preemption.ordering import admission_key, newer, plan_key
 from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
 from app.core.quota import QuotaNode
-from app.core.readiness import (Readiness, RequeueRecord, all_ready, backoff_after, queue_order, refusal,
-                                timed_out)
 from app.core.rules import GROUP_INCOMPLETE
+from app.core.readiness import all_ready, backoff_after, queue_order, refusal, timed_out
+from app.core.workload import KUEUE_TOTAL, Readiness, RequeueRecord, group_of
 from app.objects import kueue
 from app.objects.annotations import FENCE
 from app.objects.pod import PodInfo, decode_pod
@@ -206,7 +205,7 @@ def test_a_group_is_admitted_only_complete_in_one_queue(queues, total, rule):
                        LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
                        LocalQueue("lq2", "team-a").cluster_queue("cq").obj(), *members)
     infos = [pod_info(state, "team-a", m["metadata"]["name"]) for m in members]
-    refusal_ = check_group(state, infos[0], "team-a/g", infos)
+    refusal_ = check_group(state, infos[0], group_of(infos[0]), infos)
     assert (refusal_.rule if refusal_ else None) == rule
 
 

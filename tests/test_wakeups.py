@@ -172,7 +172,8 @@ async def test_a_thousand_refusals_in_a_backoff_are_retries_and_write_nothing(tm
     config = decode_configuration({"waitForPodsReady": {"enable": True, "timeout": "10s",
                                                         "requeuingStrategy": {"backoffBaseSeconds": 60}}})
     async with started(tmp_path, objects(quota="10000"), config) as kit:
-        from app.core.readiness import RequeueRecord, after_eviction, requeue_key
+        from app.core.readiness import after_eviction, requeue_key
+        from app.core.workload import RequeueRecord
 
         pods = [Pod(f"w{i}").queue("lq").cpu("1").obj() for i in range(1000)]
         for p in pods:

@@ -13,7 +13,6 @@ from typing import Awaitable, Callable
 
 import orjson
 
-from ..core import readiness
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -140,7 +139,7 @@ def debug_router(scheduler, clients_verified: bool = False, view_port: bool = Fa
     async def workloads(request: Request) -> Response:
         """waitForPodsReady records: admitted workloads waiting to be Ready, requeues and deactivations."""
         def build() -> dict:
-            return {"admitted": {readiness.shown(u): {"admittedAt": r.admitted_at, "readyAt": r.ready_at,
+            return {"admitted": {u.shown: {"admittedAt": r.admitted_at, "readyAt": r.ready_at,
                                                           "unreadyAt": r.unready_at}
                                  for u, r in state.readiness.items()},
                     "requeued": {k: {"count": q.count, "backoffUntil": q.at, "deactivated": q.deactivated}

@@ -6,7 +6,6 @@ filter's common answer (NodeNames, no reasons) is spliced from bytes cached with
 """
 from __future__ import annotations
 
-import orjson
 
 from ..objects.offered import OfferedNodes
 from ..scheduler.outcome import Outcome

@@ -17,7 +17,7 @@ from ..objects.kueue import ClusterQueue
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
 from .fairsharing import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
-from .gangs import as_workload, group_of, waiting_members, walk_shape
+from .gangs import waiting_members, walk_shape
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
@@ -29,7 +29,8 @@ from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLU
                     LOCAL_QUEUE_NOT_FOUND, LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST,
                     NO_FLAVOR_NODES, NO_QUEUE_NAME, QUOTA_EXCEEDED, STRICT_FIFO, STRICT_FIFO_RESERVATION,
                     WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
-from .view import ClusterView
+from .view import AdmissionView, JobsView
+from .workload import Workload, group_of
 
 
 @dataclass(slots=True)
@@ -48,7 +49,7 @@ def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
     return Verdict(rule, False, reason, resolvable, True, cq, assignment)
 
 
-def preemption_could_help(state: ClusterView, pod: PodInfo, cq: ClusterQueue) -> bool:
+def preemption_could_help(state: AdmissionView, pod: PodInfo, cq: ClusterQueue) -> bool:
     """Whether any preemption policy of this ClusterQueue could free quota for the pod."""
     if pod.preemption_policy == "Never":
         return False
@@ -58,7 +59,7 @@ def preemption_could_help(state: ClusterView, pod: PodInfo, cq: ClusterQueue) ->
     return bool(cq.cohort) and p.reclaim_within_cohort != "Never"
 
 
-def virtual_charges(state: ClusterView, charges: list[tuple[str, dict[FR, int], str]]) -> Overlay:
+def virtual_charges(state: AdmissionView, charges: list[tuple[str, dict[FR, int], str]]) -> Overlay:
     """Charge (ClusterQueue, usage, pod) to the decisions' tree for the length of one decision (with ...:),
     then take it back."""
     overlay = Overlay(state)
@@ -67,7 +68,7 @@ def virtual_charges(state: ClusterView, charges: list[tuple[str, dict[FR, int], 
     return overlay
 
 
-def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
+def assign(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
     oracle = PreemptionOracle(state, pod, cq)
@@ -77,7 +78,7 @@ def assign(state: ClusterView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -
     return assignment
 
 
-def resolve(state: ClusterView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
+def resolve(state: AdmissionView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
     """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the pod's Job is known and
     valid, the ClusterQueue exists and is active, its stopPolicy is None, and its namespaceSelector selects
     the pod's namespace."""
@@ -132,7 +133,7 @@ def local_queue_stopped(lq) -> str:
             "its stopPolicy is set to None")
 
 
-def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
+def job_refusal(state: JobsView, pod: PodInfo) -> Verdict | None:
     """A pod of a batch/v1 Job Quotient has not seen, while Jobs are a source and their list is complete: the Job
     may only be late (the Job and Pod watches are not ordered), so the pod waits for it, config.job_wait_timeout
     from when the Job's first pod was seen (state job_waits; not from each filter), rather than pass unmanaged.
@@ -165,12 +166,12 @@ def job_refusal(state: ClusterView, pod: PodInfo) -> Verdict | None:
     return None
 
 
-def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: bool = False) -> Iterator[PodInfo]:
+def _ahead(state: AdmissionView, pod: PodInfo | None, cq: ClusterQueue, present: bool = False) -> Iterator[PodInfo]:
     """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order
-    (all of them when pod is None; with present, only those kube-scheduler brings now: ClusterView.away).
+    (all of them when pod is None; with present, only those kube-scheduler brings now: PresenceView.away).
     A group that cannot be admitted (members missing, or naming different queues) holds nothing and is
     passed over."""
-    own = group_of(pod) if pod is not None else ""
+    own = group_of(pod) if pod is not None else None
     cfg = state.config.wait_for_pods_ready
     before = state.queues.queue_key(pod) if pod is not None else None
     walk = state.queues.present_pending if present else state.queues.pending_pods
@@ -186,15 +187,15 @@ def _ahead(state: ClusterView, pod: PodInfo | None, cq: ClusterQueue, present: b
     yield from _workloads(state, others())      # held members are already counted in the quota
 
 
-def pending_workloads(state: ClusterView, cq: ClusterQueue) -> Iterator[PodInfo]:
+def pending_workloads(state: AdmissionView, cq: ClusterQueue) -> Iterator[PodInfo]:
     """The ClusterQueue's pending workloads in its order (_ahead: a pod group once, as one workload; one backing off
     from a PodsReadyTimeout passed over)."""
     return _ahead(state, None, cq)
 
 
-def queue_ahead(state: ClusterView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
+def queue_ahead(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
-    BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (ClusterView.away);
+    BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (PresenceView.away);
     under StrictFIFO every one, as the strategy promises.
 
     Each one that fits is charged virtually. One that does not fit blocks every pod
@@ -234,7 +235,7 @@ def _charge_one_more(overlay: Overlay, charges: list, one: tuple[str, dict[FR, i
     charges.append(one)
 
 
-def _cohort_queues(state: ClusterView, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
+def _cohort_queues(state: AdmissionView, cq: ClusterQueue) -> Iterator[tuple[ClusterQueue, QuotaNode]]:
     """The other ClusterQueues of cq's cohort tree that admit anything, with their quota nodes."""
     stack = [state.ledger.quota_node(cq.name).root()]
     while stack:
@@ -248,7 +249,7 @@ def _cohort_queues(state: ClusterView, cq: ClusterQueue) -> Iterator[tuple[Clust
         yield other_cq, current
 
 
-def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: list,
+def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: list,
                  mine: BorrowingLevel | None = None) -> tuple[list[tuple[str, BorrowingLevel]], bool]:
     """Pending pods of other ClusterQueues in the cohort tree that Kueue admits before this borrowing pod.
 
@@ -292,13 +293,13 @@ def served_first(state: ClusterView, cq: ClusterQueue, usage: dict, charges: lis
     return holders, by_share
 
 
-def _workloads(state: ClusterView, pods: Iterator[PodInfo]) -> Iterator[PodInfo]:
+def _workloads(state: AdmissionView, pods: Iterator[PodInfo]) -> Iterator[PodInfo]:
     """Pending pods as Kueue's workloads: a lone pod as itself, a pod group once, as one workload of its members
-    still to place (as_workload), where its first member comes; a group that cannot be admitted is passed over. A
+    still to place (Workload.of_group), where its first member comes; a group that cannot be admitted is passed over. A
     group that must borrow as a whole is no workload "within its own nominal quota" because each of its members
     alone would be (Kueue's TestScheduleForTASCohorts, "two workloads considered; there is enough space only for
     the first")."""
-    seen: set[str] = set()
+    seen: set = set()
     for pod in pods:
         key = group_of(pod)
         if not key:
@@ -307,10 +308,10 @@ def _workloads(state: ClusterView, pods: Iterator[PodInfo]) -> Iterator[PodInfo]
             seen.add(key)
             waiting = waiting_members(state, key, pod)
             if waiting:
-                yield as_workload(key, waiting)
+                yield Workload.of_group(key, waiting).pod
 
 
-def reserved_for_heads(state: ClusterView, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
+def reserved_for_heads(state: AdmissionView, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
     """Quota that blocked StrictFIFO heads of the other ClusterQueues in the cohort tree keep.
 
     A head that needs preemption, in a ClusterQueue that cannot always reclaim (reclaimWithinCohort
@@ -346,7 +347,7 @@ def _shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _first_in_cohort(state: ClusterView, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
+def _first_in_cohort(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
                      charges: list, has_nodes) -> Verdict | None:
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
@@ -389,7 +390,7 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
-def decide(state: ClusterView, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
+def decide(state: AdmissionView, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
     """Decide whether pod may be admitted now; has_nodes(flavor) says whether a node of it is on offer."""
     cq, refusal = resolve(state, pod)
     if refusal is not None:
@@ -425,7 +426,7 @@ def may_reclaim(verdict: Verdict) -> bool:
             and verdict.assignment.mode == PREEMPT)
 
 
-def drained(state: ClusterView) -> list[tuple[PodInfo, str, str]]:
+def drained(state: AdmissionView) -> list[tuple[PodInfo, str, str]]:
     """Pods to evict because their LocalQueue or their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts
     its admitted workloads: LocalQueueStopped, checked first as Kueue's workload controller does, else
     ClusterQueueStopped), as (pod, ClusterQueue, reason); pods already terminating are not asked twice."""

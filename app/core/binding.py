@@ -7,12 +7,12 @@ from ..objects.pod import PodInfo
 from .admission import decide, local_queue_stopped
 from .drift import changed_since
 from .flavors import Charge
-from .gangs import group_of
 from .placement import shortfall
-from .view import ClusterView
+from .view import BindingView
+from .workload import group_of
 
 
-def room_refusal(state: ClusterView, pod: PodInfo, node: str) -> str:
+def room_refusal(state: BindingView, pod: PodInfo, node: str) -> str:
     """Why pod may not bind to node whatever its quota: an unknown node, or room held there for others."""
     if node not in state.nodes:
         return f"node {node} is not known to Quotient"
@@ -24,7 +24,7 @@ def room_refusal(state: ClusterView, pod: PodInfo, node: str) -> str:
     return ""
 
 
-def changed_refusal(state: ClusterView, pod: PodInfo) -> str:
+def changed_refusal(state: BindingView, pod: PodInfo) -> str:
     """Why the pod may not bind on its reservation: its requests, queue, group or priority changed since the
     decision (the watch's newest version of it against what filter decided on), or ""."""
     held = state.reservations.get(pod.uid)
@@ -36,19 +36,19 @@ def changed_refusal(state: ClusterView, pod: PodInfo) -> str:
     return changed_since(held.decided, state.workloads.decided(pod.uid, _cluster_queue(state, pod)), pod.key)
 
 
-def _admitted_workload(state: ClusterView, pod: PodInfo) -> bool:
+def _admitted_workload(state: BindingView, pod: PodInfo) -> bool:
     """Whether the pod's workload is admitted (a pod of its Job or group is bound): a stopped LocalQueue's admitted
     workloads run to completion under Hold, so their pods keep their places (a Job's pod replacing one that ended)."""
     key = group_of(pod)
     return bool(key) and any(m.uid in state.admitted for m in state.store.members(key))
 
 
-def _cluster_queue(state: ClusterView, pod: PodInfo) -> str:
+def _cluster_queue(state: BindingView, pod: PodInfo) -> str:
     lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
     return lq.cluster_queue if lq is not None else ""
 
 
-def reserved_charge(state: ClusterView, pod: PodInfo, node: str) -> Charge | None:
+def reserved_charge(state: BindingView, pod: PodInfo, node: str) -> Charge | None:
     """The charge filter reserved for pod, when every flavor of it covers node (None: decide anew)."""
     held = state.reservations.get(pod.uid)
     if held is not None and all(state.ledger.node_in_flavor(node, f) for f in set(held.charge.flavors.values())):
@@ -56,7 +56,7 @@ def reserved_charge(state: ClusterView, pod: PodInfo, node: str) -> Charge | Non
     return None
 
 
-def charge_at_bind(state: ClusterView, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
+def charge_at_bind(state: BindingView, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
     """Admission decided again for pod on node (its reservation, if any, already given back): the charge,
     (None, "") for a pod Quotient does not manage, or (None, why) when it no longer fits."""
     verdict = decide(state, pod, lambda flavor: state.ledger.node_in_flavor(node, flavor))

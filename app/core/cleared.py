@@ -13,15 +13,16 @@ from .decisions import QUOTA_RULES
 from .flavors import Charge
 from .gang_admission import group_over_quota
 from .preemption import may_preempt
-from .readiness import admission_gate
 from .rules import (GROUP_COMPLETE, GROUP_INCOMPLETE, GROUP_PREEMPTING, HOLD_EXPIRED, HOLD_RELEASED, JOB_NOT_SEEN,
                     JOB_SEEN, JOB_WAIT_OVER, NO_FLAVOR_NODES, PODS_READY_GATE, PODS_READY_GATE_CLEARED, PREEMPTING,
                     PREEMPTION_DELAY_OVER, QUEUE_CHANGED, QUOTA_FREED, ROOM_HELD, VICTIMS_GONE, WAITING_FOR_VICTIMS,
                     WORKLOAD_PRIORITY_CLASS_CREATED, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
-from .view import ClusterView
+from .next_in_line import admission_gate
+from .view import ClearedView
+from .workload import Workload, group_of
 
 
-def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
+def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, holds_then: frozenset | set) -> str:
     """Why pod's refusal (rule, reason; holds_then: the holds that stood when it was refused) no longer
     holds, "" while it does: time (backoff, preemption delay, hold expiry), victims gone, a group complete,
     quota or queues changed."""
@@ -36,7 +37,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
             return JOB_SEEN
         waiting = job_refusal(state, pod)
         return "" if waiting is not None and waiting.rule == JOB_NOT_SEEN else JOB_WAIT_OVER
-    key = gangs.group_of(pod)
+    key = group_of(pod)
     held = state.holds.get(pod.uid)
     if held is not None:
         if held.left(state.pods) or (key and group_over_quota(state, state.store.members(key))):
@@ -55,7 +56,7 @@ def cleared_cause(state: ClusterView, pod: PodInfo, rule: str, reason: str, hold
         pending = gangs.pending_members(state, state.store.members(key))
         if not pending:
             return ""
-        verdict = decide(state, gangs.as_workload(key, pending))
+        verdict = decide(state, Workload.of_group(key, pending).pod)
     else:
         if state.blocked.lookup(state, pod) is not None:
             return ""          # one of its shape ahead of it is refused, and nothing has freed since (state.blocked)

@@ -8,6 +8,7 @@ from ..objects.pod import PodInfo
 from .flavors import Charge
 from .rules import (BORROWING_LEVEL_ORDER, EVICTED, FAIR_SHARING_ORDER, NOMINAL_QUOTA_FIRST, QUOTA_EXCEEDED,
                     STRICT_FIFO, STRICT_FIFO_RESERVATION, VICTIMS_STILL_RUNNING)
+from .workload import WorkloadKey
 
 # The rules that refuse a pod for want of quota (or its order in the queue): what frees quota clears them.
 QUOTA_RULES = frozenset({QUOTA_EXCEEDED, VICTIMS_STILL_RUNNING, STRICT_FIFO, STRICT_FIFO_RESERVATION,
@@ -59,7 +60,7 @@ class Requeue:
     """waitForPodsReady: a workload whose pods were not all Ready in time is evicted whole (its members'
     holds and reservations end) and waits until at (its backoff), or for good once deactivated (past
     backoffLimitCount)."""
-    unit: str                               # what timed out (core.readiness.unit_of)
+    unit: WorkloadKey                       # what timed out (core.readiness.unit_of)
     workload: str                           # what requeues count against (core.readiness.requeue_key)
     count: int
     at: float

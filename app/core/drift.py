@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..objects.pod import PodInfo
-from .gangs import group_of
+from .workload import WorkloadKey, group_of
 from .quantity import format_quantity
 from .quota import QuotaNode
 from .rules import CHANGED_SINCE_FILTER, CLUSTER_QUEUE_OVER_QUOTA
@@ -26,7 +26,7 @@ class Decided:
     requests: tuple[tuple[str, int], ...]
     queue: str
     cluster_queue: str
-    group: str
+    group: WorkloadKey | None
     priority: int | None
 
 

@@ -12,10 +12,10 @@ from .decisions import Refuse
 from .flavors import Charge
 from .reclaim import outside_holds, still_running
 from .rules import NO_FLAVOR_NODES, ROOM_HELD, VICTIMS_STILL_RUNNING
-from .view import ClusterView
+from .view import ReclaimView
 
 
-def nodes_for(state: ClusterView, pod: PodInfo, flavors: frozenset[str], passing: list[str],
+def nodes_for(state: ReclaimView, pod: PodInfo, flavors: frozenset[str], passing: list[str],
               offered: int) -> list[str] | Refuse:
     """The nodes the pod may take among passing (the offered nodes of its flavors): a preemptor only the
     node held for it; any other pod none whose room is held for another (YuniKorn's node reservation).
@@ -34,7 +34,7 @@ def nodes_for(state: ClusterView, pod: PodInfo, flavors: frozenset[str], passing
     return kept
 
 
-def reservation(state: ClusterView, verdict: Verdict) -> Charge | Refuse:
+def reservation(state: ReclaimView, verdict: Verdict) -> Charge | Refuse:
     """What filter reserves for an admitted pod until bind. The plans count victims chosen for others as
     gone; the quota still holds them until they are, so nothing is reserved over it."""
     a = verdict.assignment

@@ -2,7 +2,7 @@
 member with a node of its own held at once, preempting for the whole group if needed, or none is.
 
 A member then passes filter only onto its held node. The group counts against quota as one workload
-(core.gangs.as_workload); bound one by one, its members must still fit in what really runs.
+(core.workload.Workload); bound one by one, its members must still fit in what really runs.
 """
 from __future__ import annotations
 
@@ -13,20 +13,20 @@ from ..objects.pod import PRIORITY_CLASS_LABEL, PodInfo
 from .admission import decide, may_reclaim
 from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge, quota_usage
-from .jobs import describe
-from .gangs import KUEUE_TOTAL, as_workload, expected_size, node_masks, place
+from .gangs import expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
 from .rules import (GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_QUEUE_MISMATCH, GROUP_RESERVED, GROUP_SIZE_UNKNOWN,
                     GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
-from .view import ClusterView
+from .view import ReclaimView
+from .workload import KUEUE_TOTAL, Workload, WorkloadKey
 
 
 @dataclass
 class GroupAdmission:
     """The whole group admitted: a Hold per pending member (sharing one victims dict when it preempts)."""
-    key: str
+    key: WorkloadKey
     cluster_queue: str
     assignment: Assignment
     holds: list[Hold]
@@ -39,46 +39,46 @@ class GroupAdmission:
         """What filter answers the member that asked: None passes it onto its node."""
         n = len(self.holds)
         if all(h.preemptor != pod.uid for h in self.holds):
-            return Refuse(PARTIALLY_ADMITTED, f"{describe(self.key)} admitted with {n} pod(s) by partial admission "
+            return Refuse(PARTIALLY_ADMITTED, f"{self.key.described} admitted with {n} pod(s) by partial admission "
                           f"({MIN_PARALLELISM}); this pod runs in the place of one that finishes or fails",
                           self.cluster_queue)
         mine = self.node_of(pod.uid)
         if self.victims:
-            return Refuse(GROUP_PREEMPTING, f"{describe(self.key)}: preempting {len(self.victims)} pod(s) so "
+            return Refuse(GROUP_PREEMPTING, f"{self.key.described}: preempting {len(self.victims)} pod(s) so "
                           f"that all {n} members fit at once; node {mine} is held for this member", self.cluster_queue)
         if mine not in on_offer:
-            return Refuse(GROUP_RESERVED, f"{describe(self.key)} admitted; node {mine} is reserved for this member "
+            return Refuse(GROUP_RESERVED, f"{self.key.described} admitted; node {mine} is reserved for this member "
                           "and was not offered; waiting for it", self.cluster_queue)
         return None
 
 
-def check_group(state: ClusterView, pod: PodInfo, key: str, members: list[PodInfo]) -> Refuse | None:
+def check_group(state: ReclaimView, pod: PodInfo, key: WorkloadKey, members: list[PodInfo]) -> Refuse | None:
     """A group may be admitted only once its members share one LocalQueue and their WorkloadPriorityClasses
     exist, none uses a Kueue field Quotient refuses (objects.coverage), its size is known and all of its members exist (a group that lost a member before it ran holds
     nothing: GROUP_INCOMPLETE)."""
     queues = sorted({m.queue_name for m in members})
     if len(queues) > 1:
-        return Refuse(GROUP_QUEUE_MISMATCH, f"{describe(key)}: members name different queues "
+        return Refuse(GROUP_QUEUE_MISMATCH, f"{key.described}: members name different queues "
                       f"({', '.join(queues)}); the members of a group must share one LocalQueue")
     missing = sorted({m.missing_priority_class for m in members} - {""})
     if missing:
-        return Refuse(WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f"{describe(key)}: WorkloadPriorityClass "
+        return Refuse(WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f"{key.described}: WorkloadPriorityClass "
                       f"{', '.join(missing)} does not exist (label {PRIORITY_CLASS_LABEL} of a member); the group is "
                       "queued once it does: create it, or fix the label")
     bad = next((m for m in members if m.refused), None)
     if bad is not None:             # a Kueue field one member uses that Quotient refuses: the group is one workload
-        return Refuse(bad.refused[0], f"{describe(key)}: member {bad.key}: {bad.refused[1]}")
+        return Refuse(bad.refused[0], f"{key.described}: member {bad.key}: {bad.refused[1]}")
     size = expected_size(state, pod)
     if size is None:
-        return Refuse(GROUP_SIZE_UNKNOWN, f"{describe(key)}: no size; set the annotation "
+        return Refuse(GROUP_SIZE_UNKNOWN, f"{key.described}: no size; set the annotation "
                       f"{KUEUE_TOTAL} (or the PodGroup's minMember)")
     if len(members) < size:
-        return Refuse(GROUP_INCOMPLETE, f"{describe(key)}: {len(members)} of {size} members exist; "
+        return Refuse(GROUP_INCOMPLETE, f"{key.described}: {len(members)} of {size} members exist; "
                       "the group waits for the rest and holds nothing")
     return None
 
 
-def held_member(state: ClusterView, key: str, members: list[PodInfo], held, on_offer) -> Refuse | None:
+def held_member(state: ReclaimView, key: WorkloadKey, members: list[PodInfo], held, on_offer) -> Refuse | None:
     """A member whose node is held already: it passes onto that node once the group's victims are gone
     and the group still fits in what really runs."""
     waiting = victims_left(state, held, key)
@@ -88,12 +88,12 @@ def held_member(state: ClusterView, key: str, members: list[PodInfo], held, on_o
     if over:        # bound one by one, the group must still fit whole in what really runs
         return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key))
     if held.node not in on_offer:
-        return Refuse(GROUP_RESERVED, f"{describe(key)}: node {held.node} is reserved for this member "
+        return Refuse(GROUP_RESERVED, f"{key.described}: node {held.node} is reserved for this member "
                       "and was not offered; waiting for it")
     return None
 
 
-def group_over_quota(state: ClusterView, members) -> str:
+def group_over_quota(state: ReclaimView, members) -> str:
     """The quota invariant for a group's members still to bind, taken together: why their charges
     would not all fit what pods on nodes really use now, or ""."""
     total, queue = {}, ""
@@ -106,12 +106,13 @@ def group_over_quota(state: ClusterView, members) -> str:
     return state.ledger.over_quota(Charge(queue, {}, total)) if total else ""
 
 
-def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
+def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on_offer) -> GroupAdmission | Refuse:
     """Decide for a whole pod group: quota as one workload, a node for every pending member at once
     (offered nodes first), preempting for it if needed (core.preemption.gang)."""
-    unit = as_workload(key, pending)
+    workload = Workload.of_group(key, pending)
+    unit = workload.pod
     verdict = decide(state, unit)
-    whole = f"{describe(key)} ({len(pending)} pending members, admitted whole or not at all)"
+    whole = f"{key.described} ({len(pending)} pending members, admitted whole or not at all)"
     if not verdict.admit and not may_reclaim(verdict):
         return Refuse(verdict.rule, f"{whole}: {verdict.reason}", verdict.cluster_queue)
     a = verdict.assignment
@@ -132,7 +133,7 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
                 f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
             return Refuse(GROUP_UNPLACEABLE if verdict.admit else verdict.rule,
                           f"{whole}: {problem}; no preemption: {why}", verdict.cluster_queue)
-        victims = {m.uid: (t.reason, victim_message(t.reason, unit)) for t in targets for m in t.candidate.pods()}
+        victims = {m.uid: (t.reason, victim_message(t.reason, workload)) for t in targets for m in t.candidate.pods()}
     over = "" if victims else state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
     if over:            # the plan counts others' victims as gone; the quota still holds them
         return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key), verdict.cluster_queue)
@@ -142,7 +143,7 @@ def admit_group(state: ClusterView, key: str, pending: list[PodInfo], on_offer) 
     return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
 
 
-def admit_partially(state: ClusterView, key: str, pending: list[PodInfo], on_offer,
+def admit_partially(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on_offer,
                     minimum: int | None) -> GroupAdmission | Refuse:
     """Kueue's partial admission (kueue.x-k8s.io/job-min-parallelism): the whole Job if it can be admitted,
     else the most of its oldest pending pods, down to `minimum`, that can (quota, a node each, preemption),

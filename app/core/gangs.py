@@ -1,24 +1,16 @@
-"""Pod groups (gangs): which pods belong together, the group as one workload, and where its members fit.
+"""Pod groups (gangs): when a group is complete, which members are still to place, and where they fit.
 
-Two conventions are recognised: Kueue's plain pods (label kueue.x-k8s.io/pod-group-name,
-annotation kueue.x-k8s.io/pod-group-total-count) and scheduler-plugins' coscheduling
-(label scheduling.x-k8s.io/pod-group naming a scheduling.x-k8s.io/v1alpha1 PodGroup with
-spec.minMember). A group is admitted whole or not at all: its quota is checked as one
-request, and every member must have a node at once before any of them holds anything.
+Which pods belong together is core.workload.group_of (Kueue's plain pods or scheduler-plugins' coscheduling
+PodGroup with spec.minMember). A group is admitted whole or not at all: its quota is checked as one
+request (core.workload.Workload), and every member must have a node at once before any of them holds anything.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from ..objects.annotations import GROUP_TOTAL
 from ..objects.pod import PodInfo
-from .view import ClusterView
-
-KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
-KUEUE_TOTAL = GROUP_TOTAL
-COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+from .view import GroupView
+from .workload import COSCHEDULING_GROUP, KUEUE_TOTAL, WorkloadKey, group_of
 
 
 def node_masks(members: list[PodInfo], nodes: list, misfit):
@@ -34,27 +26,18 @@ def node_masks(members: list[PodInfo], nodes: list, misfit):
     return allowed
 
 
-def group_of(pod: PodInfo) -> str:
-    """The group key "namespace/name" of a pod in a group (a Kueue-managed Job's pods: core.jobs.job_key),
-    "" for a pod on its own."""
-    if pod.job:
-        return pod.job
-    name = pod.labels.get(KUEUE_GROUP) or pod.labels.get(COSCHEDULING_GROUP)
-    return f"{pod.namespace}/{name}" if name else ""
-
-
 def walk_shape(pod: PodInfo) -> object:
     """What a walk of queue order passes over alike (PodInfo.shape): a pod group's member, or a group taken as one
-    workload (as_workload), is its own, since its members are admitted together or not at all."""
+    workload (core.workload.Workload.of_group), is its own, since its members are admitted together or not at all."""
     return pod.uid if group_of(pod) else pod.shape
 
 
-def pending_members(state: ClusterView, members: list[PodInfo]) -> list[PodInfo]:
+def pending_members(state: GroupView, members: list[PodInfo]) -> list[PodInfo]:
     """The members still to be placed: not on a node, no node held for them."""
     return [m for m in members if not m.node_name and m.uid not in state.holds]
 
 
-def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]:
+def waiting_members(state: GroupView, key: WorkloadKey, pod: PodInfo) -> list[PodInfo]:
     """The members of pod's group to admit now, or [] when the group cannot be admitted: its size is
     unknown, not all its members exist, nothing is left to place, its members name several queues, or one
     names a WorkloadPriorityClass that does not exist (the group is no workload yet)."""
@@ -66,7 +49,7 @@ def waiting_members(state: ClusterView, key: str, pod: PodInfo) -> list[PodInfo]
     return pending_members(state, members)
 
 
-def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
+def expected_size(state: GroupView, pod: PodInfo) -> int | None:
     """How many members the group needs: a Job's workload count (objects.job.JobInfo.count), Kueue's
     pod-group-total-count annotation, or the coscheduling PodGroup's minMember (decoded once, objects/)."""
     if pod.job:
@@ -80,22 +63,6 @@ def expected_size(state: ClusterView, pod: PodInfo) -> int | None:
         pg = state.pod_groups.get(f"{pod.namespace}/{pod.labels[COSCHEDULING_GROUP]}")
         return pg.min_member if pg is not None else None
     return None
-
-
-def as_workload(key: str, members: list[PodInfo]) -> PodInfo:
-    """The group as one pod for quota decisions: summed requests, the highest member priority (the
-    ACK seed: one high-priority member makes the whole group high priority), the oldest creation."""
-    first = min(members, key=lambda p: (p.created or 0.0, p.name))
-    requests: dict[str, int] = {}
-    for m in members:
-        for r, v in m.requests.items():
-            requests[r] = requests.get(r, 0) + v
-    return replace(first, uid=f"group:{key}",
-                   name=first.labels.get(KUEUE_GROUP) or first.labels.get(COSCHEDULING_GROUP) or first.owner.name,
-                   requests=requests, priority=max(m.priority or 0 for m in members),
-                   pod_priority=max(m.pod_priority or 0 for m in members),
-                   created=min((m.created for m in members if m.created is not None), default=None),
-                   refused=next((m.refused for m in members if m.refused), None))
 
 
 def place(members: list[PodInfo], nodes: list[str], room, allowed=None) -> dict[str, str] | None:

@@ -7,19 +7,13 @@ from __future__ import annotations
 
 from ..objects.job import JobInfo
 from ..objects.pod import PodInfo
-from .gangs import COSCHEDULING_GROUP, KUEUE_GROUP
-
-JOB_PREFIX = "job:"
-
-
-def job_key(pod: PodInfo) -> str:
-    """The workload key of a Job's pods, the waitForPodsReady unit of a Job's pods too (core.readiness)."""
-    return f"{JOB_PREFIX}{pod.namespace}/{pod.owner.name}:{pod.owner.uid}"
+from .workload import COSCHEDULING_GROUP, KUEUE_GROUP
 
 
 def inherit(pod: PodInfo, jobs: dict[str, JobInfo]) -> None:
-    """Give the pod of a Kueue-managed Job (one with the queue label) the Job's labels it lacks, and its
-    workload key; a pod's labels taken from an earlier version of the Job are dropped first."""
+    """Give the pod of a Kueue-managed Job (one with the queue label) the Job's labels it lacks, and mark it a
+    member of the Job's workload (pod.job: the Job's uid; core.workload.group_of); a pod's labels taken from an
+    earlier version of the Job are dropped first."""
     pod._shape = None            # its shape is worked out again from what it is now
     if pod.inherited:
         pod.labels = {k: v for k, v in pod.labels.items() if k not in pod.inherited}
@@ -35,11 +29,4 @@ def inherit(pod: PodInfo, jobs: dict[str, JobInfo]) -> None:
     if added:
         pod.labels = {**pod.labels, **added}
         pod.inherited = tuple(added)
-    pod.job = job_key(pod)
-
-
-def describe(key: str) -> str:
-    """A workload key for a reason: "Job ns/name" or "pod group ns/name"."""
-    if key.startswith(JOB_PREFIX):
-        return f"Job {key[len(JOB_PREFIX):].rsplit(':', 1)[0]}"
-    return f"pod group {key}"
+    pod.job = owner.uid

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from .decisions import Refuse
-from .gangs import group_of
-from .jobs import describe
 from .rules import GROUP_INCOMPLETE
-from .view import ClusterView
+from .view import ReclaimView
+from .workload import group_of
 
 
 def unbound(members) -> list[PodInfo]:
@@ -23,7 +22,7 @@ def released_by(refusal: Refuse, members: list[PodInfo]) -> list[PodInfo]:
     return unbound(members) if refusal.rule == GROUP_INCOMPLETE else []
 
 
-def released_at_bind(state: ClusterView, pod: PodInfo) -> list[PodInfo]:
+def released_at_bind(state: ReclaimView, pod: PodInfo) -> list[PodInfo]:
     """The pod changed since filter reserved for it: filter decides on it as it is now, with its group (all or
     nothing), so the pod and its group's unbound members give back what they hold."""
     key = state.reservations[pod.uid].decided.group
@@ -36,5 +35,5 @@ def alone_at_bind(pod: PodInfo, node: str) -> str:
     key = group_of(pod)
     if not key or not pod.queue_name:
         return ""
-    return (f"{describe(key)}: this member holds no reservation on node {node} (its group's hold "
+    return (f"{key.described}: this member holds no reservation on node {node} (its group's hold "
             "lapsed, or its workload was evicted); it passes filter again with its group")

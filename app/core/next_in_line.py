@@ -1,4 +1,5 @@
-"""waitForPodsReady.blockAdmission's order: which workload is admitted next, across every ClusterQueue.
+"""waitForPodsReady at admission: a requeued workload's backoff, and blockAdmission, with its order: which
+workload is admitted next, across every ClusterQueue.
 
 With blockAdmission Kueue admits one workload at a time: once the admitted ones are all Ready, its next scheduling
 cycle takes the heads of every ClusterQueue and admits the first that fits in its order (pkg/scheduler/scheduler.go,
@@ -9,22 +10,51 @@ ClusterQueues once the admitted workload exceeds timeout" has it: the timed-out 
 after a 1 s backoff, does not take the turn of the other ClusterQueue's workload that waits longer.
 
 kube-scheduler asks about the pods one by one and after each refusal's backoff (up to 10 s), so the workload that
-goes next keeps its place while kube-scheduler brings it, now or once its backoff ends (ClusterView.expected); one
+goes next keeps its place while kube-scheduler brings it, now or once its backoff ends (PresenceView.expected); one
 it is not bringing (parked, gone from its queue) keeps nothing, and the next one goes.
 """
 from __future__ import annotations
 
+import itertools
 from weakref import WeakKeyDictionary
 
 from ..objects.pod import PodInfo
 from .admission import Verdict, decide, pending_workloads
-from .gangs import as_workload, group_of, walk_shape
-from .view import ClusterView
+from .gangs import walk_shape
+from .readiness import refusal, requeue_key, unit_of
+from .view import GateView
+from .workload import GROUP, Workload, group_of
 
 _heads: WeakKeyDictionary = WeakKeyDictionary()     # state -> ((generation, second), the heads then)
 
 
-def next_in_line(state: ClusterView, pod: PodInfo) -> str:
+def admission_gate(state: GateView, pod: PodInfo) -> str:
+    """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
+    blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
+    cfg = state.config.wait_for_pods_ready
+    if cfg is None:
+        return ""
+    key = requeue_key(pod)
+    why = refusal(state.requeues.get(key), cfg, state.clock(), key)[0]
+    if why or not cfg.block_admission:
+        return why
+    return block_admission(state, pod)
+
+
+def block_admission(state: GateView, pod: PodInfo) -> str:
+    """waitForPodsReady.blockAdmission: why pod waits for another workload to be all Ready, or ""."""
+    mine = unit_of(pod)
+    unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
+    reserved = (unit_of(other) for other in map(state.pods.get, state.reservations)
+                if other is not None and other.queue_name)         # admitted at filter, not bound yet
+    blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
+    if blocker is None:
+        return next_in_line(state, pod)
+    return (f"waitForPodsReady.blockAdmission: workload {blocker.shown} is admitted and "
+            "not all Ready; nothing else is admitted meanwhile")
+
+
+def next_in_line(state: GateView, pod: PodInfo) -> str:
     """Why pod's workload waits for another one that goes first in blockAdmission's order, or "" (it goes first, it
     would not be admitted now anyway, or no other admissible workload is expected)."""
     unit = _workload_of(state, pod)
@@ -41,7 +71,7 @@ def next_in_line(state: ClusterView, pod: PodInfo) -> str:
     return ""
 
 
-def heads(state: ClusterView) -> list[tuple[PodInfo, Verdict]]:
+def heads(state: GateView) -> list[tuple[PodInfo, Verdict]]:
     """Each ClusterQueue's first pending workload that kube-scheduler brings and that would be admitted now, with
     its verdict: worked out once per state generation and second (note_cleared asks for every refused pod)."""
     stamp = (state.generation, int(state.timer()))
@@ -52,13 +82,14 @@ def heads(state: ClusterView) -> list[tuple[PodInfo, Verdict]]:
     return cached[1]
 
 
-def _workload_of(state: ClusterView, pod: PodInfo) -> PodInfo:
+def _workload_of(state: GateView, pod: PodInfo) -> PodInfo:
+    """What admission decides on for pod's workload (Workload.pod): its group's members still to place, or itself."""
     key = group_of(pod)
     members = [m for m in state.store.members(key) if not m.node_name] if key else []
-    return as_workload(key, members) if members else pod
+    return Workload.of_group(key, members).pod if members else pod
 
 
-def _first_admissible(state: ClusterView, cq) -> tuple[PodInfo, Verdict] | None:
+def _first_admissible(state: GateView, cq) -> tuple[PodInfo, Verdict] | None:
     """Kueue's head of the ClusterQueue: its first pending workload that kube-scheduler brings and that would be
     admitted now (under BestEffortFIFO one that does not fit is set aside; under StrictFIFO it blocks those
     behind it), with its verdict."""
@@ -76,17 +107,19 @@ def _first_admissible(state: ClusterView, cq) -> tuple[PodInfo, Verdict] | None:
     return None
 
 
-def _expected(state: ClusterView, workload: PodInfo) -> bool:
+def _expected(state: GateView, workload: PodInfo) -> bool:
     key = group_of(workload)
     pods = state.store.members(key) if key else [workload]
     return any(state.queues.expected(m.uid) for m in pods if not m.node_name)
 
 
-def _order(state: ClusterView, workload: PodInfo, verdict: Verdict) -> tuple:
+def _order(state: GateView, workload: PodInfo, verdict: Verdict) -> tuple:
     borrows = bool(verdict.assignment is not None and verdict.assignment.borrowing)
     return borrows, state.queues.queue_key(workload)
 
 
 def _shown(workload: PodInfo) -> str:
     key = group_of(workload)
-    return f"pod group {key}" if key and not workload.job else (f"Job {key}" if key else f"pod {workload.key}")
+    if key is None:
+        return f"pod {workload.key}"
+    return f"pod group {key}" if key.kind == GROUP else f"Job {key}"     # (a Job by its printed name, as ever)

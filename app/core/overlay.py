@@ -5,14 +5,14 @@ own charges go through the one charging primitive, core.quota.charge."""
 from __future__ import annotations
 
 from .quota import FR, QuotaNode, charge
-from .view import ClusterView
+from .view import QuotaNodes
 
 
 class Overlay:
     """Simulated charges keyed by what they stand for (a candidate, a pod ahead); a context manager that
     takes every one back on exit, the last first."""
 
-    def __init__(self, view: ClusterView):
+    def __init__(self, view: QuotaNodes):
         self.view = view
         self._applied: dict[object, tuple[QuotaNode | None, dict[FR, int], int]] = {}
 

@@ -10,64 +10,34 @@ and judges them by its wall clock, and Quotient shows them as times (backoffUnti
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import itertools
-
 from ..objects.meta import format_time
 from ..objects.pod import PodInfo
 from .decisions import Evict, Requeue
-from .gangs import group_of
 from .rules import PODS_READY_TIMEOUT
-from .view import ClusterView
+from .view import ReadinessView
+from .workload import Readiness, RequeueRecord, WorkloadKey, group_of, job_key, pod_key
 
 
-def unit_of(pod: PodInfo) -> str:
+def unit_of(pod: PodInfo) -> WorkloadKey:
     """What becomes ready together: the pod group; else the Job that owns the pod (Kueue admits a Job
     as one workload, so its pods are Ready together or not); else the pod itself."""
     group = group_of(pod)
     if group:
         return group
     if pod.owner is not None and pod.owner.kind == "Job" and pod.owner.uid:
-        return f"job:{pod.namespace}/{pod.owner.name}:{pod.owner.uid}"
-    return f"pod:{pod.key}"
-
-
-def shown(unit: str) -> str:
-    """A unit as an admin names it: namespace/group, namespace/Job/name, namespace/pod."""
-    if unit.startswith("job:"):
-        ns_name = unit[4:].rsplit(":", 1)[0]
-        ns, name = ns_name.split("/", 1)
-        return f"{ns}/Job/{name}"
-    return unit.removeprefix("pod:")
+        return job_key(pod)
+    return pod_key(pod)
 
 
 def requeue_key(pod: PodInfo) -> str:
-    """What requeues are counted against: the group, else the owning controller, else the pod."""
+    """What requeues are counted against, by its printed name: the group, else the owning controller, else
+    the pod."""
     group = group_of(pod)
     if group:
-        return group
+        return str(group)
     if pod.owner is not None and pod.owner.name:
         return f"{pod.namespace}/{pod.owner.kind}/{pod.owner.name}"
     return pod.key
-
-
-@dataclass(slots=True)
-class Readiness:
-    """When a workload was admitted (its first pod bound) and when it became, or stopped being, all Ready."""
-    admitted_at: float
-    ready_at: float | None = None
-    unready_at: float | None = None
-    finished: int = 0              # members that Succeeded: Kueue counts them as ready
-
-
-@dataclass(slots=True)
-class RequeueRecord:
-    count: int = 0
-    at: float = 0.0                # no admission before this time (backoff)
-    deactivated: bool = False
-    first_created: float | None = None
-    owner_uid: str = ""            # a new controller of the same name starts afresh
 
 
 def all_ready(bound: list[PodInfo], members: list[PodInfo], finished: int, group_size: int | None) -> bool:
@@ -130,34 +100,7 @@ def queue_order(pod: PodInfo, record: RequeueRecord | None, cfg) -> tuple:
     return (-(pod.priority or 0), created, pod.key)
 
 
-def admission_gate(state: ClusterView, pod: PodInfo) -> str:
-    """waitForPodsReady at admission: a requeued workload's backoff, a deactivated workload, and
-    blockAdmission (no admission while an admitted workload is not yet all Ready). "" when none holds."""
-    cfg = state.config.wait_for_pods_ready
-    if cfg is None:
-        return ""
-    key = requeue_key(pod)
-    why = refusal(state.requeues.get(key), cfg, state.clock(), key)[0]
-    if why or not cfg.block_admission:
-        return why
-    return block_admission(state, pod)
-
-
-def block_admission(state: ClusterView, pod: PodInfo) -> str:
-    """waitForPodsReady.blockAdmission: why pod waits for another workload to be all Ready, or ""."""
-    mine = unit_of(pod)
-    unready = (unit for unit, r in state.readiness.items() if r.ready_at is None or r.unready_at is not None)
-    reserved = (unit_of(other) for other in map(state.pods.get, state.reservations)
-                if other is not None and other.queue_name)         # admitted at filter, not bound yet
-    blocker = next((unit for unit in itertools.chain(unready, reserved) if unit != mine), None)
-    if blocker is None:
-        from .next_in_line import next_in_line      # (it decides admission, which imports this module)
-        return next_in_line(state, pod)
-    return (f"waitForPodsReady.blockAdmission: workload {shown(blocker)} is admitted and "
-            "not all Ready; nothing else is admitted meanwhile")
-
-
-def timeouts(state: ClusterView, now: float) -> list[Requeue]:
+def timeouts(state: ReadinessView, now: float) -> list[Requeue]:
     """Every workload whose pods were not all Ready in time (or lost readiness for recoveryTimeout): evicted
     whole and requeued with backoff (seed 003). Its members' holds and reservations end with it, before
     anything is written: none of them can bind meanwhile (filter and bind see the backoff). Units that

@@ -12,15 +12,15 @@ from typing import Callable, Iterator
 from ..objects.pod import PodInfo
 from .admission import Verdict
 from .decisions import Hold, Refuse
-from .jobs import describe
 from .flavors import Assignment, Charge
 from .placement import shortfall
 from .preemption import Plan, may_preempt, plans, victim_message
 from .rules import MAY_NOT_PREEMPT, NO_PREEMPTION
-from .view import ClusterView
+from .view import ReclaimView
+from .workload import Workload, WorkloadKey
 
 
-def queue_heads(state: ClusterView, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:
+def queue_heads(state: ReclaimView, gate: Callable[[PodInfo], str]) -> Iterator[PodInfo]:
     """The head of each ClusterQueue's pending pods, for reclaim: a workload the gate refuses (backing off
     or deactivated under waitForPodsReady, as in Kueue it is out of the queue meanwhile; or every one
     while blockAdmission waits) is not a head, and a head already preempting is skipped."""
@@ -30,7 +30,7 @@ def queue_heads(state: ClusterView, gate: Callable[[PodInfo], str]) -> Iterator[
             yield head
 
 
-def flavor_nodes(state: ClusterView, a: Assignment) -> list[str]:
+def flavor_nodes(state: ReclaimView, a: Assignment) -> list[str]:
     """The nodes of every flavor the assignment uses (all nodes when a flavor selects none)."""
     nodes = None
     for flavor in set(a.flavors.values()):
@@ -40,7 +40,7 @@ def flavor_nodes(state: ClusterView, a: Assignment) -> list[str]:
     return sorted(state.nodes if nodes is None else nodes)
 
 
-def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, Plan] | Refuse:
+def reclaim(state: ReclaimView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, Plan] | Refuse:
     """The best node's victim group for pod, as a Hold (with the plan chosen), or why there is none."""
     cq = state.cluster_queues[verdict.cluster_queue]
     why = may_preempt(state, pod, cq, state.clock())
@@ -50,12 +50,12 @@ def reclaim(state: ClusterView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, P
     found, why = plans(state, pod, cq, a, flavor_nodes(state, a), state.workloads.rooms(pod.uid))
     if not found:
         return Refuse(NO_PREEMPTION, why, cq.name)
-    best = found[0]
-    victims = {m.uid: (reason, victim_message(reason, pod)) for reason, m in best.victims()}
+    best, preemptor = found[0], Workload.of_pod(pod)
+    victims = {m.uid: (reason, victim_message(reason, preemptor)) for reason, m in best.victims()}
     return Hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims), best
 
 
-def outside_holds(state: ClusterView, pod: PodInfo, nodes: list[str]) -> list[str]:
+def outside_holds(state: ReclaimView, pod: PodInfo, nodes: list[str]) -> list[str]:
     """The nodes where pod fits without taking room held for another preemptor or pod group member (YuniKorn's
     node reservation); nodes itself when no hold is on any of them."""
     held_nodes = {h.node for uid, h in state.holds.items() if uid != pod.uid}
@@ -65,18 +65,18 @@ def outside_holds(state: ClusterView, pod: PodInfo, nodes: list[str]) -> list[st
     return [n for n in nodes if n not in held_nodes or not shortfall(pod.requests, room(n))]
 
 
-def victims_left(state: ClusterView, held, group: str = "") -> str:
+def victims_left(state: ReclaimView, held, group: WorkloadKey | None = None) -> str:
     """Why a preemptor (or a member of a preempting group) waits: victims chosen for it still run,
     holding their quota and room until they are gone. "" when none is left."""
     left = held.left(state.pods) if held is not None else None
     if not left:
         return ""
-    who = describe(group) if group else "this pod"
+    who = group.described if group else "this pod"
     return (f"preempting for {who}: waiting for {len(left)} preempted pod(s) to leave (their quota is "
             f"free only once they are gone); node {held.node} and the quota are held for it")
 
 
-def still_running(over: str, group: str = "") -> str:
+def still_running(over: str, group: WorkloadKey | None = None) -> str:
     """VictimsStillRunning: the plan counts others' victims as gone, the quota (over) still holds them."""
-    who = f"{describe(group)}: " if group else ""
+    who = f"{group.described}: " if group else ""
     return f"{who}{over}; pods preempted for others still run there, and their quota is free only once they are gone"

@@ -67,7 +67,7 @@ class PodInfo:
     scheduled_at: float | None = None   # the PodScheduled=True condition's lastTransitionTime: when it was bound
     started: float | None = None        # status.startTime: when the kubelet started it
     group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
-    job: str = ""                       # the workload key of the Kueue-managed Job that owns it (state/jobs)
+    job: str = ""                       # uid of the Kueue-managed Job whose workload it is part of (core.jobs)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
     refused: tuple[str, str] | None = None  # (rule, reason): a Kueue field it uses that Quotient refuses (coverage)
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)

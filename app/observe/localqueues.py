@@ -1,7 +1,7 @@
 """Each LocalQueue's workloads and quota, counted as Kueue counts them, for its .status and its local_queue_* metrics.
 
 A workload is what Kueue makes one Workload of: a Job's pods or a pod group's members are one
-(app.core.gangs.group_of), a lone pod is one (its uid). Kueue's cache keeps these per LocalQueue
+(app.core.workload.group_of), a lone pod is one (its uid). Kueue's cache keeps these per LocalQueue
 (pkg/cache/scheduler/localqueue.go: reservingWorkloads, admittedWorkloads, totalReserved, admittedUsage); here
 they are read off the state in one pass when a status is written or Prometheus scrapes. A workload that holds
 quota (a pod bound, or reserved by filter until its bind) reserves it; one with a bound pod is admitted (Kueue

@@ -307,7 +307,7 @@ def pods_ready_view(state, cq_name: str, limit: int = ADMITTED_SHOWN) -> dict:
         members = state.pods_ready.unit_members(unit)
         charge = next((state.admitted[m.uid] for m in members if m.uid in state.admitted), None)
         if charge is not None and charge.cluster_queue == cq_name:
-            waiting.append({"workload": readiness.shown(unit), "pods": len(members),
+            waiting.append({"workload": unit.shown, "pods": len(members),
                             "admittedAt": rfc3339(r.admitted_at), "unreadyAt": rfc3339(r.unready_at)})
     requeued: dict[str, dict] = {}
     if state.requeues:

@@ -2,7 +2,7 @@
 is one. Kueue's gauges and counters count Workload objects (a 4-pod Job admitted is one admission), and
 dashboards and alerts written for Kueue compare them with those numbers.
 
-The key of a workload is core.gangs.group_of(pod) or the pod's uid. What a workload is, per ClusterQueue, follows
+The key of a workload is core.workload.group_of(pod) or the pod's uid. What a workload is, per ClusterQueue, follows
 Kueue's cache (pkg/cache/scheduler/clusterqueue.go) and queue manager (pkg/cache/queue/metrics.go): admitted when
 one of its pods is charged (bound), reserving when one holds a reservation and none is charged, pending when
 none holds anything; pending is "inadmissible" when Quotient refused it and the refusal still holds (it waits for
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.gangs import group_of
+from ..core.workload import group_of
 
 EPISODES_KEPT = 4096       # workloads remembered by Episodes before those whose pods are all gone are forgotten
 

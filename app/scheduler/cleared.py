@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 from ..core.cleared import cleared_cause
-from ..core.gangs import group_of
+from ..core.workload import group_of
 from ..state.blocked import REMEMBERED
 from .context import Context
 

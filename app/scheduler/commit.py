@@ -7,10 +7,10 @@ writes. Nothing else in the scheduler changes ClusterState.
 from __future__ import annotations
 
 from ..act.intents import Actions
-from ..core import readiness
 from ..core.decisions import Evict, Hold, Requeue
 from ..core.flavors import Charge
 from ..core.rules import PREEMPTED
+from ..core.workload import RequeueRecord
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
 
@@ -103,7 +103,7 @@ class Commit:
         state.readiness.pop(rq.unit, None)
         if not rq.members:
             return
-        q = state.requeues.setdefault(rq.workload, readiness.RequeueRecord(first_created=rq.first_created,
+        q = state.requeues.setdefault(rq.workload, RequeueRecord(first_created=rq.first_created,
                                                                            owner_uid=rq.owner_uid))
         q.count, q.at, q.deactivated = rq.count, rq.at, rq.deactivated
         self.release(list(rq.members))

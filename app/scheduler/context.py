@@ -6,7 +6,7 @@ import asyncio
 
 from ..act.intents import Actions
 from ..act.writer import Writer
-from ..core import readiness
+from ..core import next_in_line
 from ..core.decisions import Evict
 from ..core.rules import CLUSTER_QUEUE_OVER_QUOTA
 from ..journal import ChargeRecord, Journal
@@ -74,10 +74,10 @@ class Context:
         return max(0.0, state.learned[pod.uid] + state.config.reservation_timeout - state.timer())
 
     def ready_gate(self, pod: PodInfo) -> str:
-        """waitForPodsReady at admission (core.readiness.admission_gate), after forgetting the requeues of a
+        """waitForPodsReady at admission (core.next_in_line.admission_gate), after forgetting the requeues of a
         controller the pod's new owner replaced."""
         self.commit.forget_stale_requeue(pod)
-        return readiness.admission_gate(self.state, pod)
+        return next_in_line.admission_gate(self.state, pod)
 
     def queues_of(self, victims) -> list[str]:
         """The ClusterQueues the victims are charged to, for the journal: each queue's page lists the

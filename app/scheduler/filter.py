@@ -13,7 +13,7 @@ import orjson
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
 from ..core.admission import Verdict, decide, may_reclaim
 from ..core.decisions import Refuse
-from ..core.gangs import group_of
+from ..core.workload import WorkloadKey, group_of
 from ..core.rules import (ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
                           WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
@@ -106,11 +106,11 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
         borrowing=bool(verdict.assignment and verdict.assignment.borrowing), tried=list(tried)))
 
 
-def _refusal(pod: PodInfo, r: Refuse, *records, queue: str, group: str | None = None,
+def _refusal(pod: PodInfo, r: Refuse, *records, queue: str, group: WorkloadKey | None = None,
              cluster_queue: str | None = None) -> Outcome:
     """A core decision's refusal (a Refuse), journaled with the queue (and the group) it was decided in."""
     return refused(pod, r.rule, r.reason, *records, FilterRecord(
-        pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue, group=group), cluster_queue=cluster_queue)
+        pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue, group=str(group) if group else None), cluster_queue=cluster_queue)
 
 
 def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
@@ -162,7 +162,7 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
         refusal = gang_admission.held_member(state, key, group, held, offered.names)
         if refusal is not None:
             return _member_refusal(pod, key, refusal)
-        return onto(held.node, FilterRecord(pod=pod.key, outcome=GROUP_RESERVED, reason="", group=key,
+        return onto(held.node, FilterRecord(pod=pod.key, outcome=GROUP_RESERVED, reason="", group=str(key),
                                             node=held.node))
     admission = admit_group(ctx, pod, key, gangs.pending_members(state, group), set(offered.names))
     if isinstance(admission.decision, Refuse):
@@ -173,12 +173,12 @@ def _member(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> Outcome:
     return out
 
 
-def _member_refusal(pod: PodInfo, key: str, r: Refuse, *records) -> Outcome:
+def _member_refusal(pod: PodInfo, key: WorkloadKey, r: Refuse, *records) -> Outcome:
     """A refusal of a pod group member (or a Job's pod), decided for its group."""
     return _refusal(pod, r, *records, queue=r.cluster_queue, group=key, cluster_queue=r.cluster_queue or None)
 
 
-def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNodes) -> Outcome:
+def _job_pod(ctx: Context, pod: PodInfo, key: WorkloadKey, admitted, offered: OfferedNodes) -> Outcome:
     """A pod of a Job whose workload is admitted (state.job_workloads.JobAdmission): it runs in a slot the workload's
     quota keeps (in place of a pod that finished or failed), with no new quota decision, or waits."""
     state, charge = ctx.state, admitted.charge
@@ -195,5 +195,5 @@ def _job_pod(ctx: Context, pod: PodInfo, key: str, admitted, offered: OfferedNod
     if pod.uid not in state.reservations:
         ctx.commit.reserve(pod.uid, admitted.spare_charge(1), ctx.reservation_timeout(pod))
     return passed(pod, passing, encoded, FilterRecord(
-        pod=pod.key, outcome=JOB_SLOT, reason="", queue=charge.cluster_queue, group=key,
+        pod=pod.key, outcome=JOB_SLOT, reason="", queue=charge.cluster_queue, group=str(key),
         flavors=dict(charge.flavors), offered=len(offered.names), nodes=len(passing)))

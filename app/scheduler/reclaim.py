@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from ..core import gang_admission, reclaim
 from ..core.admission import Verdict
 from ..core.decisions import Evict, Refuse
-from ..core.jobs import describe
 from ..core.rules import GROUP_ADMITTED, NO_PREEMPTION, POD_NOT_SEEN, PREEMPTING
+from ..core.workload import WorkloadKey
 from ..journal import FilterRecord, Record, ReclaimRecord
 from ..objects.pod import PodInfo
 from .context import Context
@@ -52,7 +52,7 @@ def reclaim_for(ctx: Context, pod: PodInfo, verdict: Verdict) -> Reclaimed:
     return out
 
 
-def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on_offer: set[str]) -> Reclaimed:
+def admit_group(ctx: Context, pod: PodInfo, key: WorkloadKey, pending: list[PodInfo], on_offer: set[str]) -> Reclaimed:
     """Decide for a whole pod group (core.gang_admission.admit_partially) and commit it: a hold per member, the
     victims' evictions returned. Its decision: the refusal for pod, or the admission it passes by."""
     state, out = ctx.state, Reclaimed()
@@ -65,13 +65,13 @@ def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on
     unseen = next((u for u in (ctx.unseen(state.pods[h.preemptor]) for h in decision.holds) if u), "") \
         if victims else ""
     if unseen:
-        out.decision = Refuse(POD_NOT_SEEN, f"{describe(key)} would preempt, and {unseen}; only pods the API shows "
+        out.decision = Refuse(POD_NOT_SEEN, f"{key.described} would preempt, and {unseen}; only pods the API shows "
                               "may cause evictions", decision.cluster_queue)
         return out
     if victims:
         shown = ", ".join(f"{state.pods[u].key} ({r})" for u, (r, _) in victims.items())
         out.records.append(ReclaimRecord(pod=pod.key, outcome=PREEMPTING, reason=shown,
-                                         queue=decision.cluster_queue, group=key,
+                                         queue=decision.cluster_queue, group=str(key),
                                          reasons=sorted({r for r, _ in victims.values()}),
                                          victims={"(group)": sorted(state.pods[u].key for u in victims)},
                                          victim_queues=ctx.queues_of(victims)))
@@ -84,7 +84,7 @@ def admit_group(ctx: Context, pod: PodInfo, key: str, pending: list[PodInfo], on
     if victims:
         out.evictions = ctx.commit.victims_of(pod.uid, held)
     out.records.append(FilterRecord(pod=pod.key, outcome=GROUP_ADMITTED, reason="", queue=decision.cluster_queue,
-                                    group=key, flavors=dict(decision.assignment.flavors),
+                                    group=str(key), flavors=dict(decision.assignment.flavors),
                                     placement={state.pods[h.preemptor].key: h.node for h in decision.holds}))
     out.decision = decision.answer(pod, on_offer) or decision
     return out

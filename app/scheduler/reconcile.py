@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..core import gangs, readiness, reclaim
 from ..core.admission import decide, drained, may_reclaim
 from ..core.decisions import Evict
-from ..core.gangs import group_of
+from ..core.workload import group_of
 from ..core.rules import GROUP_PREEMPTING, LOCAL_QUEUE_STOPPED
 from ..objects.pod import PodInfo
 from ..sync import freshness

@@ -26,6 +26,8 @@ from typing import Callable
 from ..core.rules import (BORROWING_LEVEL_ORDER, FAIR_SHARING_ORDER, NOMINAL_QUOTA_FIRST, QUOTA_EXCEEDED, STRICT_FIFO,
                           STRICT_FIFO_RESERVATION)
 
+from ..core.workload import group_of
+
 REMEMBERED = frozenset({QUOTA_EXCEEDED, STRICT_FIFO, NOMINAL_QUOTA_FIRST, BORROWING_LEVEL_ORDER,
                         FAIR_SHARING_ORDER, STRICT_FIFO_RESERVATION})
 MAX_AGE = 1.0          # seconds on state.timer
@@ -112,7 +114,7 @@ class BlockedQueues:
                  reclaim_tried: bool = False) -> None:
         """Keep a refusal decided for pod, for the pods of its shape behind it (REMEMBERED rules only; a pod
         of a group or holding room is never answered from here)."""
-        if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or pod.uid.startswith("group:"):
+        if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or group_of(pod):
             return
         key = self._key(state, pod, has_nodes)
         if key is None or key[0] != verdict.cluster_queue:

@@ -20,14 +20,12 @@ from typing import Callable
 
 from ..config import Configuration
 from ..core.readiness import unit_of
+from ..core.workload import WorkloadKey
 from ..core.jobs import inherit
-from ..objects.budgets import PodDisruptionBudget
 from ..objects.job import JobInfo
 from ..objects.kueue import WorkloadPriorityClass
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
-from ..objects.podgroup import PodGroup
-from ..objects.priority_class import PriorityClassInfo
 from .bindings import Bindings
 from .job_workloads import JobWorkloads
 from .learned import LearnedPods
@@ -251,7 +249,7 @@ class ClusterState:
         pending_of, tries = self.queues.pending_of, self.queues.presence.tries
         tracked = self.config.wait_for_pods_ready is not None
         now = self.timer()
-        one_per_unit: dict[str, PodInfo] = {}      # readiness is a workload's: once for all its pods
+        one_per_unit: dict[WorkloadKey, PodInfo] = {}   # readiness is a workload's: once for all its pods
         for uid, pod in self.pods.items():   # charges of pods gone or finished are simply not carried over
             if pod.node_name and not pod.terminal:
                 self.ledger.charge_running(pod, admitted.get(uid))

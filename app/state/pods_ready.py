@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from ..config import Configuration
-from ..core.gangs import expected_size, group_of
-from ..core.readiness import Readiness, RequeueRecord, all_ready, requeue_key, unit_of
+from ..core.gangs import expected_size
+from ..core.readiness import all_ready, requeue_key, unit_of
+from ..core.workload import JOB, POD, Readiness, RequeueRecord, WorkloadKey, group_of
 from ..objects.pod import PodInfo
 from .store import Store
 
@@ -15,7 +16,7 @@ class PodsReady:
     def __init__(self, config: Configuration, store: Store, clock: Callable[[], float], cluster):
         self.config, self.store, self.clock = config, store, clock
         self.cluster = cluster                            # ClusterState: what expected_size reads (Jobs, groups)
-        self.readiness: dict[str, Readiness] = {}         # waitForPodsReady: admitted workloads
+        self.readiness: dict[WorkloadKey, Readiness] = {}  # waitForPodsReady: admitted workloads
         self.requeues: dict[str, RequeueRecord] = {}      # waitForPodsReady: PodsReadyTimeout evictions
 
     def track_readiness(self, pod: PodInfo) -> None:
@@ -28,7 +29,7 @@ class PodsReady:
         members = self.unit_members(unit)
         bound = [m for m in members if m.node_name and not m.terminal]
         record = self.readiness.get(unit)
-        if record is not None and pod.phase == "Succeeded" and not unit.startswith("pod:"):
+        if record is not None and pod.phase == "Succeeded" and unit.kind != POD:
             record.finished += 1
         if not bound:
             self.readiness.pop(unit, None)
@@ -42,13 +43,13 @@ class PodsReady:
         elif record.ready_at is not None and record.unready_at is None:
             record.unready_at = now      # a member unready, or gone and not yet back
 
-    def unit_members(self, unit: str) -> list[PodInfo]:
+    def unit_members(self, unit: WorkloadKey) -> list[PodInfo]:
         """The live pods of a readiness unit (unit_of): a group, a Job's pods, or one pod."""
-        if unit.startswith("pod:"):
-            pod = self.store.pod_by_key(unit[4:])
+        if unit.kind == POD:
+            pod = self.store.pod_by_key(f"{unit.namespace}/{unit.name}")
             return [pod] if pod is not None else []
-        if unit.startswith("job:"):
-            return [self.store.pods[u] for u in self.store.owned.get(unit.rsplit(":", 1)[1], ()) if u in self.store.pods]
+        if unit.kind == JOB:
+            return [self.store.pods[u] for u in self.store.owned.get(unit.uid, ()) if u in self.store.pods]
         return self.store.members(unit)
 
     def forget_stale_requeue(self, pod: PodInfo) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..core.gangs import group_of
+from ..core.workload import WorkloadKey, group_of
 from ..core.priority import resolve
 from ..objects.budgets import PodDisruptionBudget
 from ..objects.job import JobInfo
@@ -36,7 +36,7 @@ class Store:
         self.local_queues: dict[str, LocalQueue] = {}
         self.budgets = Budgets()                        # PodDisruptionBudgets, with the pods they cover
         self.pod_groups: dict[str, PodGroup] = {}       # coscheduling PodGroups by namespace/name
-        self.groups: dict[str, set[str]] = {}             # pod group "ns/name" -> member uids
+        self.groups: dict[WorkloadKey, set[str]] = {}     # pod group or Job -> member uids
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
 
     # ---- lookups -------------------------------------------------------
@@ -44,7 +44,7 @@ class Store:
         labels = self.namespaces.get(namespace)
         return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
 
-    def members(self, key: str) -> list[PodInfo]:
+    def members(self, key: WorkloadKey) -> list[PodInfo]:
         """The live members of a pod group, oldest first."""
         return sorted((self.pods[u] for u in self.groups.get(key, ())), key=lambda p: (p.created or 0.0, p.name))
 

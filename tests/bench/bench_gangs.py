@@ -69,6 +69,13 @@ FLAVOR = "on-demand"          # the first flavor of every generated ClusterQueue
 CPU, MEMORY = "4", "8Gi"
 TARGET_MS = 200.0
 JOB_TARGET_MS = 100.0         # --job: the first filter's p99 within the pod-group figures
+
+
+def workload_key(name: str, job: bool):
+    """The workload of the group `name`, or of the Job `name` (--job)."""
+    from app.core import workload
+    return (workload.WorkloadKey(workload.JOB, NAMESPACE, name, job_uid(name)) if job
+            else workload.WorkloadKey(workload.GROUP, NAMESPACE, name))
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 
@@ -215,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         extender = build_from_snapshot(snapshot)
     create_app(extender, "")      # the journal listeners `quotient serve` attaches
     state = extender.state
-    key = f"job:{NAMESPACE}/{GROUP}:{job_uid(GROUP)}" if a.job else f"{NAMESPACE}/{GROUP}"
-    members = state.store.members(key)
+    members = state.store.members(workload_key(GROUP, a.job))
     uids = [m.uid for m in members]
     print(f"generated and loaded in {time.perf_counter() - t0:.1f} s: {len(state.nodes)} nodes, "
           f"{len(state.pods)} pods ({len(members)} group members pending), {len(state.admitted)} admitted",
@@ -263,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     # state.workloads.rooms() adds up the holds in force per node once per placement.
     Verbs(extender).filter(body)
     held_first = sum(u in state.holds for u in uids)
-    second = state.store.members(f"job:{NAMESPACE}/{SECOND}:{job_uid(SECOND)}" if a.job else f"{NAMESPACE}/{SECOND}")
+    second = state.store.members(workload_key(SECOND, a.job))
     uids2 = [m.uid for m in second]
     with GcCount() as gc_c:
         rc = run_place(state, second, flavor_nodes, runs, warmup)

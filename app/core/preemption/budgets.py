@@ -6,10 +6,10 @@ it as a violation in the preempt answer.
 from __future__ import annotations
 
 from ...objects.budgets import PodDisruptionBudget
-from ..view import ClusterView
+from ..view import BudgetsView
 
 
-def spent_budgets(state: ClusterView) -> set[str]:
+def spent_budgets(state: BudgetsView) -> set[str]:
     """UIDs of pods whose PodDisruptionBudget allows no more disruptions (taken only as a last resort),
     from the running figures state/ keeps per budget."""
     spent: set[str] = set()

@@ -8,7 +8,6 @@ takes every borrowing queue of the tree and lets shares decide.
 from __future__ import annotations
 
 from ...objects.pod import PodInfo
-from ..gangs import group_of
 from ..hierarchy import Scope, reclaim_scopes
 from ..quota import FR
 from .classic import borrow_within_cohort, candidate_is_valid
@@ -16,10 +15,11 @@ from .laws import guarantee_protected, inside, opted_out, preemption_fence, same
 from .ordering import admission_key, newer, newest_first, order
 from .removals import borrows_after, is_borrowing
 from .targets import Candidate, Preemptor
-from ..view import ClusterView
+from ..view import CandidateView
+from ..workload import WorkloadKey, group_of
 
 
-def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
+def find_candidates(state: CandidateView, pre: Preemptor, needs: set[FR], spent_pdb: set[str]) -> list[Candidate]:
     """The running pods the preemptor's policies allow it to take and that use a resource it needs, in Kueue's
     candidate order: withinClusterQueue (LowerPriority, or LowerOrNewerEqualPriority) in its own queue, and
     reclaimWithinCohort (LowerPriority, or Any) in the others of its Cohort tree, never out of a preemption
@@ -29,7 +29,7 @@ def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pd
     found: list[Candidate] = []
     pods, admitted, classes, going = state.pods, state.admitted, state.priority_classes, state.going
 
-    groups_seen: set[str] = set()
+    groups_seen: set = set()
     own_group = group_of(pod)
 
     def add(uid: str, other: PodInfo, scope=None) -> None:
@@ -76,7 +76,7 @@ def find_candidates(state: ClusterView, pre: Preemptor, needs: set[FR], spent_pd
     return order(found, cq.name)
 
 
-def _reclaim_scopes(state: ClusterView, pre: Preemptor, needs: set[FR]) -> list:
+def _reclaim_scopes(state: CandidateView, pre: Preemptor, needs: set[FR]) -> list:
     """The other queues to reclaim from. Classic preemption walks the Cohort tree up from the preemptor
     (core.hierarchy); fair sharing, as Kueue's findCandidates, takes every borrowing queue of the tree
     and lets shares decide."""
@@ -96,7 +96,7 @@ def _classified(pre: Preemptor, c: Candidate, scope) -> Candidate:
     return c
 
 
-def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: str, spent: set[str],
+def group_candidate(state: CandidateView, key: WorkloadKey, prio: int, policy, cq_name: str, spent: set[str],
                     preemptor_created: float | None = None) -> Candidate | None:
     """A running pod group as one candidate (the ACK seed: a gang is never broken): all its running
     members, their summed quota, the highest member priority against the preemptor's policies."""
@@ -125,7 +125,7 @@ def group_candidate(state: ClusterView, key: str, prio: int, policy, cq_name: st
                      admission=latest)
 
 
-def unqueued_on(state: ClusterView, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
+def unqueued_on(state: CandidateView, pre: Preemptor, node: str, spent: set[str] = frozenset()) -> list[Candidate]:
     """Pods in no queue, on the node, whose own priority is below the preemptor's own: they hold no quota, only
     room, and are no workload, so pod priorities decide, as in kube-scheduler (a WorkloadPriorityClass does not
     reach them)."""
@@ -141,7 +141,7 @@ def unqueued_on(state: ClusterView, pre: Preemptor, node: str, spent: set[str] =
     return out
 
 
-def still_a_candidate(state: ClusterView, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
+def still_a_candidate(state: CandidateView, pre: Preemptor, c: Candidate, needs: set[FR]) -> bool:
     """Whether c may still go once the victims virtually removed so far are gone: a pod of another queue
     only while that queue borrows (seed 000 候选者) and, in classic preemption, only as Kueue's candidate
     iterator lets it go given whether the preemptor would then borrow (candidate_is_valid)."""

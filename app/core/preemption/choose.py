@@ -13,17 +13,17 @@ from .nodes import local_plans, node_plans
 from .ordering import order
 from .quota import quota_targets
 from .targets import Plan, Preemptor
-from ..view import ClusterView
+from ..view import PreemptionView
 
 
-def plans(state: ClusterView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+def plans(state: PreemptionView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
           every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
     """See _plans; spent is spent_budgets(state), when the caller has it already."""
     return _plans(state, pod, cq, assignment, nodes, room, every, local,
                   spent_budgets(state) if spent is None else spent)
 
 
-def _plans(state: ClusterView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+def _plans(state: PreemptionView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
            every: bool, local: bool, spent: set[str]) -> tuple[list[Plan], str]:
     """Victim groups that let pod run, best first (one unless every); ([], why) when there is none.
 

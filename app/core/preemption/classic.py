@@ -7,7 +7,7 @@ from ..quota import FR
 from .laws import guarantee_protected
 from .removals import Removals, given_back, quota_fits
 from .targets import Candidate, Preemptor, Target, reason_of
-from ..view import ClusterView
+from ..view import QuotaNodes
 
 
 def borrow_within_cohort(pre: Preemptor, c: Candidate, advantage: bool) -> str:
@@ -24,7 +24,7 @@ def borrow_within_cohort(pre: Preemptor, c: Candidate, advantage: bool) -> str:
     return RECLAIM_WHILE_BORROWING
 
 
-def candidate_is_valid(state: ClusterView, pre: Preemptor, c: Candidate, needs: set[FR], borrow: bool) -> bool:
+def candidate_is_valid(state: QuotaNodes, pre: Preemptor, c: Candidate, needs: set[FR], borrow: bool) -> bool:
     """Kueue's candidateIsValid, checked as targets are taken: another queue's candidate only while its
     queue (and every Cohort over it below the level it was reached at) still uses more than its quota; one
     reclaimable only without borrowing not in a run that lets the preemptor borrow; and, with
@@ -39,7 +39,7 @@ def candidate_is_valid(state: ClusterView, pre: Preemptor, c: Candidate, needs: 
     return not guarantee_protected(state, c)
 
 
-def minimal_run(state: ClusterView, pre: Preemptor, candidates: list[Candidate], needs: set[FR],
+def minimal_run(state: QuotaNodes, pre: Preemptor, candidates: list[Candidate], needs: set[FR],
                 allow_borrowing: bool) -> list[Target] | None:
     """One run of Kueue's classicalPreemptions: take the candidates still valid in order until the quota
     fits, then give back (walking backwards) every one it still fits without."""
@@ -64,7 +64,7 @@ def under_nominal(pre: Preemptor, needs: set[FR]) -> bool:
     return all(pre.node.usage.get(fr, 0) < pre.node.subtree.get(fr, 0) for fr in needs)
 
 
-def classic_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
+def classic_targets(state: QuotaNodes, pre: Preemptor, candidates: list[Candidate],
                     needs: set[FR]) -> list[Target] | None:
     """Kueue's classicalPreemptions: one or two runs over the candidates, with and without letting the
     preemptor borrow. Only the own queue's candidates, or classic reclaim while the queue is at its

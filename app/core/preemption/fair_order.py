@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from ..fairsharing import NEGATIVE, Share, share_of
 from ..quota import QuotaNode
-from ..view import ClusterView
+from ..view import PolicyView
 from .targets import Candidate
 
 
-def share(state: ClusterView, node: QuotaNode, pools: dict | None = None) -> Share:
+def share(state: PolicyView, node: QuotaNode, pools: dict | None = None) -> Share:
     """The node's share, with its own fairSharing.weight (1 for a Cohort without an object)."""
     spec = state.cohorts.get(node.name) if node.is_cohort else state.cluster_queues.get(node.name)
     return share_of(node, spec.fair_weight if spec else 1.0, pools=pools)
@@ -29,7 +29,7 @@ class TargetOrdering:
     """The ClusterQueues to take from, highest share first (see the module). The caller pops or drops the
     queue it was given before asking for the next."""
 
-    def __init__(self, state: ClusterView, preemptor: QuotaNode, candidates: list[Candidate],
+    def __init__(self, state: PolicyView, preemptor: QuotaNode, candidates: list[Candidate],
                  pools: dict | None = None):
         self.state = state
         self.pools = {} if pools is None else pools       # each Cohort's lendable (core.fairsharing.share_of)

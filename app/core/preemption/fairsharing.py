@@ -8,7 +8,7 @@ from .fair_order import TargetOrdering, almost_lcas, share
 from .laws import guarantee_protected
 from .removals import Removals, given_back, quota_fits
 from .targets import Candidate, Preemptor, Target
-from ..view import ClusterView
+from ..view import PolicyView
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
@@ -27,7 +27,7 @@ class _Run:
     """One search: the preemptor charged (Kueue's SimulateUsageAddition, so every share above it counts
     it) and the candidates removed so far, all on one overlay."""
 
-    def __init__(self, state: ClusterView, pre: Preemptor):
+    def __init__(self, state: PolicyView, pre: Preemptor):
         self.state, self.pre = state, pre
         self.rm = Removals(state)
         self.rm.charge(PREEMPTOR, pre.cq.name, pre.usage)
@@ -63,7 +63,7 @@ class _Run:
             self.rm.restore(c)
 
 
-def fair_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate],
+def fair_targets(state: PolicyView, pre: Preemptor, candidates: list[Candidate],
                  needs: set[FR]) -> list[Target] | None:
     """Kueue's FindFairPreemptionTargets (its fairPreemptions, seed 000 算法概述): while the pod does not fit,
     take from the ClusterQueue the TargetOrdering gives (the highest share, from the root down) the first

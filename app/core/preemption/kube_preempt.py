@@ -10,12 +10,12 @@ from ...objects.pod import PodInfo
 from ..admission import decide, may_reclaim
 from ..decisions import Reserve
 from ..flavors import Charge
-from ..gangs import group_of
 from .budgets import spent_budgets
 from .choose import plans
 from .laws import may_preempt
 from .targets import Plan
-from ..view import ClusterView
+from ..view import ReclaimView
+from ..workload import group_of
 
 
 @dataclass
@@ -29,7 +29,7 @@ class PreemptAnswer:
     plans: list[Plan] = field(default_factory=list)
 
 
-def answer(state: ClusterView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
+def answer(state: ReclaimView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
     """The victims on the nodes kube-scheduler proposed (nodes), per Quotient's rules."""
     mode = state.config.preemption_mode
     if not pod.queue_name or mode == "Priority":

@@ -10,9 +10,9 @@ from __future__ import annotations
 from ...objects.kueue import ClusterQueue
 from ...objects.annotations import FENCE
 from ...objects.pod import PodInfo
-from ..gangs import COSCHEDULING_GROUP, KUEUE_GROUP
 from ..quota import QuotaNode
-from ..view import ClusterView
+from ..view import PolicyView
+from ..workload import COSCHEDULING_GROUP, KUEUE_GROUP
 
 GANG_LABELS = (KUEUE_GROUP, COSCHEDULING_GROUP)
 
@@ -26,7 +26,7 @@ def same_group(a: PodInfo, b: PodInfo) -> bool:
     return any(a.labels.get(k) and a.labels.get(k) == b.labels.get(k) for k in GANG_LABELS)
 
 
-def preemption_fence(state: ClusterView, cq: ClusterQueue) -> QuotaNode | None:
+def preemption_fence(state: PolicyView, cq: ClusterQueue) -> QuotaNode | None:
     """Law 7: the nearest fenced node at or above the ClusterQueue (the ClusterQueue itself or the lowest
     fenced Cohort over it, the tightest fence); victims stay inside it (None: no fence)."""
     node = state.ledger.quota_node(cq.name)
@@ -47,25 +47,25 @@ def inside(node: QuotaNode, root: QuotaNode) -> bool:
     return False
 
 
-def opted_out(state: ClusterView, pod: PodInfo) -> bool:
+def opted_out(state: PolicyView, pod: PodInfo) -> bool:
     """YuniKorn's allow-preemption: "false" on the pod's PriorityClass asks not to be preempted."""
     pc = state.priority_classes.get(pod.priority_class) if pod.priority_class else None
     return pc is not None and not pc.allow_preemption
 
 
-def would_break_guarantee(state: ClusterView, c) -> bool:
+def would_break_guarantee(state: PolicyView, c) -> bool:
     """Law 2, guaranteeProtection: taking c would drop its ClusterQueue below its nominal quota."""
     node = state.ledger.quota_node(c.cluster_queue)
     return node is not None and any(node.usage.get(fr, 0) - v < node.subtree.get(fr, 0)
                                     for fr, v in c.usage.items())
 
 
-def guarantee_protected(state: ClusterView, c) -> bool:
+def guarantee_protected(state: PolicyView, c) -> bool:
     """guaranteeProtection is on and c is protected by it."""
     return state.config.guarantee_protection and would_break_guarantee(state, c)
 
 
-def may_preempt(state: ClusterView, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str:
+def may_preempt(state: PolicyView, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str:
     """Why this pod may not trigger preemption now ("" when it may): preemption.mode, the pod's
     preemptionPolicy, the ClusterQueue's preemption delay."""
     mode = state.config.preemption_mode
@@ -90,7 +90,7 @@ def delay_left(cq: ClusterQueue, pod: PodInfo, now: float) -> float:
     return wait - (now - (pod.created or now)) if wait else 0.0
 
 
-def no_candidate(state: ClusterView, cq: ClusterQueue) -> str:
+def no_candidate(state: PolicyView, cq: ClusterQueue) -> str:
     """Why nothing may go, naming the preemption fence when one bounds the search."""
     why = "no candidate: no running pod may be preempted under this ClusterQueue's policies"
     fence = preemption_fence(state, cq)

@@ -8,10 +8,10 @@ from .candidates import still_a_candidate, unqueued_on
 from .quota import quota_targets
 from .removals import Removals, quota_fits
 from .targets import Candidate, Plan, Preemptor, Target, add_requests, reason_of
-from ..view import ClusterView
+from ..view import PreemptionView
 
 
-def node_plans(state: ClusterView, pre: Preemptor, candidates: list[Candidate], quota: list[Target],
+def node_plans(state: PreemptionView, pre: Preemptor, candidates: list[Candidate], quota: list[Target],
                nodes: list[str], room, every: bool = False,
                spent: set[str] | None = None) -> tuple[list[Plan], dict[str, str]]:
     """Each node's victim group: the quota targets plus the fewest candidates on the node that make
@@ -96,7 +96,7 @@ def node_plans(state: ClusterView, pre: Preemptor, candidates: list[Candidate], 
     return plans, lost
 
 
-def _drop_quota_targets_now_unneeded(state: ClusterView, pre, quota, extras, node: str, free) -> list[Target]:
+def _drop_quota_targets_now_unneeded(state: PreemptionView, pre, quota, extras, node: str, free) -> list[Target]:
     """The extras taken for room free quota too: give back quota targets the pod fits without."""
     if not quota:
         return []
@@ -122,7 +122,7 @@ def _drop_quota_targets_now_unneeded(state: ClusterView, pre, quota, extras, nod
         rm.undo()
 
 
-def local_plans(state: ClusterView, pre: Preemptor, candidates: list[Candidate], nodes: list[str],
+def local_plans(state: PreemptionView, pre: Preemptor, candidates: list[Candidate], nodes: list[str],
                 room, spent: set[str]) -> tuple[list[Plan], dict[str, str]]:
     """Per node, victims from that node only (kube-scheduler's preempt answer evicts on one node): its
     own candidates for quota, then for room."""

@@ -12,7 +12,7 @@ from .candidates import find_candidates
 from .quota import quota_targets
 from .removals import Removals, borrows_after
 from .targets import Candidate, Preemptor
-from ..view import ClusterView
+from ..view import PreemptionView
 
 
 class CandidateSearches:
@@ -25,10 +25,10 @@ class CandidateSearches:
     def __init__(self):
         self._found: dict[tuple, tuple[int, list[Candidate]]] = {}
 
-    def remember(self, state: ClusterView, pre: Preemptor, candidates: list[Candidate]) -> None:
+    def remember(self, state: PreemptionView, pre: Preemptor, candidates: list[Candidate]) -> None:
         self._found[_search_key(pre)] = (state.generation, candidates)
 
-    def before(self, state: ClusterView, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
+    def before(self, state: PreemptionView, pre: Preemptor, spent: set[str]) -> list[Candidate] | None:
         """The candidates the oracle found for this very preemptor and usage, in this very state (the same
         decision, a moment before): the search over every running pod is made once, not twice. The oracle does
         not look at PodDisruptionBudgets, as Kueue's; a candidate whose budget is spent is marked last resort
@@ -50,7 +50,7 @@ class PreemptionOracle:
     It simulates on the decisions' tree (core.overlay) and takes everything back. One is made per decision
     (admission.assign); the candidate searches it makes are kept in `searched`."""
 
-    def __init__(self, state: ClusterView, pod: PodInfo, cq: ClusterQueue):
+    def __init__(self, state: PreemptionView, pod: PodInfo, cq: ClusterQueue):
         self.state, self.pod, self.cq = state, pod, cq
         self.barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
         self.searched = CandidateSearches()

@@ -6,10 +6,10 @@ from ..hierarchy import may_reclaim_in_hierarchy
 from .classic import classic_targets
 from .fairsharing import fair_targets
 from .targets import Candidate, Preemptor, Target
-from ..view import ClusterView
+from ..view import PolicyView
 
 
-def quota_targets(state: ClusterView, pre: Preemptor, candidates: list[Candidate]) -> list[Target] | None:
+def quota_targets(state: PolicyView, pre: Preemptor, candidates: list[Candidate]) -> list[Target] | None:
     """The pods whose removal lets the preemptor's quota fit ([] when it fits already; None: never)."""
     needs = pre.needs
     if not needs:

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..hierarchy import RECLAIM_WHILE_BORROWING
-from ..jobs import describe
 from ..quota import FR, QuotaNode, available
 from ..rules import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
                      IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE)
+from ..workload import Workload
 from .ordering import plan_key
 
 
@@ -24,12 +24,9 @@ CAUSES = {IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
           LOWER_PRIORITY_ON_NODE: "room on the node for a higher-priority pod"}
 
 
-def victim_message(reason: str, preemptor: PodInfo) -> str:
+def victim_message(reason: str, preemptor: Workload) -> str:
     """The message a victim's eviction carries, worded as Kueue's Preempted condition."""
-    who = (f"{describe(preemptor.uid[len('group:'):])} (its pods' UIDs: see its members)"
-           if preemptor.uid.startswith("group:")
-           else f"pod {preemptor.key} (UID: {preemptor.uid})")
-    return f"Preempted to accommodate {who} due to {CAUSES[reason]}"
+    return f"Preempted to accommodate {preemptor.preemptor_name} due to {CAUSES[reason]}"
 
 
 @dataclass(slots=True, eq=False)
