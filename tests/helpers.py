@@ -98,7 +98,7 @@ class FakeClock:
 
 def decide_pod(state: ClusterState, obj: dict, offered=None):
     """Apply a pod and decide() for it, with the node names kube-scheduler offered (None: no restriction)."""
-    from app.objects.offered import OfferedNodes
+    from app.objects.offered_nodes import OfferedNodes
     from app.core.admission import decide
 
     apply(state, obj)

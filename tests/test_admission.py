@@ -8,7 +8,7 @@ import pytest
 from app.config import Configuration
 from app.core.admission import decide
 from app.core.flavors import Charge
-from app.core.quota import available
+from app.core.resource_node import available
 
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by

@@ -24,9 +24,9 @@ from app.objects.meta import format_time, parse_time
 from app.objects.pod import decode_pod
 from app.observe.podview import pod_view
 from app.journal import Journal
-from app.sim.cluster import SimCluster, SimPod
+from app.sim.sim_cluster import SimCluster, SimPod
 from app.sim.scenario import ScenarioError, load_scenario
-from app.sim.scheduler import SimScheduler
+from app.sim.kube_scheduler import SimScheduler
 
 from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running,
                       snapshot_yaml)
@@ -249,7 +249,7 @@ def test_a_simulated_eviction_of_a_bound_pod_goes_through_deletion_timestamp(mon
     """MODIFIED with deletionTimestamp, then DELETED (at once without terminate-after); a recreated pod's
     creationTimestamp is the second it was recreated."""
     seen = []
-    import app.sim.cluster as simcluster
+    import app.sim.sim_cluster as simcluster
     real = simcluster.apply_object
 
     def spy(state, obj, deleted=False):

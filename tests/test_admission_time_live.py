@@ -23,7 +23,7 @@ import pytest
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.targets import Preemptor
 from app.core.admission import assign
-from app.core.quantity import parse_quantity
+from app.objects.quantity import parse_quantity
 from app.objects.meta import parse_time
 from app.sim.scenario import load_scenario
 from app.state.cluster import ClusterState

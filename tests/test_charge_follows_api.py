@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.api.app import create_app
-from app.core.quantity import parse_quantity
+from app.objects.quantity import parse_quantity
 from builders import QUEUE_LABEL, ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import refused, uid
 from live import Live, started, until

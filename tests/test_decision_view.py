@@ -3,7 +3,7 @@
 ClusterState implements every view of core.view. The quota tree decisions see (quota_node, quota_tree) is a
 mirror of the live one, brought up to date from the live usage when read; simulated charges and
 removals (core.overlay) change only the mirror and are taken back. The live tree changes through the
-state's own charges alone, by the one primitive core.quota.charge.
+state's own charges alone, by the one primitive core.resource_node.charge.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from app.core.admission import decide, virtual_charges
 from app.core.decisions import Hold, Refuse
 from app.core.overlay import Overlay
 from app.core.preemption import kube_preempt
-from app.core.quota import available, charge
+from app.core.resource_node import available, charge
 from app.core import reclaim
 from app.core.rules import MAY_NOT_PREEMPT
 from app.core import view

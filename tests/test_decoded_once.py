@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.core import gangs
-from app.core.preemption.budgets import disruptions_allowed, spent_budgets
+from app.core.preemption.spent_budgets import disruptions_allowed, spent_budgets
 from app.objects.annotations import ALLOW, DELAY, FENCE, GROUP_TOTAL
-from app.objects.budgets import IntOrPercent, decode_pdb
+from app.objects.disruption_budget import IntOrPercent, decode_pdb
 from app.objects.errors import InvalidObject
 from app.objects.podgroup import decode_pod_group
 from app.sync.dispatch import remove_object

@@ -13,11 +13,11 @@ import pytest
 
 from app.config import Configuration
 from app.core.admission import assign
-from app.core.fairsharing import MAX_SHARE, dominant_resource_share
+from app.core.dominant_share import MAX_SHARE, dominant_resource_share
 from app.core.preemption.candidates import find_candidates
-from app.core.preemption.quota import quota_targets
+from app.core.preemption.quota_targets import quota_targets
 from app.core.preemption.targets import Preemptor
-from app.core.quota import available
+from app.core.resource_node import available
 from app.core.rules import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION
 from app.observe.status import cluster_queue_statuses
 from app.observe.views import cluster_queue_view

@@ -18,8 +18,8 @@ from app.core import preemption
 from app.core.preemption.candidates import find_candidates
 from app.core.rules import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_RECLAMATION
 from app.objects.annotations import FENCE
-from app.core.preemption.quota import quota_targets as quota_targets_of
-from app.core.quota import available
+from app.core.preemption.quota_targets import quota_targets as quota_targets_of
+from app.core.resource_node import available
 from app.core.admission import assign
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running

@@ -16,7 +16,7 @@ import yaml
 from app.api.limits import MAX_JSON_ITEMS, OTHER_BODY, VERB_BODY
 from app.api.wire import MAX_NODES
 from app.cli import build_from_snapshot
-from app.core.quantity import MAX_QUANTITY_TEXT, QuantityError, parse_quantity
+from app.objects.quantity import MAX_QUANTITY_TEXT, QuantityError, parse_quantity
 from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_cluster_queue
 from app.state.tree import MAX_COHORT_DEPTH

@@ -18,7 +18,7 @@ import pytest
 
 from app.api import offered
 from app.api.offered import OfferedNodeCache, encode_priorities, fingerprint
-from app.objects.offered import OfferedNodes
+from app.objects.offered_nodes import OfferedNodes
 from app.sync.dispatch import apply_object
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor, snapshot_yaml
 

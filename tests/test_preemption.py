@@ -21,16 +21,16 @@ from app.core.preemption import choose
 from app.core.preemption import oracle as oracle_module
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.fair_order import share
-from app.core.preemption.fairsharing import strategy_allows
+from app.core.preemption.fair_targets import strategy_allows
 from app.core.preemption.laws import may_preempt, opted_out, preemption_fence
 from app.core.rules import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
                             IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE)
 from app.objects.annotations import DELAY, FENCE
 from app.core.preemption.nodes import node_plans
 from app.core.preemption.ordering import order
-from app.core.preemption.quota import quota_targets as quota_targets_of
+from app.core.preemption.quota_targets import quota_targets as quota_targets_of
 from app.core.preemption.targets import Candidate, Preemptor, Target
-from app.core.quota import available
+from app.core.resource_node import available
 from app.core.admission import assign, decide
 from app.core.flavors import Charge
 from app.scheduler.scheduler import Scheduler

@@ -1,9 +1,9 @@
-"""app.core.quantity: Kubernetes quantities parsed once into integers (milli-CPU, bytes, counts)."""
+"""app.objects.quantity: Kubernetes quantities parsed once into integers (milli-CPU, bytes, counts)."""
 import time
 
 import pytest
 
-from app.core.quantity import MAX_QUANTITY, QuantityError, format_quantity, parse_quantity
+from app.objects.quantity import MAX_QUANTITY, QuantityError, format_quantity, parse_quantity
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -1,4 +1,4 @@
-"""app.core.quota and app.state.tree: Kueue's hierarchical quota arithmetic, with the seed's numbers.
+"""app.core.resource_node and app.state.tree: Kueue's hierarchical quota arithmetic, with the seed's numbers.
 
 Every state is built from plain ClusterQueue/Cohort/ResourceFlavor dicts fed through
 app.sync.dispatch.apply_object, as a cluster would deliver them.
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from app.core.quota import add_usage, available, borrowing, potential_available, remove_usage
+from app.core.resource_node import add_usage, available, borrowing, potential_available, remove_usage
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
 from helpers import CPU, Gi, all_usage, apply, make_state

@@ -13,12 +13,12 @@ from app.core.gang_admission import check_group
 from app.core.hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.classic import borrow_within_cohort
-from app.core.preemption.fairsharing import (LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+from app.core.preemption.fair_targets import (LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
                                              strategy_allows)
 from app.core.preemption.laws import delay_left, guarantee_protected
 from app.core.preemption.ordering import admission_key, newer, plan_key
 from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
-from app.core.quota import QuotaNode
+from app.core.resource_node import QuotaNode
 from app.core.rules import GROUP_INCOMPLETE
 from app.core.readiness import all_ready, backoff_after, queue_order, refusal, timed_out
 from app.core.workload import KUEUE_TOTAL, Readiness, RequeueRecord, group_of

@@ -1,7 +1,7 @@
-"""app.core.selectors: label selectors, node affinity terms and taint toleration."""
+"""app.objects.selectors: label selectors, node affinity terms and taint toleration."""
 import pytest
 
-from app.core.selectors import decode_selector, node_affinity_matches, tolerates, untolerated_taint
+from app.objects.selectors import decode_selector, node_affinity_matches, tolerates, untolerated_taint
 
 # --- decode_selector ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import yaml
 from app.api.verbs import Verbs
 from app.sim.run import simulate
 from app.sim.scenario import load_scenario
-from app.sim.scheduler import SimScheduler
+from app.sim.kube_scheduler import SimScheduler
 from app.sim.scoring import SHIPPED_WEIGHTS, most_allocated, nonzero
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 

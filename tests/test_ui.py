@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.api.app import create_view_app
-from app.core.quantity import magnitude
+from app.objects.quantity import magnitude
 from app.ui import bars
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor, snapshot_yaml
 from helpers import FakeClock

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 import orjson
 
-from ..objects.offered import OfferedNodes
+from ..objects.offered_nodes import OfferedNodes
 from .wire import MAX_NODES
 
 

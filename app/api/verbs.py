@@ -7,7 +7,7 @@ filter's common answer (NodeNames, no reasons) is spliced from bytes cached with
 from __future__ import annotations
 
 
-from ..objects.offered import OfferedNodes
+from ..objects.offered_nodes import OfferedNodes
 from ..scheduler.outcome import Outcome
 from ..scheduler.request import BindAsk, Offer, PreemptAsk
 from ..scheduler.scheduler import Scheduler

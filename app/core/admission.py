@@ -15,14 +15,14 @@ from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
-from .fairsharing import dominant_resource_share
+from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
 from .gangs import waiting_members, walk_shape
 from .readiness import refusal, requeue_key
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
-from .quota import FR, QuotaNode
-from .quantity import format_quantity
+from .resource_node import FR, QuotaNode
+from ..objects.quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
                     CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, INVALID_JOB, JOB_NOT_SEEN,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .quota import FR, QuotaNode, lowest_subtree_that_fits
+from .resource_node import FR, QuotaNode, lowest_subtree_that_fits
 
 
 @dataclass(frozen=True, slots=True)

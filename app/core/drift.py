@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ..objects.pod import PodInfo
 from .workload import WorkloadKey, group_of
-from .quantity import format_quantity
-from .quota import QuotaNode
+from ..objects.quantity import format_quantity
+from .resource_node import QuotaNode
 from .rules import CHANGED_SINCE_FILTER, CLUSTER_QUEUE_OVER_QUOTA
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..objects.kueue import PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, ClusterQueue, ResourceFlavor
-from .quantity import format_quantity
-from .quota import FR, QuotaNode, available, borrowing, potential_available
-from .selectors import untolerated_taint
+from ..objects.quantity import format_quantity
+from .resource_node import FR, QuotaNode, available, borrowing, potential_available
+from ..objects.selectors import untolerated_taint
 
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
 _RANK = {FIT: 0, PREEMPT: 1, NOFIT: 2}

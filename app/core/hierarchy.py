@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .quota import FR, QuotaNode, local_available, lowest_subtree_that_fits
+from .resource_node import FR, QuotaNode, local_available, lowest_subtree_that_fits
 
 HIERARCHICAL_RECLAIM = "HierarchicalReclaim"            # the preemptor's subtree owns the quota the victim uses
 RECLAIM_WITHOUT_BORROWING = "ReclaimWithoutBorrowing"   # only if the preemptor's queue then borrows nothing

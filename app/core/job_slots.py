@@ -1,6 +1,6 @@
 """The rules for a pod of a Job whose workload is admitted: it takes a slot the workload's quota keeps, or waits.
 
-A Job is admitted as one workload (core.jobs); the pods its controller makes in the place of pods that finished
+A Job is admitted as one workload (core.job_workload); the pods its controller makes in the place of pods that finished
 or failed run in that workload's quota, with no new quota decision, while a slot is spare.
 """
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The usage overlay: charges and removals a decision simulates ("would it fit if these were gone, or
 those ahead of it admitted"), on the decisions' mirror of the quota tree (ClusterState.quota_tree), each
 taken back before the decision ends. The live tree is never touched by a decision; this and the state's
-own charges go through the one charging primitive, core.quota.charge."""
+own charges go through the one charging primitive, core.resource_node.charge."""
 from __future__ import annotations
 
-from .quota import FR, QuotaNode, charge
+from .resource_node import FR, QuotaNode, charge
 from .view import QuotaNodes
 
 
@@ -17,7 +17,7 @@ class Overlay:
         self._applied: dict[object, tuple[QuotaNode | None, dict[FR, int], int]] = {}
 
     def charge(self, key, cluster_queue: str, usage: dict[FR, int], sign: int = 1) -> None:
-        """Charge usage (sign -1: remove it) to the ClusterQueue's node, and above it as core.quota does."""
+        """Charge usage (sign -1: remove it) to the ClusterQueue's node, and above it as core.resource_node does."""
         node = self.view.ledger.quota_node(cluster_queue)
         if node is not None:
             charge(node, usage, sign)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
-from .selectors import node_affinity_matches, untolerated_taint
+from ..objects.selectors import node_affinity_matches, untolerated_taint
 
 
 def static_misfit(pod: PodInfo, node: NodeInfo) -> str:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, runtim
 
 if TYPE_CHECKING:
     from ..config import Configuration
-    from ..objects.budgets import PodDisruptionBudget
+    from ..objects.disruption_budget import PodDisruptionBudget
     from ..objects.job import JobInfo
     from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
     from ..objects.node import NodeInfo
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..objects.podgroup import PodGroup
     from .drift import Decided, Overrun
     from .flavors import Charge
-    from .quota import QuotaNode
+    from .resource_node import QuotaNode
     from .workload import Readiness, RequeueRecord, WorkloadKey
 
 

@@ -9,7 +9,7 @@ the state per workload.
 
 Two pod-group conventions are recognised: Kueue's plain pods (label kueue.x-k8s.io/pod-group-name, annotation
 kueue.x-k8s.io/pod-group-total-count) and scheduler-plugins' coscheduling (label scheduling.x-k8s.io/pod-group
-naming a PodGroup). A Kueue-managed Job's pods are one workload (core.jobs.inherit marks them).
+naming a PodGroup). A Kueue-managed Job's pods are one workload (core.job_workload.inherit marks them).
 """
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import math
 
 from dataclasses import dataclass, field
 
-from ..core.quantity import QuantityError, parse_quantity
-from ..core.selectors import Selector
+from .quantity import QuantityError, parse_quantity
+from .selectors import Selector
 from . import coverage
 from .annotations import fenced, preemption_delay
 from .errors import InvalidObject

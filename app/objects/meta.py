@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
-from ..core.selectors import Selector, decode_selector
+from .selectors import Selector, decode_selector
 from .errors import InvalidObject
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.quantity import QuantityError, parse_quantity
+from .quantity import QuantityError, parse_quantity
 from .errors import InvalidObject
 from .meta import listing, mapping, metadata, string_map
 

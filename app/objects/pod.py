@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..core.quantity import QuantityError, parse_quantity
+from .quantity import QuantityError, parse_quantity
 from .annotations import group_total
 from .coverage import refused_claims, refused_marks
 from .errors import InvalidObject
@@ -67,7 +67,7 @@ class PodInfo:
     scheduled_at: float | None = None   # the PodScheduled=True condition's lastTransitionTime: when it was bound
     started: float | None = None        # status.startTime: when the kubelet started it
     group_total: int | None = None      # Kueue's pod-group-total-count annotation (objects.annotations)
-    job: str = ""                       # uid of the Kueue-managed Job whose workload it is part of (core.jobs)
+    job: str = ""                       # uid of the Kueue-managed Job whose workload it is part of (core.job_workload)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
     refused: tuple[str, str] | None = None  # (rule, reason): a Kueue field it uses that Quotient refuses (coverage)
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from ..core.fairsharing import dominant_resource_share
+from ..core.dominant_share import dominant_resource_share
 from ..core.rules import ADMITTED, ALREADY_ADMITTED, BOUND, EVICTED, PREEMPTED, PREEMPTING, WRITE_FAILED
 from ..refusals import WAITED_BUCKETS
 from .kueue_shapes import amount
 from .views import queue_status, reserved_usage
-from .workloads import counts as workload_counts
+from .workload_counts import counts as workload_counts
 
 # The journal's outcome (the deciding rule) -> the coarse outcome label; anything else refused.
 OUTCOMES = {ADMITTED: "admitted", ALREADY_ADMITTED: "admitted", BOUND: "bound", WRITE_FAILED: "failed",

@@ -2,7 +2,7 @@
 (observe.localqueue_metrics) families: units, histogram buckets and eviction labels, so the two agree."""
 from __future__ import annotations
 
-from ..core.quantity import MILLI_RESOURCES
+from ..objects.quantity import MILLI_RESOURCES
 from ..core.rules import DEACTIVATED, PREEMPTED, PREEMPTION_REASONS, REQUEUING_LIMIT_EXCEEDED
 
 

@@ -8,7 +8,7 @@ workload is counted as Kueue counts it: a Job's pods or a pod group's members ar
 
 The gauges are read from the state when Prometheus scrapes. The counters and the two wait-time histograms are fed
 by Metrics' workload events (on_workload, one of Metrics.workload_listeners): the same once-per-workload episodes
-(observe.workloads.Episodes) as the ClusterQueue's counters, so the two never disagree; a workload evicted and
+(observe.workload_counts.Episodes) as the ClusterQueue's counters, so the two never disagree; a workload evicted and
 admitted again counts again.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from .localqueue_status import active_condition
 from .localqueues import local_queue_stats
 from .kueue_shapes import amount, kueue_buckets
-from .workloads import priority_class
+from .workload_counts import priority_class
 
 LQ = ["name", "namespace"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .workloads import workload_key
+from .workload_counts import workload_key
 
 FR = tuple[str, str]      # (flavor, resource)
 

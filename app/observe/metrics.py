@@ -2,7 +2,7 @@
 
 Names, label names and types follow Kueue's pkg/metrics/metrics.go (kueue_pending_workloads ->
 quotient_pending_workloads, ...; histograms with Kueue's buckets), and a workload is counted as Kueue counts
-it: a Job's pods or a pod group's members are one (observe.workloads). deploy/components/prometheus ships the
+it: a Job's pods or a pod group's members are one (observe.workload_counts). deploy/components/prometheus ships the
 recording rules that name them kueue_* for Kueue's dashboards and alerts. Each Metrics has its own registry,
 so several applications in one process (tests) never collide. Label values are bounded: a rule name, a
 ClusterQueue, a flavor or resource, a priority class, never a reason's free text.
@@ -23,7 +23,7 @@ from ..version import build_info
 from .kueue_shapes import eviction_labels, kueue_buckets
 from .collectors import DecisionCollector, RefusalCollector, StateCollector
 from .localqueue_metrics import LocalQueueMetrics
-from .workloads import Episodes, priority_class, workload_key
+from .workload_counts import Episodes, priority_class, workload_key
 
 disable_created_metrics()      # no *_created series: one sample per counter, as Kueue exports them
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -4,10 +4,10 @@ fair-sharing share, and the Active condition (why an inactive or stopped queue a
 already holds is not written again: every write, even one that changes nothing, is an event to every watcher."""
 from __future__ import annotations
 
-from ..core.fairsharing import dominant_resource_share
+from ..core.dominant_share import dominant_resource_share
 from ..objects.meta import format_time
 from .views import queue_status
-from .workloads import counts as workload_counts
+from .workload_counts import counts as workload_counts
 
 
 def _amount(resource: str, value: int) -> str:

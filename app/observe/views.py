@@ -12,9 +12,9 @@ from typing import Iterator
 
 from ..core import readiness
 from ..core.admission import Verdict, decide
-from ..core.fairsharing import MAX_SHARE, dominant_resource_share
-from ..core.quantity import format_quantity
-from ..core.quota import FR, QuotaNode, available, lendable
+from ..core.dominant_share import MAX_SHARE, dominant_resource_share
+from ..objects.quantity import format_quantity
+from ..core.resource_node import FR, QuotaNode, available, lendable
 from ..core.rules import PREEMPTING
 from ..objects.pod import PodInfo
 

@@ -17,12 +17,12 @@ from ..core.workload import WorkloadKey, group_of
 from ..core.rules import (ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
                           WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
-from ..objects.offered import OfferedNodes
+from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from ..sync import freshness
 from .context import Context
 from .outcome import Outcome, passed, refused
-from .reclaim import POD_NOT_SEEN, admit_group, reclaim_for
+from .self_preemption import POD_NOT_SEEN, admit_group, reclaim_for
 from .request import Offer
 
 

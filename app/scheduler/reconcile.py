@@ -17,7 +17,7 @@ from ..objects.pod import PodInfo
 from ..sync import freshness
 from .bind import settle_bindings
 from .context import Context
-from .reclaim import admit_group, reclaim_for
+from .self_preemption import admit_group, reclaim_for
 
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..objects.offered import OfferedNodes
+from ..objects.offered_nodes import OfferedNodes
 
 
 class InvalidRequest(ValueError):

@@ -6,7 +6,7 @@ write after committing. A request's evictions are handed to act/ and its records
 from __future__ import annotations
 
 from ..core.decisions import Evict
-from . import bind, cleared, filter, preempt, prioritize, reconcile
+from . import bind, filter, preempt, prioritize, reconcile, refusals_cleared
 from .context import Context
 from .outcome import Outcome
 from .request import BindAsk, Offer, PreemptAsk
@@ -48,7 +48,7 @@ class Scheduler(Context):
         return started
 
     def note_cleared(self) -> int:
-        return cleared.note_cleared(self)
+        return refusals_cleared.note_cleared(self)
 
     def reactivate(self, key: str) -> bool:
         """Clear a workload's PodsReadyTimeout record (deactivation and backoff), as an admin asks."""

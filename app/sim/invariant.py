@@ -8,9 +8,9 @@ labels say. Any ClusterQueue or Cohort above what Kueue's rules let it use is a 
 from __future__ import annotations
 
 from ..core.flavors import quota_usage
-from ..core.quantity import format_quantity
-from ..core.quota import charge as charge_usage
-from ..core.quota import over_quota
+from ..objects.quantity import format_quantity
+from ..core.resource_node import charge as charge_usage
+from ..core.resource_node import over_quota
 from ..state.cluster import ClusterState
 from ..state.tree import build_tree
 

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .scenario import LIST_FIELDS, Scenario, ScenarioError, load_scenario
-from .scheduler import NotConverged, SimScheduler
+from .kube_scheduler import NotConverged, SimScheduler
 
 
 @dataclass

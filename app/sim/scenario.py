@@ -12,7 +12,7 @@ from ..config import ConfigError, Configuration, decode_configuration, log_unuse
 from ..objects.meta import format_time, parse_duration, parse_time, stable_uid
 from ..state.cluster import ClusterState
 from ..sync.snapshot import Document, SnapshotError, apply_documents, read_snapshot
-from .jobs import first_pods, pod_names
+from .job_controller import first_pods, pod_names
 
 SUBMIT_AT = "scenario.quotient.dev/submit-at"
 READY_AFTER = "scenario.quotient.dev/ready-after"
@@ -191,7 +191,7 @@ def load_scenario(path: str) -> Scenario:
 
 
 def _with_job_pods(docs: list[Document], start: float) -> list[Document]:
-    """The documents with, after each Job, the pods its controller makes at once (sim.jobs), as if the file
+    """The documents with, after each Job, the pods its controller makes at once (sim.job_controller), as if the file
     listed them: the Job's template with its scenario annotations (submit-at, ready-after, ...)."""
     out = []
     for doc in docs:

@@ -11,9 +11,9 @@ import heapq
 import itertools
 
 from ..objects.pod import decode_pod
-from .cluster import SimPod, set_condition
+from .sim_cluster import SimPod, set_condition
 from .invariant import violations
-from .jobs import JobController
+from .job_controller import JobController
 from .queue import ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, UNSCHEDULED_POD_ADD, SchedulingQueue, deletion
 from .scenario import READY_WITH_PEERS, Scenario
 
@@ -143,7 +143,7 @@ class SimWorld:
         self.news.append(event)
 
     def _job_controller(self, done: SimPod) -> None:
-        """A Job's pod succeeded: the Job counts it and makes the next pods while completions remain (sim.jobs)."""
+        """A Job's pod succeeded: the Job counts it and makes the next pods while completions remain (sim.job_controller)."""
         owner = done.info.owner
         if owner is None or not owner.is_batch_job:
             return

@@ -21,7 +21,7 @@ from typing import Callable
 from ..config import Configuration
 from ..core.readiness import unit_of
 from ..core.workload import WorkloadKey
-from ..core.jobs import inherit
+from ..core.job_workload import inherit
 from ..objects.job import JobInfo
 from ..objects.kueue import WorkloadPriorityClass
 from ..objects.node import NodeInfo

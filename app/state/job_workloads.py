@@ -1,4 +1,4 @@
-"""batch/v1 Jobs admitted as one workload (core.jobs), from admission to its end, and the Jobs their pods wait for.
+"""batch/v1 Jobs admitted as one workload (core.job_workload), from admission to its end, and the Jobs their pods wait for.
 
 A Job's workload keeps its quota while its pods come and go (the slots its pods do not fill are charged as
 spare), ends when the Job leaves its queue, finishes, grows past its admission or loses every pod before one
@@ -24,7 +24,7 @@ log = logging.getLogger("quotient.state")
 
 @dataclass(slots=True)
 class JobAdmission:
-    """A Job admitted as one workload (core.jobs): how many pods, and one pod's charge. While it runs, the
+    """A Job admitted as one workload (core.job_workload): how many pods, and one pod's charge. While it runs, the
     slots its pods do not fill (a pod failed, a completion done with more to go) keep that charge as planned
     usage (`spare`), so the pods the Job controller creates in their place run in the workload's quota, as a
     Kueue Workload keeps its quota; a Job with fewer completions to go frees its share."""

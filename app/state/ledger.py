@@ -16,9 +16,9 @@ from typing import Callable
 from ..config import Configuration
 from ..core.drift import Overrun, usage_note
 from ..core.flavors import Charge, quota_usage, running_flavors
-from ..core.quantity import format_quantity
-from ..core.quota import QuotaNode, available
-from ..core.quota import charge as charge_usage
+from ..objects.quantity import format_quantity
+from ..core.resource_node import QuotaNode, available
+from ..core.resource_node import charge as charge_usage
 from ..objects.kueue import ClusterQueue
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo

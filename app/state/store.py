@@ -10,14 +10,14 @@ from typing import Callable
 
 from ..core.workload import WorkloadKey, group_of
 from ..core.priority import resolve
-from ..objects.budgets import PodDisruptionBudget
+from ..objects.disruption_budget import PodDisruptionBudget
 from ..objects.job import JobInfo
 from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
 from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
 from ..objects.podgroup import PodGroup
 from ..objects.priority_class import PriorityClassInfo
-from .budgets import Budgets
+from .budget_status import Budgets
 
 
 class Store:

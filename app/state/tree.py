@@ -1,4 +1,4 @@
-"""Builds the quota tree (core.quota nodes) from ClusterQueue and Cohort objects.
+"""Builds the quota tree (core.resource_node nodes) from ClusterQueue and Cohort objects.
 
 A ClusterQueue naming a cohort that has no Cohort object gets an implicit one,
 as in Kueue. A ClusterQueue is inactive (admits nothing, says why) when a
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.quota import Limits, QuotaNode, compute_subtree
+from ..core.resource_node import Limits, QuotaNode, compute_subtree
 from ..core.rules import COHORT_INVALID, FLAVOR_NOT_FOUND, NOT_SUPPORTED_BY_QUOTIENT
 from ..objects.coverage import topology_flavor
 from ..objects.kueue import ClusterQueue, Cohort, ResourceFlavor, ResourceGroup

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..objects import kueue
-from ..objects.budgets import decode_pdb
+from ..objects.disruption_budget import decode_pdb
 from ..objects.errors import InvalidObject
 from ..objects.job import decode_job
 from ..objects.meta import mapping, metadata, stable_uid, string_map

@@ -27,7 +27,7 @@ import orjson
 from .apiserver import Absent, Gone, WatchError, get, status_error
 from .discovery import rediscovered
 from .resources import Resource
-from .store import key_of
+from .known_objects import key_of
 
 log = logging.getLogger("quotient.sync.watch")
 

@@ -3,12 +3,12 @@
 For each resource (Namespaces, Nodes, PriorityClasses, the Kueue kinds with WorkloadPriorityClasses,
 PodDisruptionBudgets, PodGroups, Jobs, Pods: sync.resources) a reflector (sync.reflector) lists (paged with
 limit/continue: sync.paging) and watches from the list's resourceVersion with bookmarks. Every object goes through
-sync.dispatch.apply_object, the same door the snapshot uses, by way of the source's store (sync.store).
+sync.dispatch.apply_object, the same door the snapshot uses, by way of the source's store (sync.known_objects).
 
 - The first lists of all resources are applied in one bulk pass (pods last), so the quota
   tree is built once; `ready` turns True only then, and is False again while a resource
   waits for a relist (its state may be wrong: /readyz says so until the new list is in; sync.health).
-- A relist reconciles (sync.store): the objects of that kind the new list lacks are deleted through
+- A relist reconciles (sync.known_objects): the objects of that kind the new list lacks are deleted through
   apply_object(..., deleted=True), the rest upserted (those whose resourceVersion did not change are left alone,
   unless the versions went back: a 504 "too large resource version" or a list older than the watch, as from an API
   server restored from a backup, where versions are reused). The list is believed whatever its resourceVersions
@@ -41,7 +41,7 @@ from .health import SourceHealth
 from .paging import list_all
 from .reflector import STALL_TIMEOUT, WENT_BACK, Reflector
 from .resources import RESOURCES, Resource
-from .store import Store, older
+from .known_objects import Store, older
 
 log = logging.getLogger("quotient.sync.watch")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.quantity import magnitude
+from ..objects.quantity import magnitude
 
 AMOUNTS = ("usage", "reserved", "subtreeQuota", "borrowed", "available", "lendable")
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from app.config import Configuration  # noqa: E402
 from app.core.admission import assign  # noqa: E402
 from app.core.preemption.candidates import find_candidates  # noqa: E402
-from app.core.preemption.quota import quota_targets  # noqa: E402
+from app.core.preemption.quota_targets import quota_targets  # noqa: E402
 from app.core.preemption.targets import Preemptor  # noqa: E402
-from app.core.quota import available  # noqa: E402
+from app.core.resource_node import available  # noqa: E402
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor  # noqa: E402
 from helpers import make_state, pod_info  # noqa: E402
 

@@ -55,7 +55,7 @@ from app.api.verbs import Verbs  # noqa: E402
 from app.scheduler.scheduler import Scheduler  # noqa: E402
 from app.objects.meta import format_time  # noqa: E402
 from app.sim.scenario import SUBMIT_AT, TERMINATE_AFTER, WATCH_LAG, load_scenario  # noqa: E402
-from app.sim.scheduler import NotConverged, SimScheduler  # noqa: E402
+from app.sim.kube_scheduler import NotConverged, SimScheduler  # noqa: E402
 from app.sync.dispatch import apply_object  # noqa: E402
 
 SEED = prop.SEED

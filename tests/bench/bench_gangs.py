@@ -4,7 +4,7 @@
 
 Target (the pod-groups issue): admitting a 256-member group on 5,000 nodes takes <= 200 ms for the
 placement simulation. With --job (issue 10) each group is a batch/v1 Job of parallelism --members whose
-pods carry no label of their own (the Job has the queue label; core.jobs): the target is then the
+pods carry no label of their own (the Job has the queue label; core.job_workload): the target is then the
 pod-group figures measured, p99 of the whole first filter (b) <= 100 ms. Not a pytest test
 (tests/bench/conftest.py keeps pytest out).
 

@@ -14,7 +14,7 @@ groups, seed 002). One module per rule family:
 - gang: the ACK seed's gang preemption; oracle: the flavor assigner's PreemptionOracle
 - budgets: PodDisruptionBudgets (a spent one makes a last resort)
 """
-from .budgets import spent_budgets
+from .spent_budgets import spent_budgets
 from .choose import plans
 from .gang import gang_plan
 from .laws import delay_left, may_preempt

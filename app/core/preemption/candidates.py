@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...objects.pod import PodInfo
 from ..hierarchy import Scope, reclaim_scopes
-from ..quota import FR
+from ..resource_node import FR
 from .classic import borrow_within_cohort, candidate_is_valid
 from .laws import guarantee_protected, inside, opted_out, preemption_fence, same_group
 from .ordering import admission_key, newer, newest_first, order

@@ -6,12 +6,12 @@ from __future__ import annotations
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..flavors import Assignment
-from .budgets import spent_budgets
+from .spent_budgets import spent_budgets
 from .candidates import find_candidates
 from .laws import no_candidate
 from .nodes import local_plans, node_plans
 from .ordering import order
-from .quota import quota_targets
+from .quota_targets import quota_targets
 from .targets import Plan, Preemptor
 from ..view import PreemptionView
 

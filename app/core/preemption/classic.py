@@ -3,7 +3,7 @@ maxPriorityThreshold, candidateIsValid and the one or two runs over the candidat
 from __future__ import annotations
 
 from ..hierarchy import HIERARCHICAL_RECLAIM, RECLAIM_WHILE_BORROWING, RECLAIM_WITHOUT_BORROWING, borrows_up_to
-from ..quota import FR
+from ..resource_node import FR
 from .laws import guarantee_protected
 from .removals import Removals, given_back, quota_fits
 from .targets import Candidate, Preemptor, Target, reason_of

@@ -13,8 +13,8 @@ meanwhile (the caller does), so every share above it counts it.
 """
 from __future__ import annotations
 
-from ..fairsharing import NEGATIVE, Share, share_of
-from ..quota import QuotaNode
+from ..dominant_share import NEGATIVE, Share, share_of
+from ..resource_node import QuotaNode
 from ..view import PolicyView
 from .targets import Candidate
 
@@ -32,7 +32,7 @@ class TargetOrdering:
     def __init__(self, state: PolicyView, preemptor: QuotaNode, candidates: list[Candidate],
                  pools: dict | None = None):
         self.state = state
-        self.pools = {} if pools is None else pools       # each Cohort's lendable (core.fairsharing.share_of)
+        self.pools = {} if pools is None else pools       # each Cohort's lendable (core.dominant_share.share_of)
         self.children: dict[QuotaNode, list[QuotaNode]] = {}
         self.known: dict[QuotaNode, Share] = {}            # shares as they stand; changed() forgets some
         self.preemptor = preemptor

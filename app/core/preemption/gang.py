@@ -5,11 +5,11 @@ from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..flavors import Assignment
 from ..gangs import place
-from .budgets import spent_budgets
+from .spent_budgets import spent_budgets
 from .candidates import find_candidates, still_a_candidate
 from .laws import no_candidate
 from .ordering import order
-from .quota import quota_targets
+from .quota_targets import quota_targets
 from .removals import Removals
 from .targets import Preemptor, Target, add_requests, reason_of
 from ..view import CandidateView

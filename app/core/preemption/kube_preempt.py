@@ -10,7 +10,7 @@ from ...objects.pod import PodInfo
 from ..admission import decide, may_reclaim
 from ..decisions import Reserve
 from ..flavors import Charge
-from .budgets import spent_budgets
+from .spent_budgets import spent_budgets
 from .choose import plans
 from .laws import may_preempt
 from .targets import Plan

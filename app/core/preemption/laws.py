@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...objects.kueue import ClusterQueue
 from ...objects.annotations import FENCE
 from ...objects.pod import PodInfo
-from ..quota import QuotaNode
+from ..resource_node import QuotaNode
 from ..view import PolicyView
 from ..workload import COSCHEDULING_GROUP, KUEUE_GROUP
 

@@ -3,9 +3,9 @@ fewest further candidates on that node that make the pod fit there."""
 from __future__ import annotations
 
 from ..placement import shortfall, static_misfit
-from .budgets import spent_budgets
+from .spent_budgets import spent_budgets
 from .candidates import still_a_candidate, unqueued_on
-from .quota import quota_targets
+from .quota_targets import quota_targets
 from .removals import Removals, quota_fits
 from .targets import Candidate, Plan, Preemptor, Target, add_requests, reason_of
 from ..view import PreemptionView

@@ -7,9 +7,9 @@ from dataclasses import replace
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM
-from ..quota import FR
+from ..resource_node import FR
 from .candidates import find_candidates
-from .quota import quota_targets
+from .quota_targets import quota_targets
 from .removals import Removals, borrows_after
 from .targets import Candidate, Preemptor
 from ..view import PreemptionView

@@ -3,7 +3,7 @@ preemptor fit if these were gone"."""
 from __future__ import annotations
 
 from ..overlay import Overlay
-from ..quota import FR, QuotaNode, available, borrowing
+from ..resource_node import FR, QuotaNode, available, borrowing
 
 
 class Removals(Overlay):

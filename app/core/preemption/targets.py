@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...objects.kueue import ClusterQueue
 from ...objects.pod import PodInfo
 from ..hierarchy import RECLAIM_WHILE_BORROWING
-from ..quota import FR, QuotaNode, available
+from ..resource_node import FR, QuotaNode, available
 from ..rules import (IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAIM_WHILE_BORROWING,
                      IN_COHORT_RECLAMATION, LOWER_PRIORITY_ON_NODE)
 from ..workload import Workload

@@ -5,7 +5,7 @@ it as a violation in the preempt answer.
 """
 from __future__ import annotations
 
-from ...objects.budgets import PodDisruptionBudget
+from ...objects.disruption_budget import PodDisruptionBudget
 from ..view import BudgetsView
 
 

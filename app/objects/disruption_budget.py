@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.selectors import Selector
+from .selectors import Selector
 from .errors import InvalidObject
 from .meta import mapping, metadata, selector_field
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..hierarchy import may_reclaim_in_hierarchy
 from .classic import classic_targets
-from .fairsharing import fair_targets
+from .fair_targets import fair_targets
 from .targets import Candidate, Preemptor, Target
 from ..view import PolicyView
 

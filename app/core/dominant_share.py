@@ -13,7 +13,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from .quota import FR, QuotaNode, potential_available
+from .resource_node import FR, QuotaNode, potential_available
 
 MAX_SHARE = sys.maxsize
 

@@ -3,7 +3,7 @@ which of them are healthy, kept as pods change, so a preemption decision reads t
 every pod against every budget."""
 from __future__ import annotations
 
-from ..objects.budgets import PodDisruptionBudget
+from ..objects.disruption_budget import PodDisruptionBudget
 from ..objects.pod import PodInfo
 
 

@@ -2,7 +2,7 @@
 preemptionStrategies LessThanOrEqualToFinalShare and LessThanInitialShare), over hierarchical cohorts."""
 from __future__ import annotations
 
-from ..quota import FR, QuotaNode
+from ..resource_node import FR, QuotaNode
 from ..rules import IN_CLUSTER_QUEUE, IN_COHORT_FAIR_SHARING, IN_COHORT_RECLAMATION
 from .fair_order import TargetOrdering, almost_lcas, share
 from .laws import guarantee_protected

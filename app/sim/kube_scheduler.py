@@ -15,13 +15,13 @@ import httpx
 import orjson
 
 from ..act.writer import WriteError
-from ..core.preemption.budgets import spent_budgets
+from ..core.preemption.spent_budgets import spent_budgets
 from ..api.app import create_app
 from ..core.rules import PREEMPTION_REASONS
 from ..scheduler.scheduler import Scheduler
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
-from .cluster import SimCluster, SimPod
+from .sim_cluster import SimCluster, SimPod
 from .queue import rejector
 from .scenario import Scenario
 from .scoring import EXTENDER_SCALE, SHIPPED_PLUGIN_WEIGHT, SHIPPED_WEIGHTS, best
