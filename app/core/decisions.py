@@ -1,5 +1,6 @@
-"""The decisions core/ returns. The extender commits them to state/ (Reserve, Hold, Requeue) and hands
-the writes to act/ (Evict); a Refuse becomes filter's answer, with its reason for the admin."""
+"""The decisions core/ returns. The scheduler's commit (app/scheduler/commit.py) applies them to state/
+(Reserve, Hold, Requeue) and hands the writes to act/ (Evict); a Refuse becomes filter's answer, with its reason
+for the admin."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,8 +1,8 @@
 """filter for a pod outside any pod group, after its verdict: which of the nodes it may take, and the
 charge reserved for it until bind.
 
-The extender asks in this order and commits what is decided. Node names only: which offered nodes belong
-to the pod's flavors is api/offered's (kube-scheduler's offer, cached by its bytes).
+The scheduler (app/scheduler/filter.py) asks in this order and commits what is decided. Node names only: which
+offered nodes belong to the pod's flavors is objects/offered_nodes' (kube-scheduler's offer, cached by its bytes).
 """
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class Ledger:
         self.quota_refusals: Counter = Counter()          # ClusterQueue -> charges refused by the invariant
         self.overruns: dict[str, Overrun] = {}            # uid -> a bound pod's change that took its queue above quota
         self.overrun_counts: Counter = Counter()          # ClusterQueue -> such changes seen
-        self.on_overrun: Callable[[Overrun], None] | None = None     # the extender journals each one
+        self.on_overrun: Callable[[Overrun], None] | None = None     # the scheduler journals each one
         self.on_admitted: list[Callable[[PodInfo, Charge], None]] = []   # a pod Quotient binds is charged (idem)
 
     # ---- the tree decisions read ----------------------------------------------
