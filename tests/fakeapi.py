@@ -441,11 +441,14 @@ class FakeApiServer:
     def clear_faults(self) -> None:
         self.faults.clear()
 
-    async def paused_request(self, timeout: float = 5.0) -> str:
+    async def paused_request(self, timeout: float = 5.0, caller: asyncio.Task | None = None) -> str:
         """Wait until a request a "pause" fault holds has arrived; returns its path. The request waits
-        (before it is served, or with when="after" once served, before its answer) until resume()."""
+        (before it is served, or with when="after" once served, before its answer) until resume(). caller: the
+        task expected to make that request; if it ends first, its answer says why no request came."""
         deadline = asyncio.get_running_loop().time() + timeout
         while not self.paused:
+            if caller is not None and caller.done():
+                raise AssertionError(f"no request was paused: the caller ended first with {caller.result()!r}")
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError("no request was paused")
             await asyncio.sleep(0.005)

@@ -67,10 +67,11 @@ async def slow_pod_watch(kit: Live, delay: float = 0.8) -> None:
     """From now on the pods watch delivers each event `delay` seconds late (until it is next reopened)."""
     kit.api.fault("slow", resource="pods", verb="watch", delay=delay)
     kit.api.drop_watches()
-    # Reopened on the server, and answered on Quotient's side: until then bind refuses SourceStale ("the Pod watch
-    # is reconnecting") and writes no Binding (under load, CI once saw that window).
-    await until(lambda: not kit.api.faults and "Pod" not in kit.source.reconnecting,
-                what="the pods watch reopened, slowed")
+    # Every watch (drop_watches cuts them all) reopened on the server and answered on Quotient's side: until then
+    # bind refuses SourceStale ("the ClusterQueue watch is reconnecting") for a pod without a charge and writes no
+    # Binding (under load, CI saw that window twice: first for the Pod watch, then for another kind's).
+    await until(lambda: not kit.api.faults and not kit.source.reconnecting and not kit.source.staleness(),
+                what="every watch reopened, the pods watch slowed")
 
 
 async def test_a_binding_written_but_answered_500_keeps_its_charge_while_the_watch_is_late(tmp_path):
@@ -82,7 +83,7 @@ async def test_a_binding_written_but_answered_500_keeps_its_charge_while_the_wat
         kit.api.fault("pause", resource="pods", verb="write", sub="binding", when="after", answer=500)
         kit.api.fault("error", resource="pods", verb="get", code=500, times=3)     # the 409's re-read fails
         bind = asyncio.create_task(kit.bind(low))
-        await kit.api.paused_request()
+        await kit.api.paused_request(caller=bind)
         assert kit.api.get("Pod", "team-a", "low")["spec"]["nodeName"] == "n1"    # the Binding landed
         kit.api.resume()
         error = await bind
