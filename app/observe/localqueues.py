@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.workload import WorkloadKey
 from .workload_counts import workload_key
 
 FR = tuple[str, str]      # (flavor, resource)
@@ -19,12 +20,12 @@ FR = tuple[str, str]      # (flavor, resource)
 
 @dataclass(slots=True)
 class LocalQueueStats:
-    pending: set[str] = field(default_factory=set)      # workload keys, none of whose pods holds quota
-    reserving: set[str] = field(default_factory=set)    # workload keys holding quota (admitted ones too)
-    admitted: set[str] = field(default_factory=set)     # workload keys with a bound pod
+    pending: set[WorkloadKey] = field(default_factory=set)      # workloads none of whose pods holds quota
+    reserving: set[WorkloadKey] = field(default_factory=set)    # workloads holding quota (admitted ones too)
+    admitted: set[WorkloadKey] = field(default_factory=set)     # workloads with a bound pod
     reserved: dict[FR, int] = field(default_factory=dict)   # quota held: bound pods and reservations
     used: dict[FR, int] = field(default_factory=dict)       # quota of bound pods
-    pending_pods: dict[str, list[str]] = field(default_factory=dict)   # pending workload key -> its pods' uids
+    pending_pods: dict[WorkloadKey, list[str]] = field(default_factory=dict)   # pending workload -> its pods' uids
 
 
 def _add(into: dict[FR, int], usage: dict[FR, int]) -> None:

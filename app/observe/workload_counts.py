@@ -2,7 +2,8 @@
 is one. Kueue's gauges and counters count Workload objects (a 4-pod Job admitted is one admission), and
 dashboards and alerts written for Kueue compare them with those numbers.
 
-The key of a workload is core.workload.group_of(pod) or the pod's uid. What a workload is, per ClusterQueue, follows
+The key of a workload is a WorkloadKey: core.workload.group_of(pod), or the pod itself with its uid. It is only
+compared and counted, never printed. What a workload is, per ClusterQueue, follows
 Kueue's cache (pkg/cache/scheduler/clusterqueue.go) and queue manager (pkg/cache/queue/metrics.go): admitted when
 one of its pods is charged (bound), reserving when one holds a reservation and none is charged, pending when
 none holds anything; pending is "inadmissible" when Quotient refused it and the refusal still holds (it waits for
@@ -13,14 +14,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.workload import group_of
+from ..core.workload import POD, WorkloadKey, group_of
 
 EPISODES_KEPT = 4096       # workloads remembered by Episodes before those whose pods are all gone are forgotten
 
 
-def workload_key(pod) -> str:
-    """The workload a pod is part of (its group or Job, else itself): the key Kueue's counts are per."""
-    return group_of(pod) or pod.uid
+def workload_key(pod) -> WorkloadKey:
+    """The workload a pod is part of (its group or Job, else itself, by its uid as Kueue makes a Workload per pod
+    object): the key Kueue's counts are per."""
+    return group_of(pod) or WorkloadKey(POD, pod.namespace, pod.name, pod.uid)
+
+
+def workload_key_of(pods, uid: str) -> WorkloadKey:
+    """workload_key of the pod with this uid; a pod the store no longer has is a workload of its own, by uid."""
+    pod = pods.get(uid)
+    return workload_key(pod) if pod is not None else WorkloadKey(POD, "", "", uid)
 
 
 def priority_class(pod) -> str:
@@ -41,13 +49,12 @@ def counts(state, refusals=None) -> dict[str, QueueWorkloads]:
     """ClusterQueue -> its workloads by where they stand, each counted once whatever its number of pods."""
     pods, reservations = state.pods, state.reservations
     out = {name: QueueWorkloads() for name in state.cluster_queues}
-    admitted: dict[str, set[str]] = {}
+    admitted: dict[str, set[WorkloadKey]] = {}
     for name, uids in state.admitted.by_queue.items():
-        admitted[name] = {workload_key(pods[u]) if u in pods else u for u in uids}
-    reserving: dict[str, set[str]] = {}
+        admitted[name] = {workload_key_of(pods, u) for u in uids}
+    reserving: dict[str, set[WorkloadKey]] = {}
     for uid, r in reservations.items():
-        pod = pods.get(uid)
-        key = workload_key(pod) if pod is not None else uid
+        key = workload_key_of(pods, uid)
         if key not in admitted.get(r.charge.cluster_queue, ()):
             reserving.setdefault(r.charge.cluster_queue, set()).add(key)
     for name, found in out.items():
@@ -55,12 +62,11 @@ def counts(state, refusals=None) -> dict[str, QueueWorkloads]:
         held = reserving.get(name, set())
         found.reserving = len(held)
         taken = admitted.get(name, set()) | held
-        refused: dict[str, bool] = {}       # pending workload -> refused and still waiting for a change
+        refused: dict[WorkloadKey, bool] = {}       # pending workload -> refused and still waiting for a change
         for _, uid in state.pending.get(name, ()):
             if uid in reservations:
                 continue
-            pod = pods.get(uid)
-            key = workload_key(pod) if pod is not None else uid
+            key = workload_key_of(pods, uid)
             if key in taken:
                 continue
             refused[key] = refused.get(key, False) or (refusals is not None and refusals.holds(uid))
@@ -75,7 +81,7 @@ class Episodes:
     new pods and counts anew, as Kueue counts a Workload admitted or evicted again."""
 
     def __init__(self):
-        self._by: dict[str, set[str]] = {}
+        self._by: dict[WorkloadKey, set[str]] = {}     # workload -> the uids of its pods when it was counted
         self._limit = EPISODES_KEPT
 
     def first(self, state, pod) -> bool:
