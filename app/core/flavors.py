@@ -45,9 +45,6 @@ class Assignment:
     no_nodes: bool = False                                     # a flavor fit but none of its nodes was offered
     searched: object = field(default=None, compare=False, repr=False)   # preemption.oracle.CandidateSearches
 
-    def flavor_names(self) -> list[str]:
-        return sorted(set(self.flavors.values()))
-
 
 @dataclass(slots=True)
 class Charge:

@@ -27,7 +27,6 @@ VERSIONS = (V1BETA1, V1BETA2)
 # admissionChecks and admissionChecksStrategy; v1beta2 keeps only the strategy.
 V1BETA1_ONLY = {"cohort": "spec.cohortName", "admissionChecks": "spec.admissionChecksStrategy.admissionChecks"}
 V1BETA2_ONLY = {"cohortName": "spec.cohort"}
-FENCE_ANNOTATION = "quotient.dev/preemption-fence"
 
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")

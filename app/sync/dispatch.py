@@ -12,7 +12,7 @@ from ..objects import kueue
 from ..objects.disruption_budget import decode_pdb
 from ..objects.errors import InvalidObject
 from ..objects.job import decode_job
-from ..objects.meta import mapping, metadata, stable_uid, string_map
+from ..objects.meta import metadata, stable_uid, string_map
 from ..objects.node import decode_node
 from ..objects.pod import decode_pod
 from ..objects.podgroup import decode_pod_group
@@ -32,12 +32,6 @@ def object_kind(obj: dict) -> str:
     if kind in KUEUE_KINDS or kind == "WorkloadPriorityClass":
         kueue.api_version(obj, kind)
     return kind
-
-
-def object_key(obj: dict) -> str:
-    meta = mapping(obj.get("metadata"), "?", "?", "metadata")
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
 def _namespaced_key(obj: dict, kind: str) -> str:
