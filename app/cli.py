@@ -74,9 +74,10 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
         prefix = args.path_prefix if args.path_prefix is not None else config.path_prefix
         elector = _elector(args, api_client)
         label = _leader_label(api_client, elector, metrics)
-        app = create_app(scheduler, prefix, ready=lambda: source.ready, readiness=lambda: source.readiness,
+        health = source.health
+        app = create_app(scheduler, prefix, ready=lambda: health.ready, readiness=lambda: health.readiness,
                          reconcile_interval=config.reconcile_interval,
-                         leading=(lambda: elector.leading) if elector else None, alive=lambda: source.alive,
+                         leading=(lambda: elector.leading) if elector else None, alive=lambda: health.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
                          identities=config.client_identities)
         main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))

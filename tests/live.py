@@ -70,7 +70,7 @@ def fingerprint(state: ClusterState) -> dict:
 async def fresh_state(client) -> ClusterState:
     state = ClusterState()
     async with Running(client, state) as source:
-        await until(lambda: source.ready, what="fresh list")
+        await until(lambda: source.health.ready, what="fresh list")
     return state
 
 
@@ -128,7 +128,7 @@ async def started(directory, objects, config: Configuration | None = None, bookm
         kit = Live(api, client, config or Configuration())
         try:
             async with Running(client, kit.state, **source) as kit.source:
-                await until(lambda: kit.source.ready, what="initial list")
+                await until(lambda: kit.source.health.ready, what="initial list")
                 yield kit
         finally:
             await client.close()

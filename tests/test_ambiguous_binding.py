@@ -45,7 +45,7 @@ async def live(tmp_path):
         kit = Live(api, client, Configuration())
         try:
             async with Running(client, kit.state, read_timeout=5.0, watch_timeout=60) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 kit.source = source
                 yield kit
         finally:
@@ -70,8 +70,8 @@ async def slow_pod_watch(kit: Live, delay: float = 0.8) -> None:
     # Every watch (drop_watches cuts them all) reopened on the server and answered on Quotient's side: until then
     # bind refuses SourceStale ("the ClusterQueue watch is reconnecting") for a pod without a charge and writes no
     # Binding (under load, CI saw that window twice: first for the Pod watch, then for another kind's).
-    await until(lambda: not kit.api.faults and not kit.source.reconnecting and not kit.source.staleness(),
-                what="every watch reopened, the pods watch slowed")
+    await until(lambda: not kit.api.faults and not any(k.reconnecting for k in kit.source.kinds.values())
+                and not kit.source.health.staleness(), what="every watch reopened, the pods watch slowed")
 
 
 async def test_a_binding_written_but_answered_500_keeps_its_charge_while_the_watch_is_late(tmp_path):

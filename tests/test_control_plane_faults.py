@@ -140,9 +140,9 @@ async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_cl
     extender = Scheduler(state, SnapshotWriter(state))
     metrics = attach(extender).metrics
     async with Running(api_client, state, metrics=metrics) as source:
-        app = create_app(extender, ready=lambda: source.ready)
+        app = create_app(extender, ready=lambda: source.health.ready)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-            await until(lambda: source.ready and fake_api.open_watches > 0, what="watching")
+            await until(lambda: source.health.ready and fake_api.open_watches > 0, what="watching")
             backup = fake_api.backup()
             fake_api.apply(Pod("after-backup").queue("lq").cpu("5").node("n2").phase("Running").obj())
             await until(lambda: "uid-team-a-after-backup" in state.pods, what="pod seen")
@@ -150,13 +150,13 @@ async def test_an_api_server_restored_from_a_backup_is_relisted(fake_api, api_cl
             fake_api.fault("pause", resource="pods", verb="list")        # hold the relist to look at /readyz
             fake_api.restore(backup)                 # the pod created after the backup is gone for good
             await fake_api.paused_request()
-            assert not source.ready and "the Pod list is being read again (http 504)" in source.readiness
+            assert not source.health.ready and "the Pod list is being read again (http 504)" in source.health.readiness
             assert (await c.get("/readyz")).status_code == 503
             fake_api.resume()
-            await until(lambda: source.ready, what="relisted")
+            await until(lambda: source.health.ready, what="relisted")
             assert (await c.get("/readyz")).status_code == 200
             assert "uid-team-a-after-backup" not in state.pods and cq_cpu(state, "cq-a") == 2 * 1000
-            assert source.relist_reasons[("Pod", "http 504")] == 1
+            assert source.kinds["Pod"].relist_reasons["http 504"] == 1
             text = (await c.get("/metrics")).text
             assert 'quotient_watch_relists_total{kind="Pod",reason="http 504"} 1.0' in text
             assert fingerprint(state) == fingerprint(await fresh_state(api_client))
@@ -193,7 +193,7 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         assert await live.bind(p) == ""
         await until(lambda: live.knows(p, node_name="n1") and uid(p) not in live.state.assumed,
                     what="the watch to show the binding")
-        relists = sum(live.source.relists.values())
+        relists = sum(k.relists for k in live.source.kinds.values())
         live.api.fault("pause", resource="pods", verb="list")
         live.api.restore(backup)                    # the Binding is lost; resourceVersions go back
         await live.api.paused_request()             # a retry before the relist is in: not answered "bound"
@@ -201,9 +201,9 @@ async def test_a_binding_the_restored_api_lost_is_written_again(tmp_path):
         assert (await live.bind(p)).startswith("SourceStale: the Pod list is being read again (http 504)")
         assert len(live.api.writes) == writes
         live.api.resume()
-        await until(lambda: live.source.relists["Pod"] >= 1 and live.source.ready
+        await until(lambda: live.source.kinds["Pod"].relists >= 1 and live.source.health.ready
                     and not freshness.stale(live.state), what="the relist, every watch connected again")
-        assert sum(live.source.relists.values()) > relists
+        assert sum(k.relists for k in live.source.kinds.values()) > relists
         assert live.knows(p, node_name=""), "the relist is believed, whatever its resourceVersions say"
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0 == api_cpu(live.api, {}).get("cq", 0)
         writes = len(live.api.writes)
@@ -247,7 +247,7 @@ async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_pat
         relabelled["metadata"]["labels"]["restored"] = "yes"
         assert live.api.apply(relabelled)["metadata"]["resourceVersion"] == str(known)
         live.api.resume()
-        await until(lambda: live.source.ready and live.source.relists["Pod"] >= 1, what="the relist")
+        await until(lambda: live.source.health.ready and live.source.kinds["Pod"].relists >= 1, what="the relist")
         assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
         await live.equal_to_a_fresh_list()
@@ -266,17 +266,17 @@ async def test_a_watch_that_resumes_after_a_restore_is_relisted_when_another_kin
         live.api.apply(Pod("lost").queue("lq").cpu("1").obj())      # only the backup lacks it
         await until(lambda: "uid-team-a-lost" in live.state.pods, what="the pod")
         live.api.bookmark()                                 # every kind's watch has seen the newest version
-        await until(lambda: live.source.rv.get("Node") == str(live.api.rv), what="a bookmark")
-        resumes_from = int(live.source.rv["Pod"])
+        await until(lambda: live.source.kinds["Node"].rv == str(live.api.rv), what="a bookmark")
+        resumes_from = int(live.source.kinds["Pod"].rv)
         live.api.fault("pause", resource="pods", verb="watch")
         live.api.restore(backup)
         await live.api.paused_request()
-        await until(lambda: live.source.relist_reasons[("Node", "http 504")] >= 1,
+        await until(lambda: live.source.kinds["Node"].relist_reasons["http 504"] >= 1,
                     what="another kind saw the versions go back")
         while live.api.rv <= resumes_from:                  # the restored server writes past the Pod watch's version
             live.api.apply(Pod(f"after-{live.api.rv}").queue("lq").cpu("1").obj())
         live.api.resume()
-        await until(lambda: live.source.ready and live.source.relists["Pod"] >= 1, what="the Pod relist")
+        await until(lambda: live.source.health.ready and live.source.kinds["Pod"].relists >= 1, what="the Pod relist")
         assert "uid-team-a-lost" not in live.state.pods
         await live.equal_to_a_fresh_list()
 
@@ -292,8 +292,8 @@ async def test_a_restore_whose_versions_climbed_past_every_watch_before_it_resum
         live.api.restore(backup)                    # the Binding is lost; every watch is cut
         while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
             live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
-        await until(lambda: live.knows(p, node_name="") and live.source.ready, what="the restore seen")
-        assert live.source.relist_reasons[("Pod", "http 504")] >= 1
+        await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
+        assert live.source.kinds["Pod"].relist_reasons["http 504"] >= 1
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
         await live.equal_to_a_fresh_list()
 
@@ -301,17 +301,18 @@ async def test_a_restore_whose_versions_climbed_past_every_watch_before_it_resum
 async def test_an_error_event_relists_and_a_timeout_resumes(fake_api, api_client):
     seed(fake_api, pods=1)
     async with Running(api_client) as source:
-        await until(lambda: source.ready and fake_api.open_watches > 0, what="watching")
+        await until(lambda: source.health.ready and fake_api.open_watches > 0, what="watching")
         fake_api.fault("error", resource="pods", verb="watch", code=503)
         fake_api.drop_watches()
-        await until(lambda: source.relist_reasons[("Pod", "http 503")] == 1 and source.ready, what="relisted")
+        await until(lambda: source.kinds["Pod"].relist_reasons["http 503"] == 1 and source.health.ready,
+                    what="relisted")
         fake_api.fault("hang", resource="pods", verb="watch")         # a plain timeout: resumed, not relisted
         fake_api.drop_watches()
-        await until(lambda: source.errors[("Pod", "timeout")] + source.errors[("Pod", "watch idle")] >= 1,
+        await until(lambda: source.kinds["Pod"].errors["timeout"] + source.kinds["Pod"].errors["watch idle"] >= 1,
                     timeout=10, what="timed out")
         fake_api.apply(Pod("later").queue("lq").cpu("1").node("n1").phase("Running").obj())
         await until(lambda: "uid-team-a-later" in source.state.pods, timeout=10, what="resumed")
-        assert source.relists["Pod"] == 1 and source.ready
+        assert source.kinds["Pod"].relists == 1 and source.health.ready
         fake_api.release()
 
 
@@ -327,7 +328,7 @@ async def test_a_restore_whose_canary_cannot_be_read_is_relisted_not_resumed(tmp
         live.api.restore(backup)                    # the Binding is lost; every watch is cut
         while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
             live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
-        await until(lambda: live.knows(p, node_name="") and live.source.ready, what="the restore seen")
-        assert live.source.relist_reasons[("Pod", "canary unread")] >= 1
+        await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
+        assert live.source.kinds["Pod"].relist_reasons["canary unread"] >= 1
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
         await live.equal_to_a_fresh_list()

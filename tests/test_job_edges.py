@@ -202,7 +202,7 @@ async def test_live_jobs_are_a_source_even_when_none_exists_at_start(tmp_path):
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 assert source.state.jobs_listed and not source.state.jobs
                 late = Job("first").queue("q")
                 api.apply(Pod("first-0").of_job(late).cpu("1").obj())

@@ -68,7 +68,7 @@ def seed(api: FakeApiServer, pending: int = 20) -> None:
 
 
 def modified(source, kind: str) -> int:
-    return source.events[(kind, "MODIFIED")]
+    return source.kinds[kind].events["MODIFIED"]
 
 
 async def test_own_status_writes_and_local_queue_status_rebuild_nothing(fake_api, api_client):
@@ -76,7 +76,7 @@ async def test_own_status_writes_and_local_queue_status_rebuild_nothing(fake_api
     (the status is kept) and neither rebuild the quota tree nor re-index a single pending pod."""
     seed(fake_api)
     async with Running(api_client) as source:
-        await until(lambda: source.ready, what="listed")
+        await until(lambda: source.health.ready, what="listed")
         state = source.state
         counts, generation, before = counting(state), state.generation, fingerprint(state)
         assert await KubeWriter(api_client, state).publish_status() == 2
@@ -94,7 +94,7 @@ async def test_status_equal_to_the_api_s_is_not_written_again(fake_api, api_clie
     status only when it differs from what the API holds (as its watch shows it)."""
     seed(fake_api, pending=3)
     async with Running(api_client) as source:
-        await until(lambda: source.ready, what="listed")
+        await until(lambda: source.health.ready, what="listed")
         state, writer = source.state, KubeWriter(api_client, source.state)
         assert await writer.publish_status() == 2
         await until(lambda: modified(source, "ClusterQueue") == 2, what="status events")

@@ -223,7 +223,7 @@ async def test_live_mode_reads_the_preferred_version_and_writes_status_in_it(tmp
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 state = source.state
                 a = state.cluster_queues["a"]
                 assert (a.cohort, a.api_version) == ("co", read)
@@ -260,10 +260,10 @@ async def test_an_unusable_discovery_answer_falls_back_to_v1beta1_and_lists_ever
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 assert source.state.cluster_queues["a"].api_version == "v1beta1"
                 assert "n1" in source.state.nodes
-                assert any(kind == "APIGroup" for kind, _ in source.errors)
+                assert any(source.kinds["APIGroup"].errors.values())
         finally:
             await client.close()
 
@@ -275,7 +275,7 @@ async def test_kueue_installed_after_start_is_found_in_the_version_then_served(t
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 assert not source.state.cluster_queues
                 api.kueue_versions = ("v1beta2",)
                 for obj in cohort_cluster(as_v1beta2):

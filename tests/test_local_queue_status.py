@@ -108,7 +108,7 @@ async def test_a_v1beta2_local_queue_gets_its_status_in_v1beta2(tmp_path):
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="listed")
+                await until(lambda: source.health.ready, what="listed")
                 assert source.state.local_queues["team-a/lq"].api_version == "v1beta2"
                 assert await KubeWriter(client, source.state).publish_local_queue_status() == 3
         finally:
@@ -145,7 +145,7 @@ async def test_a_status_written_in_v1beta1_is_stored_in_the_objects_own_version(
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="listed")
+                await until(lambda: source.health.ready, what="listed")
                 assert source.state.local_queues["team-a/lq"].api_version == "v1beta1"
                 assert await KubeWriter(client, source.state).publish_local_queue_status() == 3
         finally:

@@ -43,7 +43,7 @@ async def stall(live, plural: str) -> None:
 
 
 def readyz(live):
-    app = create_app(live.ext, ready=lambda: live.source.ready, readiness=lambda: live.source.readiness)
+    app = create_app(live.ext, ready=lambda: live.source.health.ready, readiness=lambda: live.source.health.readiness)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
 
@@ -66,9 +66,9 @@ async def test_a_deleted_pod_stays_charged_at_most_the_stall_timeout(tmp_path):
         answer = live.filter(p)
         assert "SourceStale" in answer["Error"] and "Pod" in answer["Error"]     # tried again after its backoff
         live.api.resume()
-        await until(lambda: live.source.ready, what="the relist")
+        await until(lambda: live.source.health.ready, what="the relist")
         # At least one relist for the stall (a loaded machine may notice a second one after it).
-        assert cq_cpu(live.state, "cq") == 0 and live.source.relist_reasons[("Pod", "stalled")] >= 1
+        assert cq_cpu(live.state, "cq") == 0 and live.source.kinds["Pod"].relist_reasons["stalled"] >= 1
         assert (await http.get("/readyz")).text == "ok"
         assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
         await live.equal_to_a_fresh_list()
@@ -90,8 +90,8 @@ async def test_with_the_cluster_queue_watch_stalled_a_lowered_quota_holds_once_t
         r = await http.get("/readyz")
         assert r.status_code == 503 and "ClusterQueue" in r.json()["reason"]
         live.api.resume()
-        await until(lambda: live.source.ready, what="the relist")
-        assert live.source.relist_reasons[("ClusterQueue", "stalled")] >= 1     # one or more, as above
+        await until(lambda: live.source.health.ready, what="the relist")
+        assert live.source.kinds["ClusterQueue"].relist_reasons["stalled"] >= 1     # one or more, as above
         bound = 0
         for p in pods:                              # kube-scheduler's retries: filter, then bind what passed
             if live.filter(p)["NodeNames"] == ["n1"]:
@@ -120,13 +120,13 @@ async def test_a_watch_whose_connection_broke_admits_nothing_until_it_is_answere
         live.api.fault("pause", resource="pods", verb="watch")      # the reconnect is held at the server
         live.api.drop_watches()
         await live.api.paused_request()
-        await until(lambda: "Pod" in live.source.reconnecting, what="the broken connection noticed")
+        await until(lambda: live.source.kinds["Pod"].reconnecting, what="the broken connection noticed")
         answer = live.filter(p)
         assert answer["NodeNames"] == [] and "SourceStale" in answer["Error"], answer
         assert "the Pod watch is reconnecting" in answer["Error"]
         assert "SourceStale" in await live.bind(p)
         assert (await http.get("/readyz")).status_code == 200
         live.api.resume()
-        await until(lambda: "Pod" not in live.source.reconnecting, what="the watch answered again")
+        await until(lambda: not live.source.kinds["Pod"].reconnecting, what="the watch answered again")
         assert live.filter(p)["NodeNames"] == ["n1"] and await live.bind(p) == ""
         assert api_cpu(live.api, {"team-a/lq": "cq"}) == {"cq": 1000}

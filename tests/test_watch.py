@@ -68,31 +68,31 @@ async def test_initial_list_builds_state_and_gates_readiness(fake_api, api_clien
     state = ClusterState()
     extender = Scheduler(state, SnapshotWriter(state))
     async with Running(api_client, state, request_timeout=30.0) as source:
-        app = create_app(extender, ready=lambda: source.ready)
+        app = create_app(extender, ready=lambda: source.health.ready)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             await until(lambda: any(p.endswith("/pods") for _, p, _ in fake_api.requests), what="pods listed")
             await asyncio.sleep(0.1)
-            assert not source.ready
+            assert not source.health.ready
             assert (await http.get("/readyz")).status_code == 503
             assert not state.cluster_queues        # nothing half-applied while one list is missing
             fake_api.release()                     # the hung list answers 503; the source lists again
-            await until(lambda: source.ready, what="ready")
+            await until(lambda: source.health.ready, what="ready")
             assert (await http.get("/readyz")).status_code == 200
-        assert source.alive
+        assert source.health.alive
     assert sorted(state.nodes) == ["n1", "n2"]
     assert sorted(state.cluster_queues) == ["cq-a", "cq-b"]
     assert sorted(state.local_queues) == ["team-a/lq", "team-b/lq"]
     assert len(state.pods) == 5 and cq_cpu(state, "cq-a") == 5 * CPU
-    assert source.errors[("ClusterQueue", "http 503")] == 1
+    assert source.kinds["ClusterQueue"].errors["http 503"] == 1
     pod_lists = [q for m, p, q in fake_api.requests if p == "/api/v1/pods" and "watch" not in q]
     assert len(pod_lists) == 2 and pod_lists[1].get("continue")     # 5 pods in pages of 3
-    assert not source.alive                                            # stopped
+    assert not source.health.alive                                     # stopped
 
 
 async def test_events_applied_in_order(fake_api, api_client):
     seed(fake_api)
     async with Running(api_client) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         state = source.state
         fake_api.apply(Pod("a").queue("lq").cpu("1").phase("Pending").obj())
         await until(lambda: "team-a/a" in state.store.uid_by_key, what="ADDED")
@@ -106,21 +106,21 @@ async def test_events_applied_in_order(fake_api, api_client):
         fake_api.apply(ClusterQueue("cq-a").resource_group(FlavorQuotas("default-flavor").resource("cpu", "7")).obj())
         await until(lambda: state.tree.queues["cq-a"].quotas[("default-flavor", "cpu")].nominal == 7 * CPU,
                     what="ClusterQueue MODIFIED")
-        assert source.events[("Pod", "ADDED")] == 1 and source.events[("Pod", "MODIFIED")] == 1
-        assert source.events[("Pod", "DELETED")] == 1
+        assert source.kinds["Pod"].events["ADDED"] == 1 and source.kinds["Pod"].events["MODIFIED"] == 1
+        assert source.kinds["Pod"].events["DELETED"] == 1
 
 
 async def test_bookmarks_advance_resource_version(fake_api, api_client):
     seed(fake_api)
     async with Running(api_client) as source:
-        await until(lambda: source.ready)
-        start = int(source.rv["Node"])
+        await until(lambda: source.health.ready)
+        start = int(source.kinds["Node"].rv)
         for i in range(3):
             fake_api.apply(Pod(f"x{i}").queue("lq").cpu("1")
                                .obj())            # other kinds move the global resourceVersion
         fake_api.bookmark()
-        await until(lambda: int(source.rv["Node"]) == fake_api.rv, what="bookmark")
-        assert int(source.rv["Node"]) > start and source.events[("Node", "BOOKMARK")] >= 1
+        await until(lambda: int(source.kinds["Node"].rv) == fake_api.rv, what="bookmark")
+        assert int(source.kinds["Node"].rv) > start and source.kinds["Node"].events["BOOKMARK"] >= 1
         # the next node watch starts from the bookmark, not from the list
         fake_api.drop_watches()
         await until(lambda: any(p == "/api/v1/nodes" and q.get("resourceVersion") == str(fake_api.rv)
@@ -134,7 +134,7 @@ async def test_dropped_connections_lose_and_double_nothing(fake_api, api_client)
     """Proof: no event lost or doubled through disconnects; quota usage counted exactly."""
     seed(fake_api)
     async with Running(api_client, watch_timeout=1) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         state = source.state
         for i in range(5):
             fake_api.fault("drop", resource="pods", verb="watch", after=i % 3)
@@ -143,13 +143,13 @@ async def test_dropped_connections_lose_and_double_nothing(fake_api, api_client)
             if i % 4 == 0:
                 await asyncio.sleep(0.02)
         await until(lambda: len(state.pods) == 30 and not fake_api.faults, what="30 pods")
-        await until(lambda: source.rv["Pod"] == str(fake_api.rv), what="caught up")
+        await until(lambda: source.kinds["Pod"].rv == str(fake_api.rv), what="caught up")
         assert cq_cpu(state, "cq-a") == 30 * CPU
         assert state.node_requested["n1"]["cpu"] == 15 * CPU and state.node_requested["n2"]["cpu"] == 15 * CPU
-        assert source.events[("Pod", "ADDED")] == 30           # each exactly once
+        assert source.kinds["Pod"].events["ADDED"] == 30           # each exactly once
         # each fault is used by one watch; a watch may end by its timeoutSeconds (1 s) before its cut comes
-        assert source.restarts["Pod"] >= 5 and source.errors[("Pod", "connection dropped")] >= 3
-        assert source.relists["Pod"] == 0
+        assert source.kinds["Pod"].restarts >= 5 and source.kinds["Pod"].errors["connection dropped"] >= 3
+        assert source.kinds["Pod"].relists == 0
 
 
 async def test_a_deleted_object_then_a_dropped_watch_resumes_without_a_relist(fake_api, api_client):
@@ -159,28 +159,29 @@ async def test_a_deleted_object_then_a_dropped_watch_resumes_without_a_relist(fa
     seen deleted)."""
     seed(fake_api)
     async with Running(api_client) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         fake_api.apply(Pod("x").queue("lq").cpu("1").node("n1").phase("Running").obj())
         await until(lambda: "uid-team-a-x" in source.state.pods, what="the pod")
         fake_api.delete("Pod", "team-a", "x")
         await until(lambda: "uid-team-a-x" not in source.state.pods, what="the deletion")
-        restarts = source.restarts["Pod"]
+        pods = source.kinds["Pod"]
+        restarts = pods.restarts
         fake_api.drop_watches()
-        await until(lambda: source.restarts["Pod"] > restarts and "Pod" not in source.reconnecting and source.ready,
-                    timeout=10, what="the pods watch resumed")
-        assert sum(source.relists.values()) == 0 and source.ready
+        await until(lambda: pods.restarts > restarts and not pods.reconnecting and source.health.ready, timeout=10,
+                    what="the pods watch resumed")
+        assert sum(k.relists for k in source.kinds.values()) == 0 and source.health.ready
 
 
 async def test_gone_relists_and_reconciles(fake_api, api_client):
     """410 while disconnected: deleted objects removed, changed ones updated, new ones added, none twice."""
     seed(fake_api, pods=4)
     async with Running(api_client) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         state = source.state
         assert cq_cpu(state, "cq-a") == 4 * CPU
         fake_api.fault("error", resource="pods", verb="watch", times=10_000, code=429)     # resumed, not relisted
         fake_api.drop_watches()
-        await until(lambda: source.errors[("Pod", "http 429")] >= 1, what="disconnected")
+        await until(lambda: source.kinds["Pod"].errors["http 429"] >= 1, what="disconnected")
         fake_api.delete("Pod", "team-a", "p0")
         fake_api.apply(Pod("p1").queue("lq").cpu("3").node("n2").phase("Running").obj())
         fake_api.apply(Pod("p9").queue("lq").cpu("1").node("n1").phase("Running").obj())
@@ -190,13 +191,13 @@ async def test_gone_relists_and_reconciles(fake_api, api_client):
             **old["metadata"], "uid": "new-uid", "resourceVersion": None}})       # recreated, new uid
         fake_api.expire()
         fake_api.clear_faults()
-        await until(lambda: source.relists["Pod"] == 1, what="relist")
+        await until(lambda: source.kinds["Pod"].relists == 1, what="relist")
         assert sorted(p.name for p in state.pods.values()) == ["p1", "p2", "p3", "p9"]
         assert state.pods["uid-team-a-p1"].node_name == "n2"
         assert state.store.uid_by_key["team-a/p2"] == "new-uid" and "uid-team-a-p2" not in state.pods
         assert cq_cpu(state, "cq-a") == (3 + 2 + 1 + 1) * CPU
         assert fingerprint(state) == fingerprint(await fresh_state(api_client))
-        assert source.errors[("Pod", "expired")] == 1
+        assert source.kinds["Pod"].errors["expired"] == 1
 
 
 async def test_list_continue_expired_lists_again(fake_api, api_client):
@@ -213,8 +214,8 @@ async def test_list_continue_expired_lists_again(fake_api, api_client):
 
     api._list = expiring
     async with Running(api_client) as source:
-        await until(lambda: source.ready)
-        assert len(source.state.pods) == 8 and source.errors[("Pod", "list continue expired")] == 1
+        await until(lambda: source.health.ready)
+        assert len(source.state.pods) == 8 and source.kinds["Pod"].errors["list continue expired"] == 1
 
 
 async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, caplog):
@@ -224,7 +225,7 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
     good = ClusterQueue("cq-c").resource_group(FlavorQuotas("default-flavor").resource("cpu", "5")).obj()
     fake_api.apply(good)
     async with Running(api_client, watch_timeout=1) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         state = source.state
         fake_api.fault("garbage", resource="pods", verb="watch")
         fake_api.fault("garbage", resource="pods", verb="watch", line=b'{"type": "ADDED"}')
@@ -239,9 +240,9 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
         await until(lambda: "team-a/v" in state.store.uid_by_key and not fake_api.faults, what="after garbage")
         assert "team-a/u" in state.store.uid_by_key and "team-a/w" not in state.store.uid_by_key
         assert cq_cpu(state, "cq-a") == 2 * CPU
-        assert source.errors[("Pod", "undecodable event")] == 3
+        assert source.kinds["Pod"].errors["undecodable event"] == 3
         assert state.cluster_queues["cq-c"].cohort == ""                   # last good version kept
-        assert source.errors[("ClusterQueue", "invalid object")] == 1
+        assert source.kinds["ClusterQueue"].errors["invalid object"] == 1
         assert any("spec.cohort must be a string" in r for r in state.skips)
         fake_api.apply(ClusterQueue("cq-c").cohort("co")
                            .resource_group(FlavorQuotas("default-flavor").resource("cpu", "5")).obj())
@@ -249,7 +250,7 @@ async def test_garbage_unknown_fields_and_wrong_types(fake_api, api_client, capl
         fake_api.apply(bad)
         fake_api.delete("ClusterQueue", None, "cq-c")        # its newest version was invalid: still removed
         await until(lambda: "cq-c" not in state.cluster_queues, what="deleted")
-        assert source.alive
+        assert source.health.alive
     warnings = [r.getMessage() for r in caplog.records if r.name == "quotient.sync.watch" and r.levelname == "WARNING"]
     assert sum("undecodable event" in w for w in warnings) == 1            # logged once per cause
 
@@ -260,8 +261,8 @@ async def test_server_errors_and_hangs_back_off_and_recover(fake_api, api_client
     fake_api.fault("error", resource="nodes", verb="list", times=2)
     fake_api.fault("hang", resource="namespaces", verb="list")
     async with Running(api_client, request_timeout=0.5) as source:
-        await until(lambda: source.ready)
-        assert source.errors[("Node", "http 500")] == 2 and source.errors[("Namespace", "timeout")] == 1
+        await until(lambda: source.health.ready)
+        assert source.kinds["Node"].errors["http 500"] == 2 and source.kinds["Namespace"].errors["timeout"] == 1
         state = source.state
         fake_api.fault("error", resource="pods", verb="watch", times=3)
         fake_api.fault("hang", resource="pods", verb="watch")
@@ -269,13 +270,13 @@ async def test_server_errors_and_hangs_back_off_and_recover(fake_api, api_client
         fake_api.drop_watches()
         for i in range(4):
             fake_api.apply(Pod(f"s{i}").queue("lq").cpu("1").node("n1").phase("Running").obj())
-        await until(lambda: len(state.pods) == 4 and not fake_api.faults and source.ready, timeout=10,
+        await until(lambda: len(state.pods) == 4 and not fake_api.faults and source.health.ready, timeout=10,
                     what="recovered")
         assert cq_cpu(state, "cq-a") == 4 * CPU
-        assert source.errors[("Pod", "http 500")] == 3
-        assert source.relist_reasons[("Pod", "http 500")] >= 1       # a server error relists (issue 16.10)
-        assert source.errors[("Pod", "watch idle")] + source.errors[("Pod", "timeout")] == 1
-        assert source.alive
+        assert source.kinds["Pod"].errors["http 500"] == 3
+        assert source.kinds["Pod"].relist_reasons["http 500"] >= 1       # a server error relists (issue 16.10)
+        assert source.kinds["Pod"].errors["watch idle"] + source.kinds["Pod"].errors["timeout"] == 1
+        assert source.health.alive
 
 
 async def test_absent_crd_is_empty_then_picked_up(fake_api, api_client):
@@ -284,10 +285,10 @@ async def test_absent_crd_is_empty_then_picked_up(fake_api, api_client):
     pg = Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha9", "podgroups", True, optional=True)
     resources = [r for r in RESOURCES if r.kind != "PodGroup"] + [pg]
     async with Running(api_client, resources=resources) as source:
-        await until(lambda: source.ready)
-        assert "PodGroup" not in source.rv
+        await until(lambda: source.health.ready)
+        assert not source.kinds["PodGroup"].rv
         await asyncio.sleep(0.3)
-        assert source.ready and source.alive
+        assert source.health.ready and source.health.alive
 
 
 async def test_restart_and_relist_metrics(fake_api, api_client):
@@ -296,11 +297,11 @@ async def test_restart_and_relist_metrics(fake_api, api_client):
     extender = Scheduler(state, SnapshotWriter(state))
     metrics = attach(extender).metrics
     async with Running(api_client, state, metrics=metrics) as source:
-        await until(lambda: source.ready and fake_api.open_watches == len(RESOURCES), what="watching")
+        await until(lambda: source.health.ready and fake_api.open_watches == len(RESOURCES), what="watching")
         fake_api.fault("drop", resource="pods", verb="watch")
         fake_api.fault("gone", resource="nodes", verb="watch")
         fake_api.drop_watches()
-        await until(lambda: source.relists["Node"] == 1 and source.errors[("Pod", "connection dropped")] >= 1,
+        await until(lambda: source.kinds["Node"].relists == 1 and source.kinds["Pod"].errors["connection dropped"] >= 1,
                     what="relist and drop")
         text = metrics.render().decode()
         assert 'quotient_watch_relists_total{kind="Node",reason="expired"} 1.0' in text
@@ -319,7 +320,7 @@ async def test_fault_storm_ends_equal_to_a_fresh_list(fake_api, api_client, seed
     for i in range(3, 6):
         fake_api.apply(Node(f"n{i}").cpu("64").labels({"zone": "a"}).obj())
     async with Running(api_client, read_timeout=0.3, rng=random.Random(seed_value)) as source:
-        await until(lambda: source.ready)
+        await until(lambda: source.health.ready)
         names = [f"p{i}" for i in range(25)]
         for step in range(160):
             r = rng.random()
@@ -379,9 +380,9 @@ async def test_fault_storm_ends_equal_to_a_fresh_list(fake_api, api_client, seed
         fresh = fingerprint(await fresh_state(api_client))
         await until(lambda: fingerprint(source.state) == fresh, timeout=15, what="state equal to a fresh list")
         # A relist still in flight (started by the storm's last fault) keeps it not ready a moment longer.
-        await until(lambda: source.ready, timeout=15, what="the source ready again")
-        assert source.alive and fingerprint(source.state) == fresh
-        assert sum(source.restarts.values()) > 5
+        await until(lambda: source.health.ready, timeout=15, what="the source ready again")
+        assert source.health.alive and fingerprint(source.state) == fresh
+        assert sum(k.restarts for k in source.kinds.values()) > 5
 
 
 # ---- quotient serve --kubeconfig ------------------------------------------------------------

@@ -298,7 +298,7 @@ async def test_live_mode_watches_workload_priority_classes_in_the_served_version
         client = await make_api_client(api.kubeconfig_path(tmp_path))
         try:
             async with Running(client) as source:
-                await until(lambda: source.ready, what="initial list")
+                await until(lambda: source.health.ready, what="initial list")
                 state = source.state
                 assert [p.name for p in state.queues.pending_pods("cq")] == ["b", "a"]
                 api.apply(as_v1beta2(WorkloadPriorityClass("dev", 5000).obj()))

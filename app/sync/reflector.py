@@ -12,14 +12,17 @@
 - A kind the API server does not serve (404 of an optional resource) is looked for again every absent_retry
   seconds.
 
-The reflector keeps its bookkeeping on the source (sync.watch.WatchSource: rv, seen, stale, reconnecting, the
-store), which every kind's reflector shares: a server that went back makes every kind relist.
+Each kind's bookkeeping (rv, seen, stale, reconnecting, absent, its open watch and its counts) is its
+ReflectorState, which the reflector writes and the source's health (sync.health) reads; the store and the
+discovery of a server that went back (every kind relists) are the source's (sync.watch.WatchSource).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
@@ -53,16 +56,35 @@ STALL_TIMEOUT = 120.0
 STALLED = "stalled"
 
 
+@dataclass(slots=True, eq=False)
+class ReflectorState:
+    """One kind's list+watch bookkeeping: written by its reflector and the source's bulk pass, read by health."""
+    rv: str = ""                # last resourceVersion handled ("" before the first list, and while absent)
+    seen: float | None = None   # monotonic time of its last list, event or bookmark
+    stale: str = ""             # why it must be listed again ("" when it need not be)
+    # Why its watch broke (a dropped or failed connection, a timeout), until it is answered again: an API server
+    # restarting (restored from a backup, say) may take binds before this source hears of it.
+    reconnecting: str = ""
+    absent: bool = False        # an optional kind the API server does not serve
+    stream: aiohttp.ClientResponse | None = None    # its open watch, cut when versions go back
+    restarts: int = 0           # watches started again
+    relists: int = 0
+    relist_reasons: Counter = field(default_factory=Counter)    # reason -> relists
+    errors: Counter = field(default_factory=Counter)            # cause -> count
+    events: Counter = field(default_factory=Counter)            # event type -> events handled
+
+
 class Reflector:
     """ListAndWatch for one kind (res) into the source's store, until the source stops."""
 
     def __init__(self, source, res: Resource):
         self.source = source
         self.res = res
+        self.kind_state: ReflectorState = source.kinds[res.kind]
 
     async def run(self, absent: bool) -> None:
         """Watch, resuming or relisting, until the source stops; absent: the server did not serve res."""
-        s, res = self.source, self.res
+        s, res, k = self.source, self.res, self.kind_state
         attempt = 0
         while not s.stopping:
             try:
@@ -73,7 +95,7 @@ class Reflector:
                     s.apply_lists([(res, (items, rv))])
                     absent = False
                     log.info("%s now served: %d listed", res.plural, len(items))
-                if res.kind in s.stale:
+                if k.stale:
                     await self.relist()
                     attempt = 0
                 progressed = await self.watch_once()
@@ -86,55 +108,54 @@ class Reflector:
                 continue
             except Absent:
                 absent = True
-                s.reconnecting.pop(res.kind, None)
-                s.rv.pop(res.kind, None)
-                s.stale.pop(res.kind, None)
+                k.reconnecting = k.rv = k.stale = ""
                 s.apply_lists([(res, (None, ""))])     # none served: absent, never stale
                 continue
             except Gone as e:
                 s.count_error(res, "expired", str(e) or "410 Gone")
-                s.stale[res.kind] = "expired"
+                k.stale = "expired"
                 continue                            # relist at once: nothing to wait for
             except WatchError as e:
                 s.count_error(res, e.cause, e.detail)
                 if e.cause in RESUMABLE:
-                    s.reconnecting[res.kind] = e.cause
+                    k.reconnecting = e.cause
                 if e.cause == WENT_BACK:
                     s.went_back()
-                elif (res.kind in s.stale or e.cause not in RESUMABLE) and s.stale.get(res.kind) != WENT_BACK:
-                    s.stale[res.kind] = e.cause      # the server said no: resuming would fail again
+                elif (k.stale or e.cause not in RESUMABLE) and k.stale != WENT_BACK:
+                    k.stale = e.cause      # the server said no: resuming would fail again
             except asyncio.CancelledError:
                 raise
             except Exception as e:      # a bug must not stop the source
                 s.count_error(res, "internal error", f"{type(e).__name__}: {e}")
                 log.debug("internal error", exc_info=True)
-                s.stale[res.kind] = "internal error"
+                k.stale = "internal error"
             s.count_restart(res)
             await asyncio.sleep(s.backoff(attempt))
             attempt += 1
 
     async def relist(self) -> None:
         """List the kind again and reconcile the state with it; ready again once every stale kind is relisted."""
-        s, res = self.source, self.res
+        s, res, k = self.source, self.res, self.kind_state
         items, rv = await s.list_kind(res)
-        s.apply_lists([(res, (items, rv))], went_back=s.stale.get(res.kind) == WENT_BACK)
-        s.count_relist(res, s.stale.pop(res.kind))
-        if not s.stale:
+        s.apply_lists([(res, (items, rv))], went_back=k.stale == WENT_BACK)
+        why, k.stale = k.stale, ""
+        s.count_relist(res, why)
+        if not s.health.stale():
             log.info("relisted %s: ready again", res.plural)
 
     async def until_stalled(self, step):
         """Await step (the watch's answer, or its next line) for as long as the resource may stay silent; a watch
         that shows neither an event nor a bookmark within stall_timeout of the last it showed (an API server or a
         proxy that holds the connection open and sends nothing) raises WatchError("stalled"): it is relisted."""
-        s = self.source
-        left = s.stall_timeout - (time.monotonic() - s.seen.get(self.res.kind, time.monotonic()))
+        limit, seen, now = self.source.health.stall_timeout, self.kind_state.seen, time.monotonic()
+        left = limit - (now - (now if seen is None else seen))
         try:
             async with asyncio.timeout(max(0.0, left)) as deadline:
                 return await step
         except TimeoutError:
             if not deadline.expired():
                 raise               # the request's own timeout (read_timeout): not a stall
-        raise WatchError(STALLED, f"neither an event nor a bookmark for {s.stall_timeout:g}s "
+        raise WatchError(STALLED, f"neither an event nor a bookmark for {limit:g}s "
                                   f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
     async def went_back_since(self) -> str:
@@ -168,8 +189,8 @@ class Reflector:
     async def watch_once(self) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.
         Returns when the server ends the stream; raises Gone, Absent or WatchError."""
-        s, res = self.source, self.res
-        rv = s.rv.get(res.kind) or ""
+        s, res, k = self.source, self.res, self.kind_state
+        rv = k.rv
         if not rv:
             raise Gone("no resourceVersion to watch from")
         went_back = await self.went_back_since()
@@ -184,11 +205,11 @@ class Reflector:
                                         sock_read=s.read_timeout)
         resp = await self.until_stalled(get(s.api, res.path, query, timeout))
         progressed = False
-        s.streams[res.kind] = resp
+        k.stream = resp
         try:
             if resp.status != 200:
                 raise await status_error(resp, res)
-            s.reconnecting.pop(res.kind, None)
+            k.reconnecting = ""
             content = resp.content
             while True:
                 try:
@@ -212,13 +233,13 @@ class Reflector:
                 self.handle(event)
                 progressed = True
         finally:
-            if s.streams.get(res.kind) is resp:
-                del s.streams[res.kind]
+            if k.stream is resp:
+                k.stream = None
             resp.release()
 
     def handle(self, event: object) -> None:
         """Apply one watch event; raises Gone on a 410 ERROR, WatchError on anything unusable as an event."""
-        s, res = self.source, self.res
+        s, res, k = self.source, self.res, self.kind_state
         if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
             raise WatchError("undecodable event", repr(event)[:200])
         etype, obj = event.get("type"), event["object"]
@@ -229,12 +250,12 @@ class Reflector:
             raise WatchError(f"error event {code}", str(obj.get("message") or ""))
         meta = obj.get("metadata")
         rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        s.seen[res.kind] = time.monotonic()
+        k.seen = time.monotonic()
         if etype == "BOOKMARK":
             if not isinstance(rv, str) or not rv:
                 raise WatchError("undecodable event", "BOOKMARK without metadata.resourceVersion")
-            s.rv[res.kind] = rv
-            s.events[(res.kind, etype)] += 1
+            k.rv = rv
+            k.events[etype] += 1
             return
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
             raise WatchError("undecodable event", f"unknown event type {etype!r}")
@@ -248,6 +269,6 @@ class Reflector:
                 s.skip(res, "DELETED object without metadata.name")
         else:
             s.store.upsert(res, obj)
-        s.events[(res.kind, etype)] += 1
+        k.events[etype] += 1
         if isinstance(rv, str) and rv:
-            s.rv[res.kind] = rv
+            k.rv = rv

@@ -6,7 +6,7 @@ limit/continue: sync.paging) and watches from the list's resourceVersion with bo
 sync.dispatch.apply_object, the same door the snapshot uses, by way of the source's store (sync.known_objects).
 
 - The first lists of all resources are applied in one bulk pass (pods last), so the quota
-  tree is built once; `ready` turns True only then, and is False again while a resource
+  tree is built once; `health.ready` turns True only then, and is False again while a resource
   waits for a relist (its state may be wrong: /readyz says so until the new list is in; sync.health).
 - A relist reconciles (sync.known_objects): the objects of that kind the new list lacks are deleted through
   apply_object(..., deleted=True), the rest upserted (those whose resourceVersion did not change are left alone,
@@ -17,9 +17,9 @@ sync.dispatch.apply_object, the same door the snapshot uses, by way of the sourc
   per reason) and counted; the last good version of it stays.
 - The Kueue kinds are read in the version API discovery names (sync.discovery).
 
-Errors are counted in `errors[(kind, cause)]`, watch restarts in `restarts[kind]`, relists in
-`relists[kind]` (and by reason in `relist_reasons`), and fed to the metrics hooks (Metrics.watch_restarted, .relisted,
-.watch_error) when `metrics` is given. Each (kind, cause) is logged at warning once, then at
+Each kind's ReflectorState (`kinds[kind]`, sync.reflector) counts its errors by cause, its watch restarts, its
+relists (and by reason), and its events by type; they are fed to the metrics hooks (Metrics.watch_restarted,
+.relisted, .watch_error) when `metrics` is given. Each (kind, cause) is logged at warning once, then at
 debug. HTTP goes through sync.apiserver (make_api_client).
 """
 from __future__ import annotations
@@ -28,9 +28,7 @@ import asyncio
 import logging
 import random
 import time
-from collections import Counter
-
-import aiohttp
+from collections import defaultdict
 
 from ..state.cluster import ClusterState
 from ..state.heap import settle_heap
@@ -39,16 +37,15 @@ from .apiserver import Absent, WatchError
 from .discovery import in_version, kueue_discovery
 from .health import SourceHealth
 from .paging import list_all
-from .reflector import STALL_TIMEOUT, WENT_BACK, Reflector
+from .reflector import STALL_TIMEOUT, WENT_BACK, Reflector, ReflectorState
 from .resources import RESOURCES, Resource
 from .known_objects import Store, older
 
 log = logging.getLogger("quotient.sync.watch")
 
 
-class WatchSource(SourceHealth):
-    """Every kind's reflector, the store they apply to, and what they share: resourceVersions, the kinds to relist,
-    the counts."""
+class WatchSource:
+    """Every kind's reflector, the store they apply to, each kind's state, and the health read off them."""
 
     def __init__(self, api_client, state: ClusterState, resources=RESOURCES, metrics=None, *,
                  page_size: int = 500, request_timeout: float = 60.0, watch_timeout: int = 300,
@@ -67,39 +64,25 @@ class WatchSource(SourceHealth):
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.absent_retry = absent_retry
-        self.heartbeat = heartbeat
-        # A resource whose watch shows neither an event nor a bookmark for this long is stale: relisted, and
-        # no admission is decided on it meanwhile (freshness).
-        self.stall_timeout = stall_timeout
-        self.seen: dict[str, float] = {}          # kind -> monotonic time of its last list, event or bookmark
-        self.absent: set[str] = set()             # optional kinds the API server does not serve
-        self.streams: dict[str, aiohttp.ClientResponse] = {}    # kind -> its open watch, cut when versions go back
-        # kind -> why its watch broke (a dropped or failed connection, a timeout), until it is answered again:
-        # an API server restarting (restored from a backup, say) may take binds before this source hears of it.
-        self.reconnecting: dict[str, str] = {}
         self.rng = rng or random.Random()
-        self.rv: dict[str, str] = {}                          # kind -> last resourceVersion handled
         self.store = Store(state, self.resources, self.skip)
-        self.restarts: Counter = Counter()
-        self.relists: Counter = Counter()
-        self.errors: Counter = Counter()                      # (kind, cause) -> count
-        self.events: Counter = Counter()                      # (kind, type) -> events handled
+        # kind -> its ReflectorState; API discovery (the APIGroup) counts its errors here too.
+        self.kinds: defaultdict[str, ReflectorState] = defaultdict(ReflectorState)
+        # A resource whose watch shows neither an event nor a bookmark for stall_timeout is stale: relisted, and
+        # no admission is decided on it meanwhile (freshness).
+        self.health = SourceHealth({r.kind: self.kinds[r.kind] for r in self.resources}, stall_timeout, heartbeat)
         self._logged: set = set()
-        self._ready = False
-        self.stale: dict[str, str] = {}          # kind -> why it must be listed again
-        self.relist_reasons: Counter = Counter()  # (kind, reason)
-        self._beat = 0.0
         self._task: asyncio.Task | None = None
         self.stopping = False
-        freshness.register(state, self)
+        freshness.register(state, self.health)
 
     # ---- running --------------------------------------------------------------------
     async def run(self) -> None:
         """Find the Kueue version to read, list everything, apply it in one bulk pass, then watch every resource
         until stop()."""
         self._task = asyncio.current_task()
-        self._beat = time.monotonic()
-        beat = asyncio.create_task(self._heartbeat())
+        self.health.started(self._task)
+        beat = asyncio.create_task(self.health.beating())
         try:
             version = await kueue_discovery(self.api, self.request_timeout, self.count_error, self.backoff)
             self.resources = in_version(self.resources, version)
@@ -108,8 +91,8 @@ class WatchSource(SourceHealth):
             counts = [None if items is None else len(items) for items, _ in lists]
             del lists                 # the raw objects: applied, not to be kept (nor frozen) for the process's life
             settle_heap()
-            self._beat = time.monotonic()     # one full collection at the start is work, not a stuck loop
-            self._ready = True
+            self.health.beat = time.monotonic()     # one full collection at the start is work, not a stuck loop
+            self.health.listed = True
             log.info("initial lists applied: %s", ", ".join(
                 f"{'absent' if n is None else n} {r.plural}" for r, n in zip(self.resources, counts)))
             await asyncio.gather(*(Reflector(self, r).run(n is None) for r, n in zip(self.resources, counts)))
@@ -129,11 +112,6 @@ class WatchSource(SourceHealth):
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
-
-    async def _heartbeat(self) -> None:
-        while True:
-            self._beat = time.monotonic()
-            await asyncio.sleep(self.heartbeat)
 
     # ---- lists ------------------------------------------------------------------------
     async def list_kind(self, res: Resource) -> tuple[list[dict], str]:
@@ -167,13 +145,12 @@ class WatchSource(SourceHealth):
         self.state.begin_bulk()
         try:
             for res, (items, rv) in lists:
-                self.store.reconcile(res, items or [], went_back or older(rv, self.rv.get(res.kind, "")))
-                self.seen[res.kind] = time.monotonic()
-                if items is None:
-                    self.absent.add(res.kind)
-                else:
-                    self.absent.discard(res.kind)
-                    self.rv[res.kind] = rv
+                k = self.kinds[res.kind]
+                self.store.reconcile(res, items or [], went_back or older(rv, k.rv))
+                k.seen = time.monotonic()
+                k.absent = items is None
+                if items is not None:
+                    k.rv = rv
                     if res.kind == "Job":
                         self.state.jobs_listed = True     # even none: a Job's pod may come before its Job
         finally:
@@ -184,10 +161,10 @@ class WatchSource(SourceHealth):
         counter is every kind's): every kind is relisted trusting no version, and the watches still open are cut,
         since one that resumed after the restored server's versions climbed past its own would miss what came
         between without an error."""
-        for r in self.resources:
-            if r.kind not in self.absent:
-                self.stale[r.kind] = WENT_BACK
-        for resp in list(self.streams.values()):
+        for k in self.health.kinds.values():
+            if not k.absent:
+                k.stale = WENT_BACK
+        for resp in [k.stream for k in self.kinds.values() if k.stream is not None]:
             resp.close()
 
     # ---- counting ---------------------------------------------------------------------
@@ -196,7 +173,7 @@ class WatchSource(SourceHealth):
         self.count_error(res, "invalid object", reason)
 
     def count_error(self, res: Resource, cause: str, detail: str = "") -> None:
-        self.errors[(res.kind, cause)] += 1
+        self.kinds[res.kind].errors[cause] += 1
         if self.metrics is not None and hasattr(self.metrics, "watch_error"):
             self.metrics.watch_error(res.kind, cause)
         first = (res.kind, cause) not in self._logged
@@ -205,13 +182,14 @@ class WatchSource(SourceHealth):
                 " (further occurrences logged at debug, counted in quotient_watch_errors_total)" if first else "")
 
     def count_restart(self, res: Resource) -> None:
-        self.restarts[res.kind] += 1
+        self.kinds[res.kind].restarts += 1
         if self.metrics is not None:
             self.metrics.watch_restarted(res.kind)
 
     def count_relist(self, res: Resource, reason: str) -> None:
-        self.relists[res.kind] += 1
-        self.relist_reasons[(res.kind, reason)] += 1
+        k = self.kinds[res.kind]
+        k.relists += 1
+        k.relist_reasons[reason] += 1
         if self.metrics is not None:
             self.metrics.relisted(res.kind, reason)
 

@@ -194,7 +194,7 @@ async def soak(kubeconfig: str, pending: list[dict], nodes: list[str], args) -> 
     out: dict = {}
     try:
         deadline = time.monotonic() + 30
-        while not source.ready:
+        while not source.health.ready:
             if time.monotonic() > deadline:
                 raise SystemExit("the watch did not list the cluster within 30 s")
             await asyncio.sleep(0.02)
