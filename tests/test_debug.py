@@ -165,16 +165,16 @@ async def test_queue_lists_pending_pods_in_queue_order_with_why_each_waits(ext, 
 async def test_queue_limit_and_the_verbs_run_between_its_decisions(ext, api, monkeypatch):
     """Each pending pod's row is a decision; the route yields to the event loop between rows,
     so a long BestEffortFIFO queue cannot hold the verbs up."""
-    from app.api import debug
+    from app.observe import view_query
 
     seen: list[str] = []
-    real = debug.pending_rows
+    real = view_query.pending_rows
 
     def rows(*args):
         for row in real(*args):
             seen.append(row["pod"])
             yield row
-    monkeypatch.setattr(debug, "pending_rows", rows)
+    monkeypatch.setattr(view_query, "pending_rows", rows)
     done = False
 
     async def ticker():

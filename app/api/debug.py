@@ -8,7 +8,6 @@ app/api/identity.py).
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Awaitable, Callable
 
 import orjson
@@ -19,19 +18,12 @@ from fastapi.responses import Response
 from ..observe.explain import BadManifest, explain, parse_manifest
 from .exposure import trusted_caller
 from ..observe.podview import pod_view
-from ..observe.views import (PENDING_SHOWN, NotFound, decisions_view, pending_rows, queue_view, queues_view,
-                             shown_limit)
+from ..observe.view_query import DebugError, asked_decisions, build_queue_view, int_param
+from ..observe.views import PENDING_SHOWN, NotFound, queues_view
 from . import text
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
-DEFAULT_LIMIT = 50
-
-
-class DebugError(Exception):
-    def __init__(self, status: int, message: str, **details):
-        super().__init__(message)
-        self.status, self.view = status, {"error": message, **details}
 
 
 def wants_text(request: Request) -> bool:
@@ -73,38 +65,6 @@ def _error(as_text: bool, status: int, view: dict) -> Response:
     return Response(orjson.dumps(view), status_code=status, media_type=JSON)
 
 
-def int_param(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise DebugError(400, f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise DebugError(400, f"{name} must be at least 1, got {value}")
-    return value
-
-
-async def build_queue_view(state, journal, name: str, limit: int) -> dict:
-    """/debug/queues/{name}'s view (and /ui/queues/{name}'s): each pending row is a decision, so the
-    event loop is given back between rows and the verbs go on meanwhile."""
-    if name not in state.cluster_queues:
-        return queue_view(state, journal, name, limit)      # a Cohort, or NotFound
-    rows = []
-    for row in pending_rows(state, journal, name, shown_limit(state, limit)):
-        rows.append(row)
-        await asyncio.sleep(0)
-    return queue_view(state, journal, name, limit, rows)
-
-
-def asked_decisions(journal, request: Request) -> dict:
-    """/debug/decisions's view (and /ui/decisions's) for the request's queue, pod and limit."""
-    params = request.query_params
-    return decisions_view(journal, int_param(request, "limit", DEFAULT_LIMIT), params.get("queue") or None,
-                          params.get("pod") or None)
-
-
 def debug_router(scheduler, clients_verified: bool = False, view_port: bool = False) -> APIRouter:
     """The routes; the one that changes state (reactivate) answers only a trusted caller (app.api.exposure),
     and never on the view port (`quotient serve --view-port`), which asks no caller who it is."""
@@ -123,7 +83,7 @@ def debug_router(scheduler, clients_verified: bool = False, view_port: bool = Fa
     @router.get("/queues/{name}")
     async def queue(name: str, request: Request) -> Response:
         async def build() -> dict:
-            return await build_queue_view(state, journal, name, int_param(request, "limit", PENDING_SHOWN))
+            return await build_queue_view(state, journal, name, int_param(request.query_params, "limit", PENDING_SHOWN))
         return await respond(request, build, text.render_queue)
 
     @router.get("/pods/{namespace}/{name:path}")
@@ -133,7 +93,7 @@ def debug_router(scheduler, clients_verified: bool = False, view_port: bool = Fa
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:
-        return await respond(request, now(lambda: asked_decisions(journal, request)), text.render_decisions)
+        return await respond(request, now(lambda: asked_decisions(journal, request.query_params)), text.render_decisions)
 
     @router.get("/workloads")
     async def workloads(request: Request) -> Response:

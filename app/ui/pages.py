@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..api.debug import DebugError, asked_decisions, build_queue_view
 from ..observe.podview import pod_view
+from ..observe.view_query import DebugError, asked_decisions, build_queue_view
 from ..observe.views import PENDING_SHOWN, NotFound, queues_view
 from . import bars
 
@@ -131,7 +131,7 @@ def ui_router(scheduler) -> APIRouter:
     @router.get("/decisions")
     async def decisions_page(request: Request) -> HTMLResponse:
         try:
-            d = asked_decisions(journal, request)
+            d = asked_decisions(journal, request.query_params)
         except DebugError as e:
             return page("missing.html", e.status, title="Decisions", error=e.view["error"], known=[])
         asked = urlencode({"limit": d["limit"], **{k: d[k] for k in ("queue", "pod") if d[k]}})
@@ -141,7 +141,7 @@ def ui_router(scheduler) -> APIRouter:
     async def decision_rows(request: Request) -> HTMLResponse:
         """The journal table's rows alone, for ui.js to swap in without reloading the page."""
         try:
-            return page("decision_rows.html", d=asked_decisions(journal, request))
+            return page("decision_rows.html", d=asked_decisions(journal, request.query_params))
         except DebugError as e:
             return HTMLResponse(f"<!-- {e.status} -->", status_code=e.status, headers=HEADERS)
 
