@@ -14,6 +14,7 @@ from app.objects.pod import decode_pod
 from app.state.cluster import ClusterState
 from app.sync.apiserver import make_api_client
 from app.sync.watch import WatchSource
+from builders import Namespace
 from fakeapi import FakeApiServer
 from helpers import FakeClock, Verbs, all_usage
 
@@ -107,6 +108,15 @@ class Live:
         """The API server takes obj (created or replaced) and the watch delivers it to the state."""
         self.api.apply(obj)
         await until(lambda: self.knows(obj), what=f"the watch to deliver {obj['metadata']['name']}")
+
+    def restore_past(self, backup: tuple[int, dict]) -> None:
+        """The API server restored from backup (what came after it is lost, every watch is cut), then written to
+        with no await until its versions climb past every one seen before any watch reconnects: none is answered
+        504 "Too large resource version"."""
+        newest = self.api.rv
+        self.api.restore(backup)
+        while self.api.rv <= newest + 1:
+            self.api.apply(Namespace(f"filler-{self.api.rv}").obj())
 
     async def equal_to_a_fresh_list(self) -> None:
         """The state equals what a fresh list builds (admission times included), and nothing is left only

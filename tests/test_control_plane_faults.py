@@ -288,10 +288,7 @@ async def test_a_restore_whose_versions_climbed_past_every_watch_before_it_resum
     resumes after an interruption, Quotient reads the newest object it applied: older now, the server went back."""
     async with started(tmp_path, ONE_QUEUE) as live:
         p, backup = await bound_after_a_backup(live)
-        newest = live.api.rv
-        live.api.restore(backup)                    # the Binding is lost; every watch is cut
-        while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.restore_past(backup)                   # the Binding is lost; versions climb past every one seen
         await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
         assert live.source.kinds["Pod"].relist_reasons["http 504"] >= 1
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
@@ -323,11 +320,8 @@ async def test_a_restore_whose_canary_cannot_be_read_is_relisted_not_resumed(tmp
     charged. A canary that cannot be read tells nothing, so the kind is relisted rather than resumed."""
     async with started(tmp_path, ONE_QUEUE) as live:
         p, backup = await bound_after_a_backup(live)
-        newest = live.api.rv
-        live.api.fault("error", resource="pods", verb="get", code=500, times=3)
-        live.api.restore(backup)                    # the Binding is lost; every watch is cut
-        while live.api.rv <= newest + 1:            # no await: versions climb past every one seen before a reconnect
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.api.fault("error", resource="pods", verb="get", code=500, times=3)     # the canary's read
+        live.restore_past(backup)                   # the Binding is lost; versions climb past every one seen
         await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
         assert live.source.kinds["Pod"].relist_reasons["canary unread"] >= 1
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
