@@ -20,6 +20,9 @@ from .request import InvalidRequest
 
 
 class Context:
+    """The state, the writer and act/'s actions, commit, the books, the binds in flight, and the questions the
+    verbs ask of a pod; each verb and the reconcile takes one (the Scheduler is one)."""
+
     def __init__(self, state: ClusterState, writer: Writer, journal: Journal | None = None):
         self.state = state
         self.writer = writer

@@ -13,6 +13,11 @@ from .request import BindAsk, Offer, PreemptAsk
 
 
 class Scheduler(Context):
+    """The Context with its entry points: each runs its verb module on itself (the verbs take a Context, so none
+    sees these entry points) and closes the request's Outcome. A subclass, not a holder of a Context: it adds no
+    state of its own, and what api/, ui/, observe/ and the simulator read of it (its state, journal, refusals,
+    actions; observe wraps its writer) is the Context's, with no second object to reach through."""
+
     def _close(self, out: Outcome) -> Outcome:
         self.commit.submit(out.evictions)
         return self.books.close(out)
