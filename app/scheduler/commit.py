@@ -11,6 +11,7 @@ from ..core.decisions import Evict, Hold, Requeue
 from ..core.flavors import Charge
 from ..core.rules import PREEMPTED
 from ..core.workload import RequeueRecord
+from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
 
@@ -56,13 +57,13 @@ class Commit:
             self.state.workloads.release_hold(m.uid)
             self.state.workloads.drop_reservation(m.uid)
 
-    def remember_refused(self, pod: PodInfo, verdict, has_nodes, reclaim_tried: bool = False) -> None:
+    def remember_refused(self, pod: PodInfo, verdict, offered: OfferedNodes, reclaim_tried: bool = False) -> None:
         """The refusal stands for pods of the pod's shape behind it (state.blocked), until something frees."""
         state = self.state
         if reclaim_tried:
-            state.blocked.remember(state, pod, verdict, has_nodes, reclaim_tried=True)
+            state.blocked.remember(state, pod, verdict, offered, reclaim_tried=True)
         else:
-            state.blocked.remember(state, pod, verdict, has_nodes)
+            state.blocked.remember(state, pod, verdict, offered)
 
     # ---- preemption and workloads ------------------------------------------------------
     def hold(self, h: Hold, evicted: set[str] | None = None):
