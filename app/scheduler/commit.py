@@ -6,20 +6,28 @@ writes. Nothing else in the scheduler changes ClusterState.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..act.intents import Actions
 from ..core.decisions import Evict, Hold, Requeue
 from ..core.flavors import Charge
 from ..core.rules import PREEMPTED
 from ..core.workload import RequeueRecord
+from ..journal import Journal
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
+from .outcome import book_later
 
 
 class Commit:
-    def __init__(self, state: ClusterState, actions: Actions):
+    def __init__(self, state: ClusterState, actions: Actions, journal: Journal):
         self.state = state
         self.actions = actions
+        self.journal = journal
+        # f(pod, charge, at, in_job): a pod's reservation taken at `at` (state.clock), in_job: a slot of its Job's
+        # admitted workload; told after the request's answer (observe.metrics counts Kueue's reserved workloads)
+        self.on_reserved: list[Callable[[PodInfo, Charge, float, bool], None]] = []
 
     # ---- housekeeping before a decision ----------------------------------------------
     def expire(self) -> None:
@@ -47,6 +55,16 @@ class Commit:
     # ---- quota kept for a pod ------------------------------------------------------------
     def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> None:
         self.state.workloads.reserve(uid, charge, timeout)
+        self._reserved(uid, charge)
+
+    def _reserved(self, uid: str, charge: Charge) -> None:
+        state = self.state
+        pod = state.pods.get(uid)
+        if pod is not None and self.on_reserved:
+            at = state.clock()
+            in_job = pod.job and pod.owner is not None and pod.owner.uid in state.job_admissions
+            for listener in self.on_reserved:
+                book_later(self.journal, listener, pod, charge, at, in_job)
 
     def drop_reservation(self, uid: str) -> None:
         self.state.workloads.drop_reservation(uid)
@@ -68,7 +86,10 @@ class Commit:
     # ---- preemption and workloads ------------------------------------------------------
     def hold(self, h: Hold, evicted: set[str] | None = None):
         """The room and quota the victims free, kept for the preemptor (members of a group share evicted)."""
-        return self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        held = self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        if h.charge is not None:
+            self._reserved(h.preemptor, h.charge)
+        return held
 
     def victims_of(self, holder: str, held) -> list[Evict]:
         """The victims of a preemption, still running, whose eviction is not in flight, not just written and

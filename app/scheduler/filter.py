@@ -29,6 +29,8 @@ from .request import Offer
 def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     offered = offer.offered
     state, commit = ctx.state, ctx.commit
+    if ctx.journal.pending:
+        ctx.journal.flush()    # an earlier request's books first: this one's refusal is booked in the same book
     commit.expire()
     commit.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
     pod = ctx.pod_of(offer.pod)
