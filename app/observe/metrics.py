@@ -159,14 +159,13 @@ class Metrics:
             return
         self.workload_event("quota_reserved", pod, charge, at)
 
-    def admitted_pod(self, pod, charge) -> None:
-        """ClusterState.ledger.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
-        its pods (for a Job, the first since it was admitted)."""
-        state = self.state
-        job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
-        if (job is not None and job.started) or not self._admitted.first(state, pod):
+    def admitted_pod(self, pod, charge, at: float, started: bool) -> None:
+        """scheduler.commit's on_admitted, after the request's answer: a pod Quotient binds is charged at `at`. The
+        workload is admitted with the first of its pods (for a Job, the first since it was admitted: not when
+        `started`, one of its pods bound already)."""
+        if started or not self._admitted.first(self.state, pod):
             return
-        self.workload_event("admitted", pod, charge)
+        self.workload_event("admitted", pod, charge, at)
 
     def workload_event(self, event: str, pod, charge, at: float | None = None) -> None:
         """One workload reserved quota ("quota_reserved") or was admitted ("admitted") in charge's ClusterQueue (at

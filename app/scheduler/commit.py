@@ -28,6 +28,9 @@ class Commit:
         # f(pod, charge, at, in_job): a pod's reservation taken at `at` (state.clock), in_job: a slot of its Job's
         # admitted workload; told after the request's answer (observe.metrics counts Kueue's reserved workloads)
         self.on_reserved: list[Callable[[PodInfo, Charge, float, bool], None]] = []
+        # f(pod, charge, at, started): a pod Quotient binds charged at `at`, started: its Job's admitted workload
+        # had a pod bound already; told after the request's answer (observe.metrics counts admitted workloads)
+        self.on_admitted: list[Callable[[PodInfo, Charge, float, bool], None]] = []
 
     # ---- housekeeping before a decision ----------------------------------------------
     def expire(self) -> None:
@@ -137,7 +140,17 @@ class Commit:
     # ---- bindings ----------------------------------------------------------------------
     def bind(self, uid: str, node: str, charge: Charge | None) -> str:
         """The pod assumed bound, its charge taken; a reason when the quota invariant refuses it."""
-        return self.state.bindings.commit(uid, node, charge)
+        state = self.state
+        pod = state.pods.get(uid) if charge is not None and self.on_admitted else None
+        if pod is not None:          # what the listeners are told is as it was before the charge
+            at = state.clock()
+            job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
+            started = job is not None and job.started
+        refused = state.bindings.commit(uid, node, charge)
+        if pod is not None and not refused:
+            for listener in self.on_admitted:
+                book_later(self.journal, listener, pod, charge, at, started)
+        return refused
 
     def unbind(self, uid: str, node: str) -> bool:
         """A Binding that was not written: its charge taken back."""

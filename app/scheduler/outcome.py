@@ -66,14 +66,11 @@ def book_later(journal: Journal, *step) -> None:
     """Write step (function, *args) after the request's answer: on the event loop soon after (Journal.flush), or
     before anything reads the journal; at once when no event loop runs (the simulator, a direct call)."""
     loop = _get_running_loop()
-    if loop is None:
-        if journal.pending:
-            journal.flush()
-        step[0](*step[1:])
-        return
-    if not journal.pending:
+    if loop is not None and not journal.pending:
         loop.call_soon(journal.flush)
     journal.pending.append(step)
+    if loop is None:
+        journal.flush()
 
 
 class Books:

@@ -145,13 +145,15 @@ async def trace(pod_name: str | None = None, verbose: bool = False) -> tuple[Tra
     def answered() -> None:
         tracer.answered = True
 
+    profile, previous = sys.getprofile(), sys.gettrace()
     sys.setprofile(None)
     sys.settrace(tracer)
     try:
         status, answer = await asgi_post(app, "/filter", body, answered)
         await asyncio.sleep(0)              # the books written after the answer, on the event loop
     finally:
-        sys.settrace(None)
+        sys.settrace(previous)
+        sys.setprofile(profile)
     return tracer, status, answer, pod["metadata"]["name"]
 
 
