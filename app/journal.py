@@ -1,12 +1,18 @@
 """Recent decisions, kept for admins: a bounded ring for /debug/decisions, the last few per pod
-for /debug/pods, and listeners (metrics, logs) told of each one as it is made."""
+for /debug/pods, and listeners (metrics, logs) told of each one as it is written.
+
+A request's books (its records, what the refusal book and the workload metrics note of it) are written after its
+answer: the request appends them to `pending`, in order, and `flush` writes them soon after on the event loop,
+or before anything reads the journal, so every reader sees them as if they had been written in the request."""
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass, fields
 from typing import Callable
 
 Entry = dict   # {"time", "verb", "pod", "outcome", "reason", "queue", ...}: plain JSON-able values
+log = logging.getLogger("quotient.journal")
 
 
 _OPTIONAL: dict[type, tuple[str, ...]] = {}
@@ -105,25 +111,73 @@ class EvictionRecord(Record):
 
 class Journal:
     def __init__(self, size: int = 1000, per_pod: int = 8, pods: int = 10000):
-        self.entries: deque[Entry] = deque(maxlen=size)
+        self._entries: deque[Entry] = deque(maxlen=size)
         self.per_pod = per_pod
         self.pods = pods
-        self.by_pod: OrderedDict[str, deque[Entry]] = OrderedDict()
+        self._by_pod: OrderedDict[str, deque[Entry]] = OrderedDict()
         self.listeners: list[Callable[[Entry], None]] = []
+        self.pending: list[tuple] = []      # (function, *args): books a request wrote after its answer, in order
+        self._flushing = False
+
+    @property
+    def entries(self) -> deque[Entry]:
+        """The ring of recent entries, oldest first (the pending books written first)."""
+        self.flush()
+        return self._entries
+
+    @property
+    def by_pod(self) -> OrderedDict[str, deque[Entry]]:
+        """namespace/name -> its last entries, oldest first (the pending books written first)."""
+        self.flush()
+        return self._by_pod
+
+    def flush(self) -> None:
+        """Write the pending books, in the order the requests closed them. A reader calls this first; a listener
+        that reads the journal while it runs sees it as it was when the entry was made, as it always did."""
+        if self._flushing or not self.pending:
+            return
+        self._flushing = True
+        pending = self.pending
+        try:
+            i = 0
+            while i < len(pending):          # a step may add more
+                fn, *args = pending[i]
+                i += 1
+                try:
+                    fn(*args)
+                except Exception:    # the answer is out: a failing book is logged, the others still written
+                    log.exception("a book written after its request's answer failed")
+            pending.clear()
+        finally:
+            self._flushing = False
 
     def record(self, entry: Entry) -> None:
-        self.entries.append(entry)
+        if self.pending and not self._flushing:
+            self.flush()
+        self._entries.append(entry)
         key = entry["pod"]
-        mine = self.by_pod.get(key)
+        by_pod = self._by_pod
+        mine = by_pod.get(key)
         if mine is None:
-            mine = self.by_pod[key] = deque(maxlen=self.per_pod)
-            if len(self.by_pod) > self.pods:
-                self.by_pod.popitem(last=False)
+            mine = by_pod[key] = deque(maxlen=self.per_pod)
+            if len(by_pod) > self.pods:
+                by_pod.popitem(last=False)
         else:
-            self.by_pod.move_to_end(key)
+            by_pod.move_to_end(key)
         mine.append(entry)
         for listener in self.listeners:
             listener(entry)
+
+    def write(self, record: Record, time: float) -> None:
+        """A pending book: record, as decided at time."""
+        self.record(record.entry(time))
+
+    def mark_retry(self, pod: str, rule: str, retry: str) -> None:
+        """A pending book: the pod's last entry, its filter refusal by rule, was answered as a retry (/debug/pods
+        shows the answer as it was sent)."""
+        mine = self._by_pod.get(pod)
+        if mine and mine[-1]["verb"] == "filter" and mine[-1]["outcome"] == rule:
+            mine[-1]["retry"] = retry
 
     def recent(self, limit: int, queue: str | None = None, pod: str | None = None) -> list[Entry]:
         """Newest first, at most `limit` (clamped to what the ring holds), optionally for one queue or pod."""

@@ -102,11 +102,8 @@ def decide_pod(state: ClusterState, obj: dict, offered=None):
     from app.core.admission import decide
 
     apply(state, obj)
-    has_nodes = None
-    if offered is not None:
-        nodes = OfferedNodes(sorted(offered))
-        has_nodes = lambda flavor: nodes.has_nodes(state, flavor)  # noqa: E731
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), has_nodes)
+    nodes = OfferedNodes(sorted(offered)) if offered is not None else None
+    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), nodes)
 
 
 # ---- one-queue cluster (for the HTTP tests that load a Scheduler from a snapshot) --------------

@@ -6,6 +6,7 @@ with etl-1 and etl-2 running (4 CPUs each) and team-a/etl-3 pending (2 CPUs, pri
 from __future__ import annotations
 
 import subprocess
+import time
 
 import httpx
 import orjson
@@ -100,7 +101,11 @@ def test_serve_log_format_json_writes_a_json_line_per_decision(server):
         assert c.post("/filter", json={"Pod": pod, "Nodes": None, "NodeNames": ["od-1", "od-2"]}).json()["NodeNames"]
         assert c.post("/bind", json={"PodName": "cli-bound", "PodNamespace": "team-a", "PodUID": "cli-bound",
                                      "Node": "od-2"}).json() == {"Error": ""}
-    lines = [orjson.loads(line) for line in server.log().splitlines() if line.strip()]   # every line is JSON
+    for _ in range(50):          # the decision is logged right after its answer is sent (app/scheduler/outcome.py)
+        lines = [orjson.loads(line) for line in server.log().splitlines() if line.strip()]   # every line is JSON
+        if any(line.get("outcome") == "Bound" for line in lines):
+            break
+        time.sleep(0.05)
     assert any(line["logger"] == "uvicorn.error" and "Uvicorn running" in line["message"] for line in lines)
     [bound] = [line for line in lines if line.get("outcome") == "Bound"]
     assert (bound["logger"], bound["pod"], bound["node"], bound["queue"]) == (

@@ -11,9 +11,11 @@ could ever help (kube-scheduler's FailedNodes) or not (FailedAndUnresolvable).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from functools import partial
+from typing import Iterator
 
 from ..objects.kueue import ClusterQueue
+from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
 from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
@@ -68,12 +70,13 @@ def virtual_charges(state: AdmissionView, charges: list[tuple[str, dict[FR, int]
     return overlay
 
 
-def assign(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, has_nodes=None) -> Assignment:
+def assign(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, offered: OfferedNodes | None = None) -> Assignment:
     """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
     shouldTryNextFlavor passes over one where preemption would find no candidates)."""
     oracle = PreemptionOracle(state, pod, cq)
     assignment = assign_flavors(state.ledger.quota_requests(pod), cq, state.ledger.quota_node(cq.name), state.flavors,
-                                pod.tolerations, pod.node_selector, has_nodes, oracle)
+                                pod.tolerations, pod.node_selector,
+                                partial(offered.has_nodes, state) if offered is not None else None, oracle)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
     return assignment
 
@@ -348,12 +351,12 @@ def _shown(names: list[str], limit: int = 5) -> str:
 
 
 def _first_in_cohort(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
-                     charges: list, has_nodes) -> Verdict | None:
+                     charges: list, offered: OfferedNodes | None) -> Verdict | None:
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
     def fits_after() -> Assignment | None:
         with virtual_charges(state, charges):
-            again = assign(state, pod, cq, has_nodes)
+            again = assign(state, pod, cq, offered)
         return None if again.mode == FIT else again
 
     holders, by_share = served_first(state, cq, a.usage, charges, level)
@@ -390,8 +393,8 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
-def decide(state: AdmissionView, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> Verdict:
-    """Decide whether pod may be admitted now; has_nodes(flavor) says whether a node of it is on offer."""
+def decide(state: AdmissionView, pod: PodInfo, offered: OfferedNodes | None = None) -> Verdict:
+    """Decide whether pod may be admitted now; offered: the nodes kube-scheduler offers (None: any node)."""
     cq, refusal = resolve(state, pod)
     if refusal is not None:
         return refusal
@@ -403,7 +406,7 @@ def decide(state: AdmissionView, pod: PodInfo, has_nodes: Callable[[str], bool] 
     if blocked:
         return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
-        a = assign(state, pod, cq, has_nodes)
+        a = assign(state, pod, cq, offered)
         level = borrowing_level(state.ledger.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
@@ -414,7 +417,7 @@ def decide(state: AdmissionView, pod: PodInfo, has_nodes: Callable[[str], bool] 
         return _refuse(QUOTA_EXCEEDED, "; ".join(a.reasons) + ahead, cq.name,
                        preemption_could_help(state, pod, cq), a)
     if a.borrowing and cq.cohort:
-        refusal = _first_in_cohort(state, pod, cq, a, level, charges, has_nodes)
+        refusal = _first_in_cohort(state, pod, cq, a, level, charges, offered)
         if refusal is not None:
             return refusal
     return Verdict(ADMITTED, True, "", False, True, cq.name, a)

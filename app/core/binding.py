@@ -3,6 +3,7 @@ passed the pod, but the cluster may have moved since (quota taken, room held for
 nodes changed), and the quota invariant is checked on the charge at commit (state.bindings.commit)."""
 from __future__ import annotations
 
+from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from .admission import decide, local_queue_stopped
 from .drift import changed_since
@@ -59,7 +60,7 @@ def reserved_charge(state: BindingView, pod: PodInfo, node: str) -> Charge | Non
 def charge_at_bind(state: BindingView, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
     """Admission decided again for pod on node (its reservation, if any, already given back): the charge,
     (None, "") for a pod Quotient does not manage, or (None, why) when it no longer fits."""
-    verdict = decide(state, pod, lambda flavor: state.ledger.node_in_flavor(node, flavor))
+    verdict = decide(state, pod, OfferedNodes([node]))
     if not verdict.managed:
         return None, ""
     if not verdict.admit:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..objects.job import JobInfo
     from ..objects.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor
     from ..objects.node import NodeInfo
+    from ..objects.offered_nodes import OfferedNodes
     from ..objects.pod import PodInfo
     from ..objects.podgroup import PodGroup
     from .drift import Decided, Overrun
@@ -56,8 +57,8 @@ class BudgetFigures(Protocol):
 
 class RefusalMemory(Protocol):
     """Refusals remembered per pod shape (state.blocked.BlockedQueues)."""
-    def lookup(self, state, pod: PodInfo, has_nodes: Callable[[str], bool] | None = None) -> object | None: ...
-    def remember(self, state, pod: PodInfo, verdict, has_nodes: Callable[[str], bool] | None = None,
+    def lookup(self, state, pod: PodInfo, offered: OfferedNodes | None = None) -> object | None: ...
+    def remember(self, state, pod: PodInfo, verdict, offered: OfferedNodes | None = None,
                  reclaim_tried: bool = False) -> None: ...
 
 

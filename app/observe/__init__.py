@@ -30,10 +30,11 @@ def attach(scheduler) -> Observers:
         return found
     metrics = Metrics(scheduler.state, scheduler.refusals)
     decision_log = DecisionLog(scheduler.journal)
+    metrics.journal = scheduler.journal
     scheduler.journal.listeners.append(metrics.on_decision)
     scheduler.journal.listeners.append(decision_log)
-    scheduler.state.workloads.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
-    scheduler.state.ledger.on_admitted.append(metrics.admitted_pod)
+    scheduler.commit.on_reserved.append(metrics.quota_reserved_pod)      # Kueue's workload counters
+    scheduler.commit.on_admitted.append(metrics.admitted_pod)
     if not isinstance(scheduler.writer, ObservedWriter):
         scheduler.writer = ObservedWriter(scheduler.writer, scheduler.state, metrics)
     found = _attached[scheduler] = Observers(metrics, decision_log)

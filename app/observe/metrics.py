@@ -139,42 +139,39 @@ class Metrics:
         GCCollector(registry=registry)
         self._timers: dict[str, object] = {}
         self._loops = None              # app.scheduler.loops.Loops, once an application runs the background loops
+        self.journal = None             # app.journal.Journal whose listener this is: its pending books come first
 
     # ---- event side: cheap, on the verb path ------------------------------------
     def timer(self, verb: str):
-        """The histogram child for one verb: its .observe(seconds) is all the verb path pays (filter's also
-        times the admission attempt its request made, if any)."""
-        child = self._timers.get(verb)
-        if child is None:
-            child = self._timers[verb] = self.request_duration.labels(verb)
-            if verb == "filter":
-                child = self._timers[verb] = FilterTimer(child, self)
-        return child
+        """The timer of one verb's requests: its .observe(seconds), once the answer is sent, is all the verb path
+        pays; it also writes the request's books (VerbTimer)."""
+        timer = self._timers.get(verb)
+        if timer is None:
+            timer = self._timers[verb] = VerbTimer(self.request_duration.labels(verb), self, verb == "filter")
+        return timer
 
     # ---- workloads, as Kueue counts them: a Job or a pod group once ------------------------
-    def quota_reserved_pod(self, pod, charge) -> None:
-        """ClusterState.workloads.on_reserved: a pod's reservation taken. Counted once per workload: not for a pod of a
-        workload that already holds quota (a group's other members, a Job's pod taking a slot of its admitted
-        workload), nor for the same pod reserved again."""
-        state = self.state
-        job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
-        if job is not None or not self._reserved.first(state, pod):
+    def quota_reserved_pod(self, pod, charge, at: float, in_job: bool) -> None:
+        """scheduler.commit's on_reserved, after the request's answer: a pod's reservation taken at `at` (state.clock).
+        Counted once per workload: not for a pod of a workload that already holds quota (a group's other members, a
+        Job's pod taking a slot of its admitted workload: in_job), nor for the same pod reserved again."""
+        if in_job or not self._reserved.first(self.state, pod):
             return
-        self.workload_event("quota_reserved", pod, charge)
+        self.workload_event("quota_reserved", pod, charge, at)
 
-    def admitted_pod(self, pod, charge) -> None:
-        """ClusterState.ledger.on_admitted: a pod Quotient binds is charged. The workload is admitted with the first of
-        its pods (for a Job, the first since it was admitted)."""
-        state = self.state
-        job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
-        if (job is not None and job.started) or not self._admitted.first(state, pod):
+    def admitted_pod(self, pod, charge, at: float, started: bool) -> None:
+        """scheduler.commit's on_admitted, after the request's answer: a pod Quotient binds is charged at `at`. The
+        workload is admitted with the first of its pods (for a Job, the first since it was admitted: not when
+        `started`, one of its pods bound already)."""
+        if started or not self._admitted.first(self.state, pod):
             return
-        self.workload_event("admitted", pod, charge)
+        self.workload_event("admitted", pod, charge, at)
 
-    def workload_event(self, event: str, pod, charge) -> None:
-        """One workload reserved quota ("quota_reserved") or was admitted ("admitted") in charge's ClusterQueue:
-        its counter and wait-time histogram, then workload_listeners (per-LocalQueue metrics may add theirs)."""
-        wait = self.waited(pod)
+    def workload_event(self, event: str, pod, charge, at: float | None = None) -> None:
+        """One workload reserved quota ("quota_reserved") or was admitted ("admitted") in charge's ClusterQueue (at
+        `at`, state.clock; now when None): its counter and wait-time histogram, then workload_listeners
+        (per-LocalQueue metrics may add theirs)."""
+        wait = self.waited(pod, at)
         labels = (charge.cluster_queue, priority_class(pod))
         if event == "quota_reserved":
             self.quota_reserved.labels(*labels).inc()
@@ -188,15 +185,16 @@ class Metrics:
         for listener in self.workload_listeners:
             listener(event, pod, cluster_queue, detail)
 
-    def waited(self, pod) -> float:
-        """Seconds since the workload was queued, as Kueue's QueuedWaitTime: its creation, here its oldest live
-        pod's (pods a workload requeued after an eviction gets are made anew, at its requeue)."""
+    def waited(self, pod, at: float | None = None) -> float:
+        """Seconds from the workload's queueing to `at` (state.clock; now when None), as Kueue's QueuedWaitTime: its
+        creation, here its oldest live pod's (pods a workload requeued after an eviction gets are made anew, at its
+        requeue)."""
         state = self.state
         created = [p.created for p in map(state.pods.get, state.store.groups.get(workload_key(pod), ()))
                    if p is not None and p.created is not None]
         if pod.created is not None:
             created.append(pod.created)
-        return max(0.0, state.clock() - min(created)) if created else 0.0
+        return max(0.0, (state.clock() if at is None else at) - min(created)) if created else 0.0
 
     def on_decision(self, entry: dict) -> None:
         """Journal listener, on the verb path: one dict increment (exported at scrape time); a
@@ -211,7 +209,10 @@ class Metrics:
             self._attempts.append("success" if rule in ATTEMPT_SUCCESS else "inadmissible")
 
     def attempt_done(self, seconds: float) -> None:
-        """A filter request ended: the admission attempt it journaled, if any, is counted with its duration."""
+        """A filter request ended: the admission attempt it journaled, if any, is counted with its duration (its
+        books, written after the answer, are written first)."""
+        if self.journal is not None:
+            self.journal.flush()
         if self._attempts:
             result = self._attempts.popleft()
             self.attempts.labels(result).inc()
@@ -278,6 +279,8 @@ class Metrics:
 
     # ---- scrape side ------------------------------------------------------------
     def render(self) -> bytes:
+        if self.journal is not None:
+            self.journal.flush()        # the books of requests answered just now count
         return generate_latest(self.registry)
 
 
@@ -288,14 +291,20 @@ def _preemption_reason(reason: object) -> str:
     return word if word in PREEMPTION_REASONS else "Other"
 
 
-class FilterTimer:
-    """filter's request-duration histogram child, that also ends the admission attempt the request made."""
+class VerbTimer:
+    """A verb's request-duration histogram child. Observed when the request's answer is sent, it also writes the
+    books the request left for after its answer (scheduler.outcome.book_later: the journal, its listeners) and,
+    for filter, ends the admission attempt the request made."""
 
-    __slots__ = ("child", "metrics")
+    __slots__ = ("child", "metrics", "attempts")
 
-    def __init__(self, child, metrics: Metrics):
-        self.child, self.metrics = child, metrics
+    def __init__(self, child, metrics: Metrics, attempts: bool):
+        self.child, self.metrics, self.attempts = child, metrics, attempts
 
     def observe(self, seconds: float) -> None:
         self.child.observe(seconds)
-        self.metrics.attempt_done(seconds)
+        metrics = self.metrics
+        if metrics.journal is not None:
+            metrics.journal.flush()
+        if self.attempts:
+            metrics.attempt_done(seconds)

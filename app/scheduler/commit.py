@@ -6,19 +6,31 @@ writes. Nothing else in the scheduler changes ClusterState.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..act.intents import Actions
 from ..core.decisions import Evict, Hold, Requeue
 from ..core.flavors import Charge
 from ..core.rules import PREEMPTED
 from ..core.workload import RequeueRecord
+from ..journal import Journal
+from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from ..state.cluster import ClusterState
+from .outcome import book_later
 
 
 class Commit:
-    def __init__(self, state: ClusterState, actions: Actions):
+    def __init__(self, state: ClusterState, actions: Actions, journal: Journal):
         self.state = state
         self.actions = actions
+        self.journal = journal
+        # f(pod, charge, at, in_job): a pod's reservation taken at `at` (state.clock), in_job: a slot of its Job's
+        # admitted workload; told after the request's answer (observe.metrics counts Kueue's reserved workloads)
+        self.on_reserved: list[Callable[[PodInfo, Charge, float, bool], None]] = []
+        # f(pod, charge, at, started): a pod Quotient binds charged at `at`, started: its Job's admitted workload
+        # had a pod bound already; told after the request's answer (observe.metrics counts admitted workloads)
+        self.on_admitted: list[Callable[[PodInfo, Charge, float, bool], None]] = []
 
     # ---- housekeeping before a decision ----------------------------------------------
     def expire(self) -> None:
@@ -46,6 +58,16 @@ class Commit:
     # ---- quota kept for a pod ------------------------------------------------------------
     def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> None:
         self.state.workloads.reserve(uid, charge, timeout)
+        self._reserved(uid, charge)
+
+    def _reserved(self, uid: str, charge: Charge) -> None:
+        state = self.state
+        pod = state.pods.get(uid)
+        if pod is not None and self.on_reserved:
+            at = state.clock()
+            in_job = pod.job and pod.owner is not None and pod.owner.uid in state.job_admissions
+            for listener in self.on_reserved:
+                book_later(self.journal, listener, pod, charge, at, in_job)
 
     def drop_reservation(self, uid: str) -> None:
         self.state.workloads.drop_reservation(uid)
@@ -56,18 +78,21 @@ class Commit:
             self.state.workloads.release_hold(m.uid)
             self.state.workloads.drop_reservation(m.uid)
 
-    def remember_refused(self, pod: PodInfo, verdict, has_nodes, reclaim_tried: bool = False) -> None:
+    def remember_refused(self, pod: PodInfo, verdict, offered: OfferedNodes, reclaim_tried: bool = False) -> None:
         """The refusal stands for pods of the pod's shape behind it (state.blocked), until something frees."""
         state = self.state
         if reclaim_tried:
-            state.blocked.remember(state, pod, verdict, has_nodes, reclaim_tried=True)
+            state.blocked.remember(state, pod, verdict, offered, reclaim_tried=True)
         else:
-            state.blocked.remember(state, pod, verdict, has_nodes)
+            state.blocked.remember(state, pod, verdict, offered)
 
     # ---- preemption and workloads ------------------------------------------------------
     def hold(self, h: Hold, evicted: set[str] | None = None):
         """The room and quota the victims free, kept for the preemptor (members of a group share evicted)."""
-        return self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        held = self.state.workloads.hold_for_preemptor(h.preemptor, h.node, h.requests, h.charge, h.victims, evicted)
+        if h.charge is not None:
+            self._reserved(h.preemptor, h.charge)
+        return held
 
     def victims_of(self, holder: str, held) -> list[Evict]:
         """The victims of a preemption, still running, whose eviction is not in flight, not just written and
@@ -115,7 +140,17 @@ class Commit:
     # ---- bindings ----------------------------------------------------------------------
     def bind(self, uid: str, node: str, charge: Charge | None) -> str:
         """The pod assumed bound, its charge taken; a reason when the quota invariant refuses it."""
-        return self.state.bindings.commit(uid, node, charge)
+        state = self.state
+        pod = state.pods.get(uid) if charge is not None and self.on_admitted else None
+        if pod is not None:          # what the listeners are told is as it was before the charge
+            at = state.clock()
+            job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
+            started = job is not None and job.started
+        refused = state.bindings.commit(uid, node, charge)
+        if pod is not None and not refused:
+            for listener in self.on_admitted:
+                book_later(self.journal, listener, pod, charge, at, started)
+        return refused
 
     def unbind(self, uid: str, node: str) -> bool:
         """A Binding that was not written: its charge taken back."""

@@ -29,7 +29,7 @@ class Context:
         self.journal = journal or Journal()
         self.refusals = Refusals()
         self.actions = Actions(lambda: self.writer, lambda r: self.books.record(r), state.timer)
-        self.commit = Commit(state, self.actions)
+        self.commit = Commit(state, self.actions, self.journal)
         self.books = Books(state, self.journal, self.refusals, self.commit.tried)
         self.binding: dict[str, asyncio.Event] = {}     # pod uid -> set when its bind in flight ends
         self.unsettled: dict[str, str] = {}           # pod uid -> node: a Binding whose outcome is not known yet

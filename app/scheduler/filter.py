@@ -29,6 +29,8 @@ from .request import Offer
 def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     offered = offer.offered
     state, commit = ctx.state, ctx.commit
+    if ctx.journal.pending:
+        ctx.journal.flush()    # an earlier request's books first: this one's refusal is booked in the same book
     commit.expire()
     commit.forget_stale_learned()          # before the pod is looked up: it may be one of them, learned anew
     pod = ctx.pod_of(offer.pod)
@@ -47,19 +49,15 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     if waiting:
         return refused(pod, WAITING_FOR_VICTIMS, waiting)
     charge = state.admitted.get(pod.uid)
-
-    def has_nodes(flavor: str) -> bool:
-        return offered.has_nodes(state, flavor)
-
     if charge is not None:   # already bound by Quotient: only its flavors' nodes
         verdict = Verdict(ALREADY_ADMITTED, True, cluster_queue=charge.cluster_queue)
         flavors = charge.flavors
     else:
         commit.drop_reservation(pod.uid)
-        known = state.blocked.lookup(state, pod, has_nodes)
+        known = state.blocked.lookup(state, pod, offered)
         if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
             return _behind(pod, known, offered)
-        verdict = decide(state, pod, has_nodes)
+        verdict = decide(state, pod, offered)
         flavors = verdict.assignment.flavors if verdict.assignment else {}
     if not verdict.managed:
         return passed(pod, *offered.on_offer(state, frozenset()), booked=False)
@@ -81,9 +79,9 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
             out.evictions = started.evictions
             return out
         verdict = replace(verdict, reason=verdict.reason + started.unfound)
-        commit.remember_refused(pod, verdict, has_nodes, reclaim_tried=True)
+        commit.remember_refused(pod, verdict, offered, reclaim_tried=True)
     elif not verdict.admit:
-        commit.remember_refused(pod, verdict, has_nodes)
+        commit.remember_refused(pod, verdict, offered)
     if not verdict.admit:
         return refused(pod, verdict.rule, verdict.reason, *records, FilterRecord(
             pod=pod.key, outcome=verdict.rule, reason=verdict.reason, queue=verdict.cluster_queue,

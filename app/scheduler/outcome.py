@@ -3,9 +3,14 @@
 A filter either passes nodes or refuses by one rule; every refusal takes the one path here (Books.close): it is
 booked in app/refusals.py, which also says whether it is answered as a retry (kube-scheduler tries the pod again
 after its backoff) or parks the pod. preempt names its victims per node; bind says whether the Binding was written.
+
+What changes the answer (the refusal's words, whether it is a retry, the pod tried in its queue) is booked in the
+request; what only records it (the journal and its listeners: metrics, logs; the refusal book's asked and passed)
+is written after the answer (book_later), in order, with the times of the request.
 """
 from __future__ import annotations
 
+from asyncio import _get_running_loop
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +62,17 @@ def refused(pod: PodInfo, rule: str, reason: str, *records: Record, cluster_queu
                    resolvable=resolvable, assignment=assignment)
 
 
+def book_later(journal: Journal, *step) -> None:
+    """Write step (function, *args) after the request's answer: on the event loop soon after (Journal.flush), or
+    before anything reads the journal; at once when no event loop runs (the simulator, a direct call)."""
+    loop = _get_running_loop()
+    if loop is not None and not journal.pending:
+        loop.call_soon(journal.flush)
+    journal.pending.append(step)
+    if loop is None:
+        journal.flush()
+
+
 class Books:
     """The journal and the refusals' book, written once per request."""
 
@@ -67,6 +83,8 @@ class Books:
         self._tried = tried            # commit.tried: the pod was decided for, refused or not
 
     def record(self, record: Record) -> None:
+        """A record made outside a verb's Outcome (an eviction written, a charge the API took): journaled now,
+        after the pending books."""
         self.journal.record(record.entry(self.state.clock()))
 
     def repeats(self, pod: PodInfo, verb: str, outcome: str, reason: str, queue: str) -> bool:
@@ -84,18 +102,21 @@ class Books:
         itself soon is answered as an error (`error`), so kube-scheduler tries the pod again after its backoff
         instead of parking it (app/refusals.py); any other parks it, with FailedNodes when kube-scheduler's
         preemption may help. A pod refused again for the rule it was refused for last is answered in the same
-        words (Refusals.book)."""
+        words (Refusals.book). The journal's records and a pass's notes in the refusal book are written after
+        the answer (book_later), with the times taken here."""
+        journal, clock = self.journal, self.state.clock
         for record in out.records:
-            self.record(record)
+            book_later(journal, journal.write, record, clock())
         if out.verb != "filter":
             return out
-        state, pod, now = self.state, out.pod, self.state.clock()
-        self.refusals.asked(pod.uid, now)
+        state, pod, now = self.state, out.pod, clock()
         if out.nodes is not None:
+            book_later(journal, self.refusals.asked, pod.uid, now)
             if out.booked:
-                self.refusals.passed(pod.uid, now)
+                book_later(journal, self.refusals.passed, pod.uid, now)
                 self._tried(pod.uid, refused=False)
             return out
+        self.refusals.asked(pod.uid, now)       # before book: a cleared refusal is noted retried, then replaced
         self._tried(pod.uid, refused=True)
         retry = retry_cause(state, pod, out.rule, out.cluster_queue, out.resolvable, out.assignment,
                             every_node=out.offered >= len(state.nodes))
@@ -103,8 +124,6 @@ class Books:
         out.reason = self.refusals.book(pod.uid, out.rule, out.reason, now, retry, holds)
         if retry:
             self.refusals.retries[retry] += 1
-            mine = self.journal.by_pod.get(pod.key)
-            if mine and mine[-1]["verb"] == "filter" and mine[-1]["outcome"] == out.rule:
-                mine[-1]["retry"] = retry          # /debug/pods shows the answer as it was sent
+            book_later(journal, journal.mark_retry, pod.key, out.rule, retry)
             out.error = retry_message(out.reason, retry)
         return out

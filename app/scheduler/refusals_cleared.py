@@ -18,6 +18,7 @@ def note_cleared(ctx: Context) -> int:
     refusal is judged once per ClusterQueue and pod shape, in queue order: once one still stands, so do those of
     its shape behind it (state.blocked), so a backlog of thousands costs a few decisions a call. Returns how many
     cleared in this call."""
+    ctx.journal.flush()           # the refusal book's notes of requests answered just now (outcome.book_later)
     state, refusals, now, cleared = ctx.state, ctx.refusals, ctx.state.clock(), 0
     ctx.commit.expire()           # a hold or reservation past its time clears refusals too
     batch: dict[tuple, list] = {}

@@ -22,11 +22,12 @@ length of the queue.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+
 from ..core.rules import (BORROWING_LEVEL_ORDER, FAIR_SHARING_ORDER, NOMINAL_QUOTA_FIRST, QUOTA_EXCEEDED, STRICT_FIFO,
                           STRICT_FIFO_RESERVATION)
 
 from ..core.workload import group_of
+from ..objects.offered_nodes import OfferedNodes
 
 REMEMBERED = frozenset({QUOTA_EXCEEDED, STRICT_FIFO, NOMINAL_QUOTA_FIRST, BORROWING_LEVEL_ORDER,
                         FAIR_SHARING_ORDER, STRICT_FIFO_RESERVATION})
@@ -70,20 +71,21 @@ class BlockedQueues:
         self.hits = 0
         self.misses = 0
 
-    def _key(self, state, pod, has_nodes: Callable[[str], bool] | None) -> tuple | None:
+    def _key(self, state, pod, offered: OfferedNodes | None) -> tuple | None:
         _, cq = state.store.queue_of(pod)
         if cq is None or pod.uid in state.holds:
             return None
-        offered = tuple(has_nodes(f.name) if has_nodes else True for g in cq.resource_groups for f in g.flavors)
-        return cq.name, pod.shape, offered
+        on_offer = tuple(offered.has_nodes(state, f.name) if offered is not None else True
+                         for g in cq.resource_groups for f in g.flavors)
+        return cq.name, pod.shape, on_offer
 
     def _policy(self, state) -> tuple:
         return state.policy_generation, state.ledger.membership_generation, id(state.ledger.quota_tree())
 
-    def lookup(self, state, pod, has_nodes: Callable[[str], bool] | None = None) -> Blocked | None:
+    def lookup(self, state, pod, offered: OfferedNodes | None = None) -> Blocked | None:
         """The refusal that still stands for pod (one of its shape at or ahead of its place, with nothing
         freed since), or None: then it is decided anew."""
-        key = self._key(state, pod, has_nodes)
+        key = self._key(state, pod, offered)
         found = self._by.get(key) if key is not None else None
         if found is None:
             return None
@@ -110,13 +112,13 @@ class BlockedQueues:
                     return False
         return True
 
-    def remember(self, state, pod, verdict, has_nodes: Callable[[str], bool] | None = None,
+    def remember(self, state, pod, verdict, offered: OfferedNodes | None = None,
                  reclaim_tried: bool = False) -> None:
         """Keep a refusal decided for pod, for the pods of its shape behind it (REMEMBERED rules only; a pod
         of a group or holding room is never answered from here)."""
         if verdict.admit or not verdict.managed or verdict.rule not in REMEMBERED or group_of(pod):
             return
-        key = self._key(state, pod, has_nodes)
+        key = self._key(state, pod, offered)
         if key is None or key[0] != verdict.cluster_queue:
             return
         place = state.queues.queue_key(pod)

@@ -31,15 +31,6 @@ log = logging.getLogger("quotient.state")
 BOUND_HERE = "bind"      # Charge.admitted_from of a pod Quotient bound: its bind moment
 
 
-def tell(listeners: list, pod: PodInfo | None, charge: Charge) -> None:
-    """The listeners of a reservation or charge (metrics): one failing never undoes or stops the change."""
-    for listener in listeners if pod is not None else ():
-        try:
-            listener(pod, charge)
-        except Exception:
-            log.exception("a listener of %s's charge failed", pod.key)
-
-
 class Ledger:
     def __init__(self, config: Configuration, store: Store, clock: Callable[[], float],
                  skip: Callable[[str], None]):
@@ -58,7 +49,6 @@ class Ledger:
         self.overruns: dict[str, Overrun] = {}            # uid -> a bound pod's change that took its queue above quota
         self.overrun_counts: Counter = Counter()          # ClusterQueue -> such changes seen
         self.on_overrun: Callable[[Overrun], None] | None = None     # the scheduler journals each one
-        self.on_admitted: list[Callable[[PodInfo, Charge], None]] = []   # a pod Quotient binds is charged (idem)
 
     # ---- the tree decisions read ----------------------------------------------
     def quota_node(self, cq_name: str) -> QuotaNode | None:
@@ -187,7 +177,6 @@ class Ledger:
             log.warning("binding refused by the quota invariant: %s", over)
             return over
         # the bind moment, to the second as the API's PodScheduled records it
-        tell(self.on_admitted, self.store.pods.get(uid), charge)     # before the charge: the listener sees who held it before
         charge.admitted_at, charge.admitted_from = float(math.floor(self.clock())), BOUND_HERE
         self.admitted[uid] = charge   # kept by upsert_pod's charge_running
         self.apply(charge)

@@ -13,8 +13,7 @@ from typing import Callable
 from ..config import Configuration
 from ..core.drift import Decided, decided_on
 from ..core.flavors import Charge
-from ..objects.pod import PodInfo
-from .ledger import Ledger, tell
+from .ledger import Ledger
 from .store import Store
 
 
@@ -53,7 +52,6 @@ class Workloads:
         self._holds_version = 0                           # bumps when a hold is taken or ends (victims)
         self._victims: tuple[int, frozenset[str]] = (-1, frozenset())
         self._rooms: tuple[tuple, dict] = ((), {})        # (holds version, generation, holder) -> the room changes
-        self.on_reserved: list[Callable[[PodInfo, Charge], None]] = []   # a reservation taken (observe.metrics)
 
     # ---- preemption holds -------------------------------------------------------
     def hold_for_preemptor(self, uid: str, node: str, requests: dict[str, int], charge: Charge | None,
@@ -159,7 +157,6 @@ class Workloads:
         r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout),
                         self.decided(uid, charge.cluster_queue))
         self.store_reservation(uid, r)
-        tell(self.on_reserved, self.store.pods.get(uid), charge)
         self.holding_changed(uid)
         self.cluster.generation += 1
         return r

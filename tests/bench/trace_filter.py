@@ -2,7 +2,8 @@
 
 Why: issue 35 asks how far a raw filter body travels (how many modules it enters, how often it climbs back
 up a layer). This traces every Python call made while one ASGI filter request is served against the bundled
-demo snapshot and counts, over the calls that land in app/:
+demo snapshot, from the request's arrival to the last byte of its answer, and counts, over the calls that land
+in app/:
 
 - modules entered: distinct app/ modules in which code ran;
 - stays: calls within the module that made them;
@@ -12,7 +13,9 @@ demo snapshot and counts, over the calls that land in app/:
 - returns: calls into a module the request had already entered and left.
 
 A call made from outside app/ (the standard library, orjson, a callback) is attributed to the nearest app/
-frame below it. Usage: python tests/bench/trace_filter.py [--pod NAME] [--verbose]
+frame below it. What runs after the answer is sent (the request's books: journal, metrics, logs, written after
+the answer by scheduler.outcome.book_later; the request-duration histogram) is not on the path: its modules are
+listed apart. Usage: python tests/bench/trace_filter.py [--pod NAME] [--verbose]
 """
 from __future__ import annotations
 
@@ -51,12 +54,18 @@ class Tracer:
         self.entered: list[str] = []
         self.stays = self.moves = self.climbs = self.returns = 0
         self.path: list[str] = []
+        self.answered = False          # the answer's last byte is sent: what runs now is off the path
+        self.after: list[str] = []     # modules entered after the answer
 
     def __call__(self, frame, event, arg):
         if event != "call":
             return None
         callee = module_of(frame.f_code.co_filename)
         if callee is None:
+            return None
+        if self.answered:
+            if callee not in self.after:
+                self.after.append(callee)
             return None
         caller, back = None, frame.f_back
         while back is not None and caller is None:
@@ -79,8 +88,9 @@ class Tracer:
         return None
 
 
-async def asgi_post(app, path: str, body: bytes) -> tuple[int, bytes]:
-    """One POST through the ASGI app, as uvicorn would make it."""
+async def asgi_post(app, path: str, body: bytes, answered=lambda: None) -> tuple[int, bytes]:
+    """One POST through the ASGI app, as uvicorn would make it; answered() is called once the answer's last byte
+    is sent."""
     sent, out = False, {"status": 0, "body": b""}
 
     async def receive():
@@ -95,6 +105,8 @@ async def asgi_post(app, path: str, body: bytes) -> tuple[int, bytes]:
             out["status"] = message["status"]
         elif message["type"] == "http.response.body":
             out["body"] += message.get("body", b"")
+            if not message.get("more_body", False):
+                answered()
 
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
              "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
@@ -113,11 +125,9 @@ def pending_pod(snapshot: Path, name: str | None) -> dict:
     raise SystemExit(f"no pending pod {name or ''} in {snapshot}")
 
 
-async def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pod", help="the pending pod of the demo snapshot to filter (default: the first)")
-    ap.add_argument("--verbose", action="store_true", help="print every climb and the call path")
-    args = ap.parse_args()
+async def trace(pod_name: str | None = None, verbose: bool = False) -> tuple[Tracer, int, bytes, str]:
+    """One filter request for the demo snapshot's pending pod pod_name (default: the first), traced after a
+    warm-up request: (the tracer, the HTTP status, the answer, the pod's name)."""
     from app.api.app import create_app
     from app.cli import build_from_snapshot
     snapshot = ROOT / "app" / "data" / "demo-snapshot.yaml"
@@ -125,21 +135,39 @@ async def main() -> int:
     app = create_app(served)
     state = getattr(served, "state", None)
     nodes = sorted(state.nodes) if state is not None else []
-    pod = pending_pod(snapshot, args.pod)
+    pod = pending_pod(snapshot, pod_name)
     pod.setdefault("metadata", {}).setdefault("uid", f"uid-{pod['metadata']['name']}")
     body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": nodes})
     await asgi_post(app, "/filter", body)   # warm: imports, caches
-    tracer = Tracer(args.verbose)
+    await asyncio.sleep(0)                  # and its books, written after its answer
+    tracer = Tracer(verbose)
+
+    def answered() -> None:
+        tracer.answered = True
+
+    profile, previous = sys.getprofile(), sys.gettrace()
     sys.setprofile(None)
     sys.settrace(tracer)
     try:
-        status, answer = await asgi_post(app, "/filter", body)
+        status, answer = await asgi_post(app, "/filter", body, answered)
+        await asyncio.sleep(0)              # the books written after the answer, on the event loop
     finally:
-        sys.settrace(None)
-    print(f"filter {pod['metadata']['name']}: HTTP {status}, answer {answer[:160].decode(errors='replace')}")
+        sys.settrace(previous)
+        sys.setprofile(profile)
+    return tracer, status, answer, pod["metadata"]["name"]
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pod", help="the pending pod of the demo snapshot to filter (default: the first)")
+    ap.add_argument("--verbose", action="store_true", help="print every climb and the call path")
+    args = ap.parse_args()
+    tracer, status, answer, name = await trace(args.pod, args.verbose)
+    print(f"filter {name}: HTTP {status}, answer {answer[:160].decode(errors='replace')}")
     print(f"modules entered: {len(tracer.entered)}  ({', '.join(tracer.entered)})")
     print(f"stays: {tracer.stays}  moves between rooms: {tracer.moves}  climbs back up: {tracer.climbs}  "
           f"returns to a module already left: {tracer.returns}")
+    print(f"after the answer: {len(tracer.after)} modules ({', '.join(tracer.after)})")
     if args.verbose:
         print("\n".join(tracer.path))
     return 0
