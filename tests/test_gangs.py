@@ -401,12 +401,14 @@ def test_a_group_workload_sums_requests_and_takes_the_highest_priority():
                _info("g-1", "2", created=2, priority=1000),
                _info("g-2", "3", created=9)]
     workload = Workload.of_group(WorkloadKey(GROUP, "team-a", "g"), members)
-    unit = workload.pod
-    assert unit.requests["cpu"] == 6 * CPU and unit.requests["pods"] == 3
-    assert unit.priority == 1000
-    assert unit.created == min(m.created for m in members)
-    assert unit.uid == "team-a/g" and unit.name == "g" and unit.uid not in {m.uid for m in members}
-    assert unit.queue_name == "q" and group_of(unit) == workload.key == WorkloadKey(GROUP, "team-a", "g")
+    assert workload.requests["cpu"] == 6 * CPU and workload.requests["pods"] == 3
+    assert workload.priority == 1000
+    assert workload.created == min(m.created for m in members)
+    assert workload.uid == "team-a/g" and workload.key_text == "team-a/g"
+    assert workload.uid not in {m.uid for m in members}
+    assert workload.template is members[1]          # a real member, the oldest, never a pod made up for the group
+    assert workload.queue_name == "q"
+    assert group_of(workload.template) == workload.key == WorkloadKey(GROUP, "team-a", "g")
     assert workload.count == 3 and len(workload.pod_sets) == 3     # three request shapes: three pod sets
     assert all(m.requests["pods"] == 1 for m in members)       # the members are not changed
 

@@ -11,6 +11,7 @@ import orjson
 import yaml
 
 from ..core.admission import decide
+from ..core.workload import Workload
 from ..objects.errors import InvalidObject
 from ..objects.pod import decode_pod
 from .podview import pod_status
@@ -66,7 +67,7 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
         pod.created = state.clock()  # a pod created now queues behind the pods of its priority
     state.store.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
     has_nodes = (lambda flavor: any(state.ledger.node_in_flavor(n, flavor) for n in names)) if names is not None else None
-    verdict = decide(state, pod, has_nodes)
+    verdict = decide(state, Workload.of_pod(pod), has_nodes)
     lq, cq = state.store.queue_of(pod)
     known_status = pod_status(state, known)[0] if known is not None else None
     view = {
