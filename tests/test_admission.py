@@ -1,4 +1,4 @@
-"""app.core.admission.decide(state, pod, offered): queue resolution, stop policy, namespace selection,
+"""app.core.admission.decide(state, workload, offered): queue resolution, stop policy, namespace selection,
 queueing strategy, "nominal quota first", reservations and how running pods are charged.
 
 States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch.apply_object.

@@ -1,4 +1,4 @@
-"""Admission: may this pod take quota now, in which flavors, and if not, why.
+"""Admission: may this workload (a pod, a pod group, a Job) take quota now, in which flavors, and if not, why.
 
 The checks run in the order an admin would debug them: queue label, LocalQueue,
 ClusterQueue (exists, active, not stopped, selects the namespace), flavor

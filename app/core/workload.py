@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..objects.annotations import GROUP_TOTAL
-from ..objects.pod import PodInfo
+from ..objects.pod import QUEUE_LABEL, PodInfo
 
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = GROUP_TOTAL
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+
+_new, _tuple_new = object.__new__, tuple.__new__
 
 POD = "pod"                 # a pod on its own
 GROUP = "group"             # a pod group (either convention)
@@ -91,24 +93,29 @@ class Workload:
     member makes the whole group high priority), the oldest creation. uid is what the indexes key it by (a
     lone pod's uid, a group's or a Job's printed name), key_text the name a reason shows (namespace/name)."""
 
-    __slots__ = ("key", "_pod_sets", "members", "template", "uid", "key_text", "queue_name", "priority",
-                 "pod_priority", "created", "requests", "refused")
+    __slots__ = ("key", "_pod_sets", "members", "template", "uid", "key_text", "namespace", "queue_name",
+                 "priority", "pod_priority", "created", "requests", "refused")
 
     def __init__(self, key: WorkloadKey, pod_sets: tuple[PodSet, ...] | None, members: tuple[PodInfo, ...],
                  template: PodInfo, uid: str, key_text: str, priority: int, pod_priority: int,
                  created: float | None, requests: dict[str, int], refused: tuple[str, str] | None):
         self.key, self._pod_sets, self.members, self.template = key, pod_sets, members, template
-        self.uid, self.key_text, self.queue_name = uid, key_text, template.queue_name
+        self.uid, self.key_text, self.namespace, self.queue_name = uid, key_text, key.namespace, template.queue_name
         self.priority, self.pod_priority, self.created = priority, pod_priority, created
         self.requests, self.refused = requests, refused
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> Workload:
-        """A pod on its own (its requests as they are, not copied, and its one pod set made when asked for: this
-        runs on every filter, and for every pod a queue walk passes)."""
-        return cls(WorkloadKey(POD, pod.namespace, pod.name), None, (pod,), pod,
-                   pod.uid, f"{pod.namespace}/{pod.name}", pod.priority or 0, pod.pod_priority or 0, pod.created,
-                   pod.requests, pod.refused)
+        """A pod on its own. This runs on every filter and for every pod a queue walk passes, so it costs one
+        Python call: its requests as they are (not copied), its one pod set made only when asked for."""
+        w = _new(cls)
+        ns, name = pod.namespace, pod.name
+        w.key, w._pod_sets, w.members, w.template = _tuple_new(WorkloadKey, (POD, ns, name, "")), None, (pod,), pod
+        w.uid, w.key_text, w.namespace = pod.uid, f"{ns}/{name}", ns
+        w.queue_name = pod.labels.get(QUEUE_LABEL, "")             # PodInfo.queue_name, without its call
+        w.priority, w.pod_priority, w.created = pod.priority or 0, pod.pod_priority or 0, pod.created
+        w.requests, w.refused = pod.requests, pod.refused
+        return w
 
     @classmethod
     def of_group(cls, key: WorkloadKey, members: list[PodInfo]) -> Workload:
@@ -144,10 +151,6 @@ class Workload:
     @property
     def kind(self) -> str:
         return self.key.kind
-
-    @property
-    def namespace(self) -> str:
-        return self.key.namespace
 
     @property
     def count(self) -> int:
