@@ -144,9 +144,8 @@ class Workload:
     @property
     def shape(self) -> object:
         """What a walk of queue order passes over alike (core.gangs.walk_shape): a lone pod's shape
-        (PodInfo.shape), a group's own identity (its members are admitted together or not at all)."""
-        template = self.template
-        return self.uid if group_of(template) else template.shape
+        (PodInfo.shape), a group's or a Job's own identity (its members are admitted together or not at all)."""
+        return self.template.shape if self.key[0] == POD else self.uid
 
     @property
     def kind(self) -> str:
