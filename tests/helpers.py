@@ -52,13 +52,20 @@ def pod_info(state: ClusterState, ns: str, name: str):
     return found
 
 
+def workload_info(state: ClusterState, ns: str, name: str):
+    """The pod in the state as a workload of its own (core.workload.Workload.of_pod), as admission decides on it."""
+    from app.core.workload import Workload
+
+    return Workload.of_pod(pod_info(state, ns, name))
+
+
 def preemptor_of(state: ClusterState, ns: str, name: str):
     """The pending pod as core.preemption sees it: its ClusterQueue, quota node and flavor assignment."""
     from app.core.admission import assign
     from app.core.preemption.targets import Preemptor
 
-    p = pod_info(state, ns, name)
-    _, cq = state.store.queue_of(p)
+    p = workload_info(state, ns, name)
+    _, cq = state.store.queue_of(p.template)
     a = assign(state, p, cq)
     return Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
 
@@ -103,7 +110,7 @@ def decide_pod(state: ClusterState, obj: dict, offered=None):
 
     apply(state, obj)
     nodes = OfferedNodes(sorted(offered)) if offered is not None else None
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), nodes)
+    return decide(state, workload_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]), nodes)
 
 
 # ---- one-queue cluster (for the HTTP tests that load a Scheduler from a snapshot) --------------

@@ -1,4 +1,4 @@
-"""app.core.admission.decide(state, pod, offered): queue resolution, stop policy, namespace selection,
+"""app.core.admission.decide(state, workload, offered): queue resolution, stop policy, namespace selection,
 queueing strategy, "nominal quota first", reservations and how running pods are charged.
 
 States are built from plain Kubernetes/Kueue dicts fed through app.sync.dispatch.apply_object.
@@ -11,7 +11,8 @@ from app.core.flavors import Charge
 from app.core.resource_node import available
 
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by
+from helpers import (CPU, FakeClock, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by,
+                     workload_info)
 
 FR = ("default-flavor", "cpu")
 
@@ -246,8 +247,8 @@ def test_strict_fifo_older_pods_that_fit_are_charged_virtually_first():
     assert all_usage(s) == before == {}
     assert available(s.ledger.quota_node("cq"), FR) == 8 * CPU
     # the older ones themselves are admissible, in order
-    assert decide(s, pod_info(s, "team-a", "a")).admit is True
-    assert decide(s, pod_info(s, "team-a", "b")).admit is True
+    assert decide(s, workload_info(s, "team-a", "a")).admit is True
+    assert decide(s, workload_info(s, "team-a", "b")).admit is True
     assert all_usage(s) == {}
 
 
@@ -280,11 +281,11 @@ def test_nominal_quota_first_pending_team_b_pod_comes_before_team_a_borrowing():
     refused_by(v, "NominalQuotaFirst", "team-b/b-pending", "team-a-cq")
     assert all_usage(s) == before
     # team-b's pod itself is admitted, within its nominal quota
-    vb = decide(s, pod_info(s, "team-b", "b-pending"))
+    vb = decide(s, workload_info(s, "team-b", "b-pending"))
     assert vb.admit is True and vb.assignment.borrowing is False
     # once it is gone, team-a may borrow
     delete(s, b_pending)
-    v = decide(s, pod_info(s, "team-a", "a-borrower"))
+    v = decide(s, workload_info(s, "team-a", "a-borrower"))
     assert v.admit is True and v.assignment.borrowing is True
 
 
@@ -335,20 +336,20 @@ def test_reservation_holds_quota_until_it_expires():
     assert v2.admit is False and v2.rule == "QuotaExceeded"
     clock.advance(s.config.reservation_timeout - 1)
     assert s.expire_lapsed() == 0
-    assert decide(s, pod_info(s, "team-a", "second")).admit is False
+    assert decide(s, workload_info(s, "team-a", "second")).admit is False
     clock.advance(2)
     assert s.expire_lapsed() == 1
     assert all_usage(s) == {}
     # "first" is still pending and older, but kube-scheduler has not brought it since it passed filter (issue 32:
     # it is away): it keeps no quota from "second", which kube-scheduler brings now.
     assert s.queues.away(first.uid)
-    assert decide(s, pod_info(s, "team-a", "second")).admit is True
+    assert decide(s, workload_info(s, "team-a", "second")).admit is True
     # Brought again (its backoff over), it takes its quota before "second" does, in queue order.
     s.queues.presence.expect(first.uid, clock())
-    v3 = decide(s, pod_info(s, "team-a", "second"))
+    v3 = decide(s, workload_info(s, "team-a", "second"))
     assert v3.admit is False and "ahead of it in queue order (team-a/first)" in v3.reason
     delete(s, Pod("first").queue("lq").cpu("5").obj())
-    assert decide(s, pod_info(s, "team-a", "second")).admit is True
+    assert decide(s, workload_info(s, "team-a", "second")).admit is True
 
 
 def test_reserved_pod_binding_keeps_the_charge_once():
@@ -502,7 +503,7 @@ def test_nominal_quota_first_ignores_pending_pods_team_b_would_refuse():
                    LocalQueue("lq", "other").cluster_queue("team-b-cq").obj(),
                    Pod("a-running", "team-a").queue("lq").cpu("9").node("n1").obj(),
                    Pod("x-pending", "other").queue("lq").cpu("12").obj())
-    refused_by(decide(s, pod_info(s, "other", "x-pending")), "NamespaceNotSelected", "other")
+    refused_by(decide(s, workload_info(s, "other", "x-pending")), "NamespaceNotSelected", "other")
     v = decide_pod(s, Pod("a-borrower", "team-a").queue("lq").cpu("1").obj())
     assert v.admit is True, v.reason
     assert v.assignment.borrowing is True

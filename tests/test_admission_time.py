@@ -30,7 +30,7 @@ from app.sim.kube_scheduler import SimScheduler
 
 from builders import (BASE_TIME, ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running,
                       snapshot_yaml)
-from helpers import FakeClock, apply, make_state, pod_info, preemptor_of
+from helpers import FakeClock, apply, make_state, pod_info, preemptor_of, workload_info
 
 
 def within_state(*pods, policy="LowerOrNewerEqualPriority", clock=None, quota="4"):
@@ -122,7 +122,7 @@ def test_the_same_key_orders_pods_in_no_queue():
     for p in pods:
         p["metadata"]["labels"] = {}
     s = within_state(*pods, Pod("p").queue("lq").cpu("1").priority(100).created(-10).obj())
-    pre = Preemptor(pod_info(s, "team-a", "p"), s.cluster_queues["cq"], s.ledger.quota_node("cq"), {}, set())
+    pre = Preemptor(workload_info(s, "team-a", "p"), s.cluster_queues["cq"], s.ledger.quota_node("cq"), {}, set())
     assert [c.pod.key for c in unqueued_on(s, pre, "n1")] == NEWEST_FIRST
 
 

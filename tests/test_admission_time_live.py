@@ -23,6 +23,7 @@ import pytest
 from app.core.preemption.candidates import find_candidates
 from app.core.preemption.targets import Preemptor
 from app.core.admission import assign
+from app.core.workload import Workload
 from app.objects.quantity import parse_quantity
 from app.objects.meta import parse_time
 from app.sim.scenario import load_scenario
@@ -203,8 +204,8 @@ async def test_a_fresh_list_orders_candidates_as_the_simulated_file_says(tmp_pat
         orders = []
         for _ in range(2):
             state = fresh_state(api)
-            p = state.store.pod_by_key("team-a/p")
-            _, cq = state.store.queue_of(p)
+            p = Workload.of_pod(state.store.pod_by_key("team-a/p"))
+            _, cq = state.store.queue_of(p.template)
             a = assign(state, p, cq)
             pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
             orders.append([c.pod.key for c in find_candidates(state, pre, pre.relevant, set())])

@@ -11,7 +11,7 @@ from app.core.admission import decide
 from app.core.borrowing import borrowing_level, resources_to_reserve, subtree_height
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, pod_info, refused_by
+from helpers import CPU, all_usage, apply, decide_pod, delete, make_state, refused_by, workload_info
 
 FR = ("default-flavor", "cpu")
 
@@ -63,15 +63,15 @@ def test_pod_borrowing_from_its_parent_cohort_goes_before_older_higher_priority_
     s = tree_state(Pod("far-pending", "team-far").queue("lq").cpu("2").priority(100).obj(),
                    Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).obj())
     before = all_usage(s)
-    v = decide(s, pod_info(s, "team-far", "far-pending"))
+    v = decide(s, workload_info(s, "team-far", "far-pending"))
     refused_by(v, "BorrowingLevelOrder", "ClusterQueue far would borrow from cohort root", "team-near/near-pending",
                "borrows only from cohort c")
     assert all_usage(s) == before                        # the virtual charges were taken back
-    near = decide(s, pod_info(s, "team-near", "near-pending"))
+    near = decide(s, workload_info(s, "team-near", "near-pending"))
     assert near.admit is True, near.reason
     # once near's pod runs, the quota is gone for far, which now simply does not fit
     apply(s, Pod("near-pending", "team-near").queue("lq").cpu("2").priority(0).created(60).node("n1").obj())
-    assert decide(s, pod_info(s, "team-far", "far-pending")).rule == "QuotaExceeded"
+    assert decide(s, workload_info(s, "team-far", "far-pending")).rule == "QuotaExceeded"
 
 
 def test_equal_borrowing_level_does_not_hold_a_borrower_back():
@@ -122,7 +122,7 @@ def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota
     the 2 free CPUs are kept for it; a borrower of cq-b is refused, naming the head, instead of being admitted
     now and evicted when a-run finishes. Then the head is admitted without any eviction."""
     s = reserve_state()
-    head = decide(s, pod_info(s, "team-a", "a-head"))
+    head = decide(s, workload_info(s, "team-a", "a-head"))
     assert (head.admit, head.rule, head.assignment.mode) == (False, "QuotaExceeded", "Preempt")
     before = all_usage(s)
     v = decide_pod(s, Pod("b-borrow", "team-b").queue("lq").cpu("2").priority(0).created(30).obj())
@@ -131,7 +131,7 @@ def test_strict_fifo_head_that_cannot_surely_reclaim_keeps_the_cohort_free_quota
     assert all_usage(s) == before
     delete(s,
            Pod("a-run").queue("lq").cpu("4").priority(100).node("n1").obj())       # the head's own running pod finishes
-    assert decide(s, pod_info(s, "team-a", "a-head")).admit is True
+    assert decide(s, workload_info(s, "team-a", "a-head")).admit is True
 
 
 def test_a_queue_that_can_always_reclaim_keeps_nothing():
@@ -153,7 +153,7 @@ def test_pods_within_their_own_nominal_quota_are_not_held_back():
     (it could reclaim that quota anyway)."""
     s = reserve_state()
     delete(s, Pod("b-run", "team-b").queue("lq").cpu("2").priority(100).node("n1").obj())
-    assert decide(s, pod_info(s, "team-a", "a-head")).assignment.mode == "Preempt"     # still blocked
+    assert decide(s, workload_info(s, "team-a", "a-head")).assignment.mode == "Preempt"     # still blocked
     assert decide_pod(s, Pod("b-small", "team-b").queue("lq").cpu("2").priority(0).created(30).obj()).admit is True
     refused_by(decide_pod(s, Pod("b-more", "team-b").queue("lq").cpu("1").priority(0).created(31).obj()),
                "StrictFIFOReservation", "team-a/a-head")

@@ -21,7 +21,7 @@ from app.core.rules import MAY_NOT_PREEMPT
 from app.core import view
 from app.state.cluster import ClusterState
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, cpu_queue
-from helpers import CPU, apply, delete, make_state, pod_info
+from helpers import CPU, apply, delete, make_state, workload_info
 
 FR = ("default-flavor", "cpu")
 
@@ -95,13 +95,13 @@ def test_reclaim_and_the_preempt_verb_decide_without_writing_the_live_tree():
     victims, simulating every removal on the mirror, and leave the mirror as the live tree is."""
     s = cohort_state()
     before = live_usage(s)
-    h = pod_info(s, "team-a", "h")
+    h = workload_info(s, "team-a", "h")
     frozen(s)
     try:
         verdict = decide(s, h)
         assert not verdict.admit and verdict.rule == "QuotaExceeded"
-        decision = reclaim.reclaim(s, h, verdict)
-        answer = kube_preempt.answer(s, h, ["n1", "n2"])
+        decision = reclaim.reclaim(s, h.template, verdict)
+        answer = kube_preempt.answer(s, h.template, ["n1", "n2"])
     finally:
         thawed(s)
     assert isinstance(decision, tuple) and isinstance(decision[0], Hold)
@@ -173,8 +173,8 @@ def test_charge_is_the_one_primitive_and_charges_above_guaranteed_quota_to_the_c
 
 def test_a_refusal_is_a_typed_decision_naming_its_rule():
     s = cohort_state()
-    h = pod_info(s, "team-a", "h")
+    h = workload_info(s, "team-a", "h")
     verdict = decide(s, h)
     s.config.preemption_mode = "None"
-    decision = reclaim.reclaim(s, h, verdict)
+    decision = reclaim.reclaim(s, h.template, verdict)
     assert decision == Refuse(MAY_NOT_PREEMPT, "preemption is off (preemption.mode None)", "a")

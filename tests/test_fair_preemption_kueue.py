@@ -23,7 +23,7 @@ from app.observe.status import cluster_queue_statuses
 from app.observe.views import cluster_queue_view
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
-from helpers import all_usage, make_state, pod_info
+from helpers import all_usage, make_state, workload_info
 
 STRATEGIES = {
     "default": ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
@@ -69,8 +69,8 @@ def tree(queues: list[dict], cohorts: list[dict], running: dict[str, list[tuple[
 
 def preempted(state, ns: str, name: str) -> dict[str, str] | None:
     """{victim: reason} for the pending pod's quota, as core.preemption chooses it; the state is left as found."""
-    p = pod_info(state, ns, name)
-    _, cq = state.store.queue_of(p)
+    p = workload_info(state, ns, name)
+    _, cq = state.store.queue_of(p.template)
     a = assign(state, p, cq)
     pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
     before = all_usage(state)

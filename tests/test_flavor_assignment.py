@@ -8,7 +8,7 @@ from app.core.admission import assign, decide
 from app.core.flavors import FIT, NOFIT, PREEMPT, assign_flavors
 
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
-from helpers import CPU, Gi, apply, decide_pod, delete, make_state, pod_info
+from helpers import CPU, Gi, apply, decide_pod, delete, make_state, workload_info
 
 SPOT = {"pool": "spot"}
 OD = {"pool": "on-demand"}
@@ -28,7 +28,7 @@ def state_with(*cluster_queues, extra=()):
 
 def assign_pod(state, obj, has_nodes=None):
     apply(state, obj)
-    p = pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"])
+    p = workload_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"])
     return assign(state, p, state.cluster_queues[state.local_queues[f"{p.namespace}/lq"].cluster_queue], has_nodes)
 
 
@@ -108,7 +108,7 @@ def test_uncovered_resource_is_nofit_unresolvable_and_named():
     a = assign_pod(s, Pod("p").queue("lq").cpu("1").requests({"nvidia.com/gpu": "1"}).obj())
     assert a.mode == NOFIT and a.unresolvable is True
     assert any("nvidia.com/gpu" in r for r in a.reasons)
-    v = decide(s, pod_info(s, "team-a", "p"))
+    v = decide(s, workload_info(s, "team-a", "p"))
     assert (v.admit, v.resolvable, v.rule) == (False, False, "QuotaExceeded")
     assert "nvidia.com/gpu" in v.reason
 
@@ -154,7 +154,7 @@ def test_when_can_borrow_borrow_default_stops_at_a_flavor_that_fits_by_borrowing
     assert s.cluster_queues["team-a-cq"].when_can_borrow == "MayStopSearch"   # Kueue's name for Borrow
     a = assign_pod(s, Pod("p").queue("lq").cpu("4").obj())
     assert (a.mode, a.borrowing, a.flavors) == (FIT, True, {"cpu": "spot"})
-    v = decide(s, pod_info(s, "team-a", "p"))
+    v = decide(s, workload_info(s, "team-a", "p"))
     assert v.admit is True and v.assignment.borrowing is True
 
 
@@ -198,7 +198,7 @@ def test_when_can_preempt_preempt_stops_at_the_first_flavor_that_could_fit_by_pr
     s = preempt_state(whenCanPreempt="Preempt")
     a = assign_pod(s, Pod("p").queue("lq").cpu("2").priority(10).obj())
     assert (a.mode, a.flavors) == (PREEMPT, {"cpu": "spot"})
-    v = decide(s, pod_info(s, "team-a", "p"))
+    v = decide(s, workload_info(s, "team-a", "p"))
     assert (v.admit, v.rule, v.resolvable) == (False, "QuotaExceeded", True)
 
 
@@ -296,7 +296,7 @@ def test_request_above_nominal_plus_borrowing_limit_is_nofit_unresolvable_with_n
     for number in ("11", "10", "9", "1"):
         assert number in text
     assert "borrowing limit" in text
-    v = decide(s, pod_info(s, "team-a", "p"))
+    v = decide(s, workload_info(s, "team-a", "p"))
     assert (v.admit, v.resolvable, v.rule) == (False, False, "QuotaExceeded")
     assert "11" in v.reason and "10" in v.reason
 
@@ -314,7 +314,7 @@ def test_request_within_potential_but_above_available_is_preempt_mode():
     assert a.mode == PREEMPT and a.unresolvable is False
     text = " ".join(a.reasons)
     assert "10" in text and "9" in text
-    v = decide(s, pod_info(s, "team-a", "p"))
+    v = decide(s, workload_info(s, "team-a", "p"))
     assert (v.admit, v.rule, v.resolvable) == (False, "QuotaExceeded", True)
     a = assign_pod(s, Pod("small").queue("lq").cpu("9").obj())
     assert (a.mode, a.borrowing) == (FIT, False)

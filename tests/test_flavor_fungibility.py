@@ -18,7 +18,7 @@ from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_cluster_queue
 
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor
-from helpers import CPU, apply, make_state, pod_info
+from helpers import CPU, apply, make_state, workload_info
 
 SPOT = {"pool": "spot"}
 OD = {"pool": "on-demand"}
@@ -42,7 +42,7 @@ def two_flavors(*, running_priority: int, preemption=None, **fung):
 
 def decide_for(state, obj):
     apply(state, obj)
-    return decide(state, pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]))
+    return decide(state, workload_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"]))
 
 
 # ---- the oracle's verdict decides whether the search stops ----------------------------------------------
@@ -70,7 +70,7 @@ def test_a_flavor_where_preemption_has_candidates_is_kept_and_preempted_in():
     assert (v.admit, v.rule, v.resolvable) == (False, "QuotaExceeded", True)
     assert v.assignment.mode == PREEMPT and v.assignment.flavors == {"cpu": "spot"}
     assert not any("no candidates" in r for r in v.assignment.reasons)
-    p = pod_info(s, "team-a", "p")
+    p = workload_info(s, "team-a", "p")
     found, why = preemption.plans(s, p, s.cluster_queues["cq"], v.assignment, ["n-spot"], s.workloads.rooms(p.uid))
     assert why == "" and [t.candidate.pod.name for t in found[0].targets] == ["running"]
 
@@ -109,7 +109,7 @@ def test_try_next_flavor_prefers_a_flavor_with_candidates_over_one_without():
 
 def _applied(state, obj):
     apply(state, obj)
-    return pod_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"])
+    return workload_info(state, obj["metadata"]["namespace"], obj["metadata"]["name"])
 
 
 def test_the_oracle_tells_preempt_from_reclaim_and_no_candidates():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 
 from app.core import gangs
-from app.core.workload import GROUP, Workload, WorkloadKey, group_of
+from app.core.workload import GROUP, POD, Workload, WorkloadKey, group_of
 from app.objects.pod import decode_pod
 from builders import LocalQueue, Node, Pod, PodGroup, running, snapshot_yaml
 from helpers import Verbs, one_queue, refused, uid, usage
@@ -401,14 +401,28 @@ def test_a_group_workload_sums_requests_and_takes_the_highest_priority():
                _info("g-1", "2", created=2, priority=1000),
                _info("g-2", "3", created=9)]
     workload = Workload.of_group(WorkloadKey(GROUP, "team-a", "g"), members)
-    unit = workload.pod
-    assert unit.requests["cpu"] == 6 * CPU and unit.requests["pods"] == 3
-    assert unit.priority == 1000
-    assert unit.created == min(m.created for m in members)
-    assert unit.uid == "team-a/g" and unit.name == "g" and unit.uid not in {m.uid for m in members}
-    assert unit.queue_name == "q" and group_of(unit) == workload.key == WorkloadKey(GROUP, "team-a", "g")
+    assert workload.requests["cpu"] == 6 * CPU and workload.requests["pods"] == 3
+    assert workload.priority == 1000
+    assert workload.created == min(m.created for m in members)
+    assert workload.uid == "team-a/g" and workload.key_text == "team-a/g"
+    assert workload.uid not in {m.uid for m in members}
+    assert workload.template is members[1]          # a real member, the oldest, never a pod made up for the group
+    assert workload.queue_name == "q"
+    assert group_of(workload.template) == workload.key == WorkloadKey(GROUP, "team-a", "g")
     assert workload.count == 3 and len(workload.pod_sets) == 3     # three request shapes: three pod sets
     assert all(m.requests["pods"] == 1 for m in members)       # the members are not changed
+
+
+def test_a_lone_pod_is_a_workload_of_its_own_without_a_copy():
+    """Workload.of_pod: the pod itself is the template and its only member; the indexes key it by the pod's uid
+    and reasons show its namespace/name, as they did when admission took the pod."""
+    pod = decode_pod(Pod("solo").queue("q").cpu("2").priority(10).obj())
+    workload = Workload.of_pod(pod)
+    assert workload.template is pod and workload.members == (pod,) and workload.requests is pod.requests
+    assert (workload.uid, workload.key_text, workload.namespace) == (pod.uid, pod.key, pod.namespace)
+    assert workload.key == WorkloadKey(POD, pod.namespace, "solo") and group_of(workload.template) is None
+    assert (workload.priority, workload.created, workload.queue_name) == (10, pod.created, pod.queue_name)
+    assert workload.shape == pod.shape and len(workload.pod_sets) == 1 and workload.count == 1
 
 
 # ---- bugs found and fixed, each with its reproduction ---------------------------------------------------------------

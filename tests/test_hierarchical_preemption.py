@@ -23,7 +23,7 @@ from app.core.resource_node import available
 from app.core.admission import assign
 
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running
-from helpers import CPU, all_usage, make_state, pod_info, preemptor_of
+from helpers import CPU, all_usage, make_state, preemptor_of, workload_info
 
 FR = ("default-flavor", "cpu")
 MEM = ("default-flavor", "memory")
@@ -82,8 +82,8 @@ def targets(s, ns="q", name="in"):
 
 
 def plan(s, ns="q", name="in"):
-    p = pod_info(s, ns, name)
-    _, c = s.store.queue_of(p)
+    p = workload_info(s, ns, name)
+    _, c = s.store.queue_of(p.template)
     with unchanged(s):
         return preemption.plans(s, p, c, assign(s, p, c), sorted(s.nodes), lambda n: s.workloads.room(n, p.uid))
 

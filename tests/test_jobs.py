@@ -21,7 +21,7 @@ from app.sim.scenario import load_scenario
 from app.sync.snapshot import SnapshotError, read_snapshot
 from builders import (Job, LocalQueue, Namespace, Node, Pod, PriorityClass, ResourceFlavor, WorkloadPriorityClass,
                       cpu_queue, snapshot_yaml)
-from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, pod_info
+from helpers import FakeClock, Verbs, answer_reasons, apply, make_state, pod_info, workload_info
 
 CPU = 1000
 
@@ -59,7 +59,7 @@ def test_a_min_parallelism_kueue_refuses_refuses_the_jobs_pods(value):
     """Kueue's Job webhook: job-min-parallelism must be an integer in [1, parallelism)."""
     job = Job("j").queue("q").parallelism(4).min_parallelism(value)
     s = cluster(job.obj(), *(p.obj() for p in pods_of(job, 4)))
-    verdict = decide(s, pod_info(s, "team-a", "j-0"))
+    verdict = decide(s, workload_info(s, "team-a", "j-0"))
     assert (verdict.admit, verdict.rule) == (False, "InvalidJob")
     assert "kueue.x-k8s.io/job-min-parallelism" in verdict.reason and "pod count 4" in verdict.reason
 

@@ -18,7 +18,7 @@ from app.scheduler.scheduler import Scheduler
 from app.journal import Journal
 from app.state.cluster import ClusterState
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor, running
-from helpers import CPU, apply, decide_pod, make_state, pod_info
+from helpers import CPU, apply, decide_pod, make_state, pod_info, workload_info
 
 
 class RecordingWriter:
@@ -68,7 +68,7 @@ def test_a_local_queue_whose_stop_policy_is_none_or_removed_admits_again(policy)
     assert decide_pod(s, Pod("p").queue("lq").cpu("1").obj()).rule == "LocalQueueStopped"
     lq = LocalQueue("lq", "team-a").cluster_queue("cq")
     apply(s, (lq.stop_policy(policy) if policy else lq).obj())
-    assert decide(s, pod_info(s, "team-a", "p")).admit is True
+    assert decide(s, workload_info(s, "team-a", "p")).admit is True
     assert s.pending["cq"] and s.pending["cq"][0][1] == pod_info(s, "team-a", "p").uid
 
 
@@ -94,7 +94,7 @@ def test_pending_pods_of_a_stopped_local_queue_hold_no_place_in_the_cluster_queu
     apply(s, Pod("big").queue("lq").cpu("9").created(0).obj())         # never fits 8 CPUs: blocks StrictFIFO
     assert decide_pod(s, Pod("small").queue("other").cpu("1").created(5).obj()).rule == "StrictFIFO"
     apply(s, LocalQueue("lq", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
-    assert decide(s, pod_info(s, "team-a", "small")).admit is True
+    assert decide(s, workload_info(s, "team-a", "small")).admit is True
     assert [uid for _, uid in s.pending["cq"]] == [pod_info(s, "team-a", "small").uid]
 
 

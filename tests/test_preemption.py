@@ -40,7 +40,7 @@ from app.sim.scenario import load_scenario
 from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor,
                       cpu_queue, extender_args, snapshot_yaml)
 from helpers import (CPU, FakeClock, Verbs, all_usage, answer_reasons, apply, delete, make_state, one_queue, pod_info,
-                     refused)
+                     refused, workload_info)
 
 FR = ("default-flavor", "cpu")
 REPO = Path(__file__).resolve().parents[1]
@@ -55,8 +55,8 @@ def state_of(*objects, config=None, clock=None):
 
 
 def preemptor(state, ns, name) -> Preemptor:
-    p = pod_info(state, ns, name)
-    _, c = state.store.queue_of(p)
+    p = workload_info(state, ns, name)
+    _, c = state.store.queue_of(p.template)
     a = assign(state, p, c)
     return Preemptor(p, c, state.ledger.quota_node(c.name), a.usage, set(a.flavors.values()))
 
@@ -100,8 +100,8 @@ def quota_targets(state, ns, name):
 
 
 def plans(state, ns, name, nodes=None, every=False):
-    p = pod_info(state, ns, name)
-    _, c = state.store.queue_of(p)
+    p = workload_info(state, ns, name)
+    _, c = state.store.queue_of(p.template)
     a = assign(state, p, c)
     with unchanged(state):
         return preemption.plans(state, p, c, a, sorted(state.nodes) if nodes is None else nodes,
@@ -210,7 +210,7 @@ def test_reclaim_within_cohort_any_offers_nothing_from_a_queue_that_is_not_borro
     (YuniKorn's law 5, seed 002: "除非队列超过保证容量,否则底下的任务不能被抢佔") - even for a pod that only needs room on
     a node (its quota fits), whatever the pods' priorities."""
     s = cohort_state({"reclaimWithinCohort": "Any"}, b_borrowing=False)
-    assert decide(s, pod_info(s, "team-a", "p")).admit
+    assert decide(s, workload_info(s, "team-a", "p")).admit
     assert candidates(s, "team-a", "p") == []
 
 
@@ -261,7 +261,7 @@ def test_most_recently_admitted_means_the_charge_time_not_the_creation_time():
                  LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
                  Pod("x").queue("lq").cpu("2").priority(0).created(1).obj(),
                  Pod("y").queue("lq").cpu("2").priority(0).created(5).node("n1").obj(), clock=clock)
-    v = decide(s, pod_info(s, "team-a", "x"))
+    v = decide(s, workload_info(s, "team-a", "x"))
     assert v.admit
     s.bindings.commit("uid-team-a-x", "n1", Charge("cq", v.assignment.flavors, v.assignment.usage))
     assert s.admitted["uid-team-a-x"].admitted_at == BASE_TIME + 100
@@ -614,7 +614,7 @@ def test_delay_forbids_preemption_until_the_pod_has_waited_that_long():
     quotient.dev/preemption-delay on the preemptor's ClusterQueue). h was created at 100s."""
     clock = FakeClock(BASE_TIME + 110)
     s = delayed_state(clock=clock)
-    h, c = pod_info(s, "team-a", "h"), s.cluster_queues["cq"]
+    h, c = workload_info(s, "team-a", "h"), s.cluster_queues["cq"]
     with unchanged(s):
         reason = may_preempt(s, h, c, clock())
     assert "preemption delay" in reason and "30s after it was created, 20s from now" in reason
@@ -626,7 +626,7 @@ def test_no_delay_annotation_means_no_wait():
     """seed 002 抢占配置: the delay is per queue; Quotient's ClusterQueues have none unless annotated."""
     clock = FakeClock(BASE_TIME + 100)
     s = delayed_state(delay=None, clock=clock)
-    assert may_preempt(s, pod_info(s, "team-a", "h"), s.cluster_queues["cq"], clock()) == ""
+    assert may_preempt(s, workload_info(s, "team-a", "h"), s.cluster_queues["cq"], clock()) == ""
 
 
 @pytest.mark.parametrize("value", ["soon", "-5s"])
@@ -634,7 +634,7 @@ def test_an_unparsable_delay_means_the_default_30s(value):
     """seed 002 抢占配置: "如果没有指定 preemption.delay 属性,则使用默认的 30s。如果字符串解析失败,一样使用 30s"."""
     clock = FakeClock(BASE_TIME + 110)
     s = delayed_state(delay=value, clock=clock)
-    h, c = pod_info(s, "team-a", "h"), s.cluster_queues["cq"]
+    h, c = workload_info(s, "team-a", "h"), s.cluster_queues["cq"]
     assert "20s from now" in may_preempt(s, h, c, clock())
     clock.advance(20)
     assert may_preempt(s, h, c, clock()) == ""
@@ -652,7 +652,7 @@ def test_may_preempt_per_mode(mode, queued, allowed):
     so Quotient does not preempt for queued pods itself; Auto: quota rules for queued pods, Default else."""
     s = delayed_state(delay=None)
     s.config.preemption_mode = mode
-    h = pod_info(s, "team-a", "h")
+    h = workload_info(s, "team-a", "h")
     reason = may_preempt(s, h, s.cluster_queues["cq"] if queued else None, BASE_TIME + 1000)
     assert (reason == "") is allowed, reason
 
@@ -664,7 +664,7 @@ def test_a_pod_with_preemption_policy_never_may_not_preempt():
     meek = Pod("meek").queue("lq").cpu("4").created(101).obj()
     meek["spec"]["priorityClassName"] = "meek"
     apply(s, meek)
-    assert "preemptionPolicy is Never" in may_preempt(s, pod_info(s, "team-a", "meek"), s.cluster_queues["cq"], 0)
+    assert "preemptionPolicy is Never" in may_preempt(s, workload_info(s, "team-a", "meek"), s.cluster_queues["cq"], 0)
 
 
 def opt_out_state(with_plain=True):
@@ -812,8 +812,8 @@ def test_the_oracles_candidate_search_is_reused_with_the_budgets_it_does_not_see
     monkeypatch.setattr(oracle_module, "find_candidates", spy)
     monkeypatch.setattr(choose, "find_candidates", spy)
     s = pdb_state(pdb("db", "team-a", {"app": "db"}, minAvailable=2))
-    p = pod_info(s, "team-a", "h")
-    cq = s.store.queue_of(p)[1]
+    p = workload_info(s, "team-a", "h")
+    cq = s.store.queue_of(p.template)[1]
     a = assign(s, p, cq)
     oracle = oracle_module.PreemptionOracle(s, p, cq)     # as the flavor assigner asks it with two flavors
     oracle("default-flavor", a.usage)
@@ -935,7 +935,7 @@ def test_node_plans_directly_quota_targets_first_then_each_nodes_own_candidates(
         found = find_candidates(s, pre, needs_of(pre), set())
         quota = quota_targets_of(s, pre, found)
         assert keys(quota) == ["team-a/l2"]
-        room = lambda n: s.workloads.room(n, pre.pod.uid)  # noqa: E731
+        room = lambda n: s.workloads.room(n, pre.workload.uid)  # noqa: E731
         first, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room)
         assert [(p.node, keys(p.targets)) for p in first] == [("n1", ["team-a/l2"])] and lost == {}
         every, lost = node_plans(s, pre, found, quota, ["n1", "n2", "n3"], room, every=True)
@@ -1165,7 +1165,7 @@ def test_a_borrowing_preemptor_takes_no_other_queues_pod_for_room():
                  Pod("b1", "team-b").queue("lq").cpu("3").created(2).node("n1").obj(),
                  Pod("b2", "team-b").queue("lq").cpu("3").created(3).node("n1").obj(),
                  Pod("p").queue("lq").cpu("2").priority(100).created(10).obj())
-    assert decide(s, pod_info(s, "team-a", "p")).assignment.borrowing
+    assert decide(s, workload_info(s, "team-a", "p")).assignment.borrowing
     found, _ = plans(s, "team-a", "p", every=True)
     assert found == []
 

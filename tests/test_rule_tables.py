@@ -21,7 +21,7 @@ from app.core.preemption.targets import Candidate, Plan, Preemptor, Target
 from app.core.resource_node import QuotaNode
 from app.core.rules import GROUP_INCOMPLETE
 from app.core.readiness import all_ready, backoff_after, queue_order, refusal, timed_out
-from app.core.workload import KUEUE_TOTAL, Readiness, RequeueRecord, group_of
+from app.core.workload import KUEUE_TOTAL, Readiness, RequeueRecord, Workload, group_of
 from app.objects import kueue
 from app.objects.annotations import FENCE
 from app.objects.pod import PodInfo, decode_pod
@@ -40,7 +40,7 @@ def pod(name: str = "p", priority: int | None = 0, created: float = T0, started:
 
 def preemptor(priority: int, policy: str = "LowerPriority", threshold: int | None = None) -> Preemptor:
     cq = kueue.ClusterQueue("cq", preemption=kueue.Preemption("LowerPriority", "Any", policy, threshold))
-    return Preemptor(pod("preemptor", priority), cq, QuotaNode("cq", False), {}, set())
+    return Preemptor(Workload.of_pod(pod("preemptor", priority)), cq, QuotaNode("cq", False), {}, set())
 
 
 def candidate(priority: int, name: str = "c", queue: str = "other", admitted_at: float = T0, **kw) -> Candidate:

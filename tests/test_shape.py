@@ -129,3 +129,16 @@ def test_no_workload_key_is_parsed_from_a_prefix(prefix):
     pattern = re.compile(rf'["\']{prefix}')
     found = [str(p.relative_to(APP.parent)) for p in MODULES.values() if pattern.search(p.read_text())]
     assert found == []
+
+
+def test_a_workload_is_no_pod_in_disguise():
+    """A pod group or a Job reaches admission as a Workload of its real members (its template one of them), never
+    as a pod made up for it with dataclasses.replace under another uid (issue 35: "no more key prefixes or fake
+    pods")."""
+    from app.core.workload import Workload
+
+    assert "replace(" not in (APP / "core" / "workload.py").read_text()
+    assert not hasattr(Workload, "pod") and "pod" not in Workload.__slots__
+    made_up = re.compile(r"\breplace\([^)]*\b(uid|requests)=")
+    found = [str(p.relative_to(APP.parent)) for p in MODULES.values() if made_up.search(p.read_text())]
+    assert found == []

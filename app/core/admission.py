@@ -1,4 +1,4 @@
-"""Admission: may this pod take quota now, in which flavors, and if not, why.
+"""Admission: may this workload (a pod, a pod group, a Job) take quota now, in which flavors, and if not, why.
 
 The checks run in the order an admin would debug them: queue label, LocalQueue,
 ClusterQueue (exists, active, not stopped, selects the namespace), flavor
@@ -19,8 +19,8 @@ from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
 from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
-from .gangs import waiting_members, walk_shape
-from .readiness import refusal, requeue_key
+from .gangs import waiting_members
+from .readiness import refusal, requeue_key, workload_order
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
 from .resource_node import FR, QuotaNode
@@ -51,9 +51,9 @@ def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
     return Verdict(rule, False, reason, resolvable, True, cq, assignment)
 
 
-def preemption_could_help(state: AdmissionView, pod: PodInfo, cq: ClusterQueue) -> bool:
-    """Whether any preemption policy of this ClusterQueue could free quota for the pod."""
-    if pod.preemption_policy == "Never":
+def preemption_could_help(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
+    """Whether any preemption policy of this ClusterQueue could free quota for the workload."""
+    if workload.template.preemption_policy == "Never":
         return False
     p = cq.preemption
     if p.within_cluster_queue != "Never":
@@ -70,25 +70,28 @@ def virtual_charges(state: AdmissionView, charges: list[tuple[str, dict[FR, int]
     return overlay
 
 
-def assign(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, offered: OfferedNodes | None = None) -> Assignment:
-    """The pod's flavors; a flavor that needs preemption is asked of the preemption oracle (Kueue's
-    shouldTryNextFlavor passes over one where preemption would find no candidates)."""
-    oracle = PreemptionOracle(state, pod, cq)
-    assignment = assign_flavors(state.ledger.quota_requests(pod), cq, state.ledger.quota_node(cq.name), state.flavors,
-                                pod.tolerations, pod.node_selector,
+def assign(state: AdmissionView, workload: Workload, cq: ClusterQueue, offered: OfferedNodes | None = None) -> Assignment:
+    """The workload's flavors (its template member's tolerations and node selector); a flavor that needs
+    preemption is asked of the preemption oracle (Kueue's shouldTryNextFlavor passes over one where preemption
+    would find no candidates)."""
+    oracle = PreemptionOracle(state, workload, cq)
+    template = workload.template
+    assignment = assign_flavors(state.ledger.quota_requests(workload), cq, state.ledger.quota_node(cq.name),
+                                state.flavors, template.tolerations, template.node_selector,
                                 partial(offered.has_nodes, state) if offered is not None else None, oracle)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
     return assignment
 
 
-def resolve(state: AdmissionView, pod: PodInfo) -> tuple[ClusterQueue | None, Verdict | None]:
-    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the pod's Job is known and
-    valid, the ClusterQueue exists and is active, its stopPolicy is None, and its namespaceSelector selects
-    the pod's namespace."""
+def resolve(state: AdmissionView, workload: Workload) -> tuple[ClusterQueue | None, Verdict | None]:
+    """LocalQueue -> ClusterQueue, and every check that needs no quota arithmetic: the workload's Job is known
+    and valid, the ClusterQueue exists and is active, its stopPolicy is None, and its namespaceSelector selects
+    the workload's namespace."""
+    pod = workload.template
     refusal = job_refusal(state, pod)
     if refusal is not None:
         return None, refusal
-    if not pod.queue_name:
+    if not workload.queue_name:
         if state.config.manage_jobs_without_queue_name:
             return None, _refuse(NO_QUEUE_NAME, f"pod has no {QUEUE_LABEL} label and "
                                  "manageJobsWithoutQueueName is true; add the label naming a LocalQueue")
@@ -98,11 +101,11 @@ def resolve(state: AdmissionView, pod: PodInfo) -> tuple[ClusterQueue | None, Ve
         return None, _refuse(WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f"WorkloadPriorityClass {pod.missing_priority_class} "
                              f"does not exist (pod label {PRIORITY_CLASS_LABEL}); like Kueue, Quotient queues no "
                              "workload until it does: create it, or fix the label")
-    lq_key = f"{pod.namespace}/{pod.queue_name}"
+    lq_key = f"{workload.namespace}/{workload.queue_name}"
     lq = state.local_queues.get(lq_key)
     if lq is None:
         return None, _refuse(LOCAL_QUEUE_NOT_FOUND, f"LocalQueue {lq_key} does not exist "
-                             f"(pod label {QUEUE_LABEL}={pod.queue_name})")
+                             f"(pod label {QUEUE_LABEL}={workload.queue_name})")
     cq = state.cluster_queues.get(lq.cluster_queue)
     if lq.stop_policy != "None":
         return cq, _refuse(LOCAL_QUEUE_STOPPED, local_queue_stopped(lq), lq.cluster_queue)
@@ -117,12 +120,12 @@ def resolve(state: AdmissionView, pod: PodInfo) -> tuple[ClusterQueue | None, Ve
     if cq.namespace_selector is None:
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"ClusterQueue {cq.name} has no namespaceSelector, which "
                            "selects no namespace (as in Kueue); set namespaceSelector: {} for all", cq.name)
-    if not cq.namespace_selector.matches(state.store.namespace_labels(pod.namespace)):
-        return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {pod.namespace} is not selected by "
+    if not cq.namespace_selector.matches(state.store.namespace_labels(workload.namespace)):
+        return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {workload.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
-    if pod.refused:             # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
-        return cq, _refuse(pod.refused[0], pod.refused[1], cq.name)
+    if workload.refused:        # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
+        return cq, _refuse(workload.refused[0], workload.refused[1], cq.name)
     return cq, None
 
 
@@ -169,14 +172,16 @@ def job_refusal(state: JobsView, pod: PodInfo) -> Verdict | None:
     return None
 
 
-def _ahead(state: AdmissionView, pod: PodInfo | None, cq: ClusterQueue, present: bool = False) -> Iterator[PodInfo]:
-    """Pending pods (or pod groups, as one workload each) ahead of pod in the ClusterQueue's order
-    (all of them when pod is None; with present, only those kube-scheduler brings now: PresenceView.away).
+def _ahead(state: AdmissionView, workload: Workload | None, cq: ClusterQueue,
+           present: bool = False) -> Iterator[Workload]:
+    """Pending workloads (a lone pod, or a pod group once) ahead of workload in the ClusterQueue's order
+    (all of them when workload is None; with present, only those kube-scheduler brings now: PresenceView.away).
     A group that cannot be admitted (members missing, or naming different queues) holds nothing and is
     passed over."""
-    own = group_of(pod) if pod is not None else None
+    own = group_of(workload.template) if workload is not None else None
+    uid = workload.uid if workload is not None else None
     cfg = state.config.wait_for_pods_ready
-    before = state.queues.queue_key(pod) if pod is not None else None
+    before = workload_order(state, workload) if workload is not None else None
     walk = state.queues.present_pending if present else state.queues.pending_pods
 
     def others() -> Iterator[PodInfo]:
@@ -184,19 +189,19 @@ def _ahead(state: AdmissionView, pod: PodInfo | None, cq: ClusterQueue, present:
             if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
                                                               state.clock(), "")[0]:
                 continue        # backing off or deactivated: it is not admitted first, so it holds nothing
-            if pod is not None and (other.uid == pod.uid or (own and group_of(other) == own)):
-                continue        # the pod itself, or its own group
+            if uid is not None and (other.uid == uid or (own and group_of(other) == own)):
+                continue        # the workload itself, or its own group
             yield other
     yield from _workloads(state, others())      # held members are already counted in the quota
 
 
-def pending_workloads(state: AdmissionView, cq: ClusterQueue) -> Iterator[PodInfo]:
+def pending_workloads(state: AdmissionView, cq: ClusterQueue) -> Iterator[Workload]:
     """The ClusterQueue's pending workloads in its order (_ahead: a pod group once, as one workload; one backing off
     from a PodsReadyTimeout passed over)."""
     return _ahead(state, None, cq)
 
 
-def queue_ahead(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, charges: list) -> str:
+def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list) -> str:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
     BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (PresenceView.away);
     under StrictFIFO every one, as the strategy promises.
@@ -211,8 +216,8 @@ def queue_ahead(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, charges: l
     passed_over: set = set()
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
-        for other in _ahead(state, pod, cq, present=not strict):   # one backing off keeps no quota meanwhile
-            shape = walk_shape(other)
+        for other in _ahead(state, workload, cq, present=not strict):   # one backing off keeps no quota meanwhile
+            shape = other.shape
             if shape in passed_over:
                 continue
             if resolve(state, other)[1] is not None:
@@ -220,10 +225,10 @@ def queue_ahead(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, charges: l
                 continue
             a = assign(state, other, cq)
             if a.mode == FIT:
-                _charge_one_more(overlay, charges, (cq.name, a.usage, other.key))
+                _charge_one_more(overlay, charges, (cq.name, a.usage, other.key_text))
             elif strict:
                 why = a.reasons[-1] if a.reasons else "it does not fit"
-                return (f"StrictFIFO: {other.key} is ahead in ClusterQueue {cq.name} and does not fit "
+                return (f"StrictFIFO: {other.key_text} is ahead in ClusterQueue {cq.name} and does not fit "
                         f"({why}); pods behind it wait")
             else:
                 passed_over.add(shape)
@@ -274,7 +279,7 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
             for other in _workloads(state, state.queues.present_pending(current.name)):   # one backing off keeps nothing
                 if len(passed_over) >= len(shapes):
                     break                    # every shape of its queue is passed over: so is every pod left
-                shape = walk_shape(other)
+                shape = other.shape
                 if shape in passed_over:
                     continue
                 if resolve(state, other)[1] is not None:
@@ -288,30 +293,30 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
                 lower = fair and a.borrowing and \
                     dominant_resource_share(current, other_cq.fair_weight, a.usage)[0] < share
                 if (not a.borrowing if fair else level.height < height) or lower:
-                    _charge_one_more(overlay, charges, (other_cq.name, a.usage, other.key))
-                    holders.append((other.key, level))
+                    _charge_one_more(overlay, charges, (other_cq.name, a.usage, other.key_text))
+                    holders.append((other.key_text, level))
                     by_share = by_share or lower
                 else:
                     passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
     return holders, by_share
 
 
-def _workloads(state: AdmissionView, pods: Iterator[PodInfo]) -> Iterator[PodInfo]:
-    """Pending pods as Kueue's workloads: a lone pod as itself, a pod group once, as one workload of its members
-    still to place (Workload.of_group), where its first member comes; a group that cannot be admitted is passed over. A
-    group that must borrow as a whole is no workload "within its own nominal quota" because each of its members
+def _workloads(state: AdmissionView, pods: Iterator[PodInfo]) -> Iterator[Workload]:
+    """Pending pods as Kueue's workloads: a lone pod as its own (Workload.of_pod), a pod group once, as one workload
+    of its members still to place (Workload.of_group), where its first member comes; a group that cannot be admitted
+    is passed over. A group that must borrow as a whole is no workload "within its own nominal quota" because each of its members
     alone would be (Kueue's TestScheduleForTASCohorts, "two workloads considered; there is enough space only for
     the first")."""
     seen: set = set()
     for pod in pods:
         key = group_of(pod)
         if not key:
-            yield pod
+            yield Workload.of_pod(pod)
         elif key not in seen:
             seen.add(key)
             waiting = waiting_members(state, key, pod)
             if waiting:
-                yield Workload.of_group(key, waiting).pod
+                yield Workload.of_group(key, waiting)
 
 
 def reserved_for_heads(state: AdmissionView, cq: ClusterQueue, charges: list) -> list[tuple[str, str, dict]]:
@@ -333,8 +338,8 @@ def reserved_for_heads(state: AdmissionView, cq: ClusterQueue, charges: list) ->
             a = assign(state, head, other_cq)
             keep = resources_to_reserve(current, a.usage, a.borrowing) if a.mode == PREEMPT else {}
         if keep:
-            charges.append((other_cq.name, keep, head.key))
-            kept.append((other_cq.name, head.key, keep))
+            charges.append((other_cq.name, keep, head.key_text))
+            kept.append((other_cq.name, head.key_text, keep))
     return kept
 
 
@@ -350,13 +355,13 @@ def _shown(names: list[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _first_in_cohort(state: AdmissionView, pod: PodInfo, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
+def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue, a: Assignment, level: BorrowingLevel,
                      charges: list, offered: OfferedNodes | None) -> Verdict | None:
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
     def fits_after() -> Assignment | None:
         with virtual_charges(state, charges):
-            again = assign(state, pod, cq, offered)
+            again = assign(state, workload, cq, offered)
         return None if again.mode == FIT else again
 
     holders, by_share = served_first(state, cq, a.usage, charges, level)
@@ -393,31 +398,31 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
-def decide(state: AdmissionView, pod: PodInfo, offered: OfferedNodes | None = None) -> Verdict:
-    """Decide whether pod may be admitted now; offered: the nodes kube-scheduler offers (None: any node)."""
-    cq, refusal = resolve(state, pod)
+def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | None = None) -> Verdict:
+    """Decide whether the workload may be admitted now; offered: the nodes kube-scheduler offers (None: any node)."""
+    cq, refusal = resolve(state, workload)
     if refusal is not None:
         return refusal
     overrun = state.ledger.overrun(cq.name)
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
-    blocked = queue_ahead(state, pod, cq, charges)
+    blocked = queue_ahead(state, workload, cq, charges)
     if blocked:
         return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
-        a = assign(state, pod, cq, offered)
+        a = assign(state, workload, cq, offered)
         level = borrowing_level(state.ledger.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
-                       cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, pod, cq), a)
+                       cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, workload, cq), a)
     if a.mode == PREEMPT:
         ahead = _ahead_note(charges)
         return _refuse(QUOTA_EXCEEDED, "; ".join(a.reasons) + ahead, cq.name,
-                       preemption_could_help(state, pod, cq), a)
+                       preemption_could_help(state, workload, cq), a)
     if a.borrowing and cq.cohort:
-        refusal = _first_in_cohort(state, pod, cq, a, level, charges, offered)
+        refusal = _first_in_cohort(state, workload, cq, a, level, charges, offered)
         if refusal is not None:
             return refusal
     return Verdict(ADMITTED, True, "", False, True, cq.name, a)

@@ -10,7 +10,7 @@ from .drift import changed_since
 from .flavors import Charge
 from .placement import shortfall
 from .view import BindingView
-from .workload import group_of
+from .workload import Workload, group_of
 
 
 def room_refusal(state: BindingView, pod: PodInfo, node: str) -> str:
@@ -60,7 +60,7 @@ def reserved_charge(state: BindingView, pod: PodInfo, node: str) -> Charge | Non
 def charge_at_bind(state: BindingView, pod: PodInfo, node: str) -> tuple[Charge | None, str]:
     """Admission decided again for pod on node (its reservation, if any, already given back): the charge,
     (None, "") for a pod Quotient does not manage, or (None, why) when it no longer fits."""
-    verdict = decide(state, pod, OfferedNodes([node]))
+    verdict = decide(state, Workload.of_pod(pod), OfferedNodes([node]))
     if not verdict.managed:
         return None, ""
     if not verdict.admit:

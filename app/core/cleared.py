@@ -56,11 +56,11 @@ def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, hold
         pending = gangs.pending_members(state, state.store.members(key))
         if not pending:
             return ""
-        verdict = decide(state, Workload.of_group(key, pending).pod)
+        verdict = decide(state, Workload.of_group(key, pending))
     else:
         if state.blocked.lookup(state, pod) is not None:
             return ""          # one of its shape ahead of it is refused, and nothing has freed since (state.blocked)
-        verdict = decide(state, pod)
+        verdict = decide(state, Workload.of_pod(pod))
         if not may_reclaim(verdict):
             state.blocked.remember(state, pod, verdict)
     if verdict.admit and verdict.managed:
@@ -70,6 +70,6 @@ def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, hold
         return QUOTA_FREED if rule in QUOTA_RULES else QUEUE_CHANGED
     if "preemption delay" in reason and may_reclaim(verdict):
         cq = state.cluster_queues.get(verdict.cluster_queue)
-        if cq is not None and not may_preempt(state, pod, cq, state.clock()):
+        if cq is not None and not may_preempt(state, Workload.of_pod(pod), cq, state.clock()):
             return PREEMPTION_DELAY_OVER
     return ""

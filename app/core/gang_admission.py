@@ -110,8 +110,7 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
     """Decide for a whole pod group: quota as one workload, a node for every pending member at once
     (offered nodes first), preempting for it if needed (core.preemption.gang)."""
     workload = Workload.of_group(key, pending)
-    unit = workload.pod
-    verdict = decide(state, unit)
+    verdict = decide(state, workload)
     whole = f"{key.described} ({len(pending)} pending members, admitted whole or not at all)"
     if not verdict.admit and not may_reclaim(verdict):
         return Refuse(verdict.rule, f"{whole}: {verdict.reason}", verdict.cluster_queue)
@@ -123,10 +122,10 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
     victims: dict[str, tuple[str, str]] = {}
     if placement is None:
         cq = state.cluster_queues[verdict.cluster_queue]
-        why = may_preempt(state, unit, cq, state.clock())
+        why = may_preempt(state, workload, cq, state.clock())
         targets: list = []
         if not why:
-            targets, placement, why = gang_plan(state, unit, pending, cq, a, candidates, rooms, allowed)
+            targets, placement, why = gang_plan(state, workload, pending, cq, a, candidates, rooms, allowed)
         if not targets:
             problem = verdict.reason if not verdict.admit else (
                 f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "

@@ -27,8 +27,8 @@ def node_masks(members: list[PodInfo], nodes: list, misfit):
 
 
 def walk_shape(pod: PodInfo) -> object:
-    """What a walk of queue order passes over alike (PodInfo.shape): a pod group's member, or a group taken as one
-    workload (core.workload.Workload.of_group), is its own, since its members are admitted together or not at all."""
+    """What a walk of queue order passes over alike (PodInfo.shape): a pod group's member is its own, since its
+    members are admitted together or not at all (a workload's: core.workload.Workload.shape)."""
     return pod.uid if group_of(pod) else pod.shape
 
 

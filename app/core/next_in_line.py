@@ -20,8 +20,7 @@ from weakref import WeakKeyDictionary
 
 from ..objects.pod import PodInfo
 from .admission import Verdict, decide, pending_workloads
-from .gangs import walk_shape
-from .readiness import refusal, requeue_key, unit_of
+from .readiness import refusal, requeue_key, unit_of, workload_order
 from .view import GateView
 from .workload import GROUP, Workload, group_of
 
@@ -63,7 +62,7 @@ def next_in_line(state: GateView, pod: PodInfo) -> str:
         return ""
     place, own = _order(state, unit, mine), group_of(pod) or pod.uid
     for other, verdict in heads(state):
-        if (group_of(other) or other.uid) != own and _order(state, other, verdict) < place:
+        if (group_of(other.template) or other.uid) != own and _order(state, other, verdict) < place:
             return (f"waitForPodsReady.blockAdmission: workloads are admitted one at a time, in Kueue's order "
                     f"across ClusterQueues (within nominal quota first, then priority, then queue time: a requeued "
                     f"workload's eviction time with requeuingStrategy.timestamp Eviction); {_shown(other)} of "
@@ -71,7 +70,7 @@ def next_in_line(state: GateView, pod: PodInfo) -> str:
     return ""
 
 
-def heads(state: GateView) -> list[tuple[PodInfo, Verdict]]:
+def heads(state: GateView) -> list[tuple[Workload, Verdict]]:
     """Each ClusterQueue's first pending workload that kube-scheduler brings and that would be admitted now, with
     its verdict: worked out once per state generation and second (note_cleared asks for every refused pod)."""
     stamp = (state.generation, int(state.timer()))
@@ -82,20 +81,20 @@ def heads(state: GateView) -> list[tuple[PodInfo, Verdict]]:
     return cached[1]
 
 
-def _workload_of(state: GateView, pod: PodInfo) -> PodInfo:
-    """What admission decides on for pod's workload (Workload.pod): its group's members still to place, or itself."""
+def _workload_of(state: GateView, pod: PodInfo) -> Workload:
+    """What admission decides on for pod's workload: its group's members still to place, or itself."""
     key = group_of(pod)
     members = [m for m in state.store.members(key) if not m.node_name] if key else []
-    return Workload.of_group(key, members).pod if members else pod
+    return Workload.of_group(key, members) if members else Workload.of_pod(pod)
 
 
-def _first_admissible(state: GateView, cq) -> tuple[PodInfo, Verdict] | None:
+def _first_admissible(state: GateView, cq) -> tuple[Workload, Verdict] | None:
     """Kueue's head of the ClusterQueue: its first pending workload that kube-scheduler brings and that would be
     admitted now (under BestEffortFIFO one that does not fit is set aside; under StrictFIFO it blocks those
     behind it), with its verdict."""
     passed_over: set = set()
     for other in pending_workloads(state, cq):
-        shape = walk_shape(other)
+        shape = other.shape
         if shape in passed_over or not _expected(state, other):
             continue
         verdict = decide(state, other)
@@ -107,19 +106,19 @@ def _first_admissible(state: GateView, cq) -> tuple[PodInfo, Verdict] | None:
     return None
 
 
-def _expected(state: GateView, workload: PodInfo) -> bool:
-    key = group_of(workload)
-    pods = state.store.members(key) if key else [workload]
+def _expected(state: GateView, workload: Workload) -> bool:
+    key = group_of(workload.template)
+    pods = state.store.members(key) if key else [workload.template]
     return any(state.queues.expected(m.uid) for m in pods if not m.node_name)
 
 
-def _order(state: GateView, workload: PodInfo, verdict: Verdict) -> tuple:
+def _order(state: GateView, workload: Workload, verdict: Verdict) -> tuple:
     borrows = bool(verdict.assignment is not None and verdict.assignment.borrowing)
-    return borrows, state.queues.queue_key(workload)
+    return borrows, workload_order(state, workload)
 
 
-def _shown(workload: PodInfo) -> str:
-    key = group_of(workload)
+def _shown(workload: Workload) -> str:
+    key = group_of(workload.template)
     if key is None:
-        return f"pod {workload.key}"
+        return f"pod {workload.key_text}"
     return f"pod group {key}" if key.kind == GROUP else f"Job {key}"     # (a Job by its printed name, as ever)

@@ -14,8 +14,8 @@ from ..objects.meta import format_time
 from ..objects.pod import PodInfo
 from .decisions import Evict, Requeue
 from .rules import PODS_READY_TIMEOUT
-from .view import ReadinessView
-from .workload import Readiness, RequeueRecord, WorkloadKey, group_of, job_key, pod_key
+from .view import AdmissionView, ReadinessView
+from .workload import Readiness, RequeueRecord, Workload, WorkloadKey, group_of, job_key, pod_key
 
 
 def unit_of(pod: PodInfo) -> WorkloadKey:
@@ -94,10 +94,22 @@ def queue_order(pod: PodInfo, record: RequeueRecord | None, cfg) -> tuple:
     its queue time, then its name. The queue time is its creationTimestamp; a workload requeued after a
     PodsReadyTimeout is a new pod created at the eviction, so with requeuingStrategy.timestamp Eviction (the
     default) it goes behind, and with Creation it keeps its workload's original place (seed 003)."""
-    created = pod.created or 0.0
+    return _place(pod.priority or 0, pod.created, pod.key, record, cfg)
+
+
+def workload_order(state: AdmissionView, workload: Workload) -> tuple:
+    """queue_order of a workload (a pod group's: its highest priority, its oldest creation, its name), against
+    the requeue record of the workload its template member counts under: where it stands among the pending pods."""
+    cfg = state.config.wait_for_pods_ready
+    record = state.requeues.get(requeue_key(workload.template)) if cfg is not None else None
+    return _place(workload.priority, workload.created, workload.key_text, record, cfg)
+
+
+def _place(priority: int, created: float | None, name: str, record: RequeueRecord | None, cfg) -> tuple:
+    created = created or 0.0
     if cfg is not None and cfg.timestamp == "Creation" and record is not None and record.first_created is not None:
         created = record.first_created
-    return (-(pod.priority or 0), created, pod.key)
+    return (-priority, created, name)
 
 
 def timeouts(state: ReadinessView, now: float) -> list[Requeue]:

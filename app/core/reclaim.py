@@ -42,15 +42,15 @@ def flavor_nodes(state: ReclaimView, a: Assignment) -> list[str]:
 
 def reclaim(state: ReclaimView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, Plan] | Refuse:
     """The best node's victim group for pod, as a Hold (with the plan chosen), or why there is none."""
-    cq = state.cluster_queues[verdict.cluster_queue]
-    why = may_preempt(state, pod, cq, state.clock())
+    cq, preemptor = state.cluster_queues[verdict.cluster_queue], Workload.of_pod(pod)
+    why = may_preempt(state, preemptor, cq, state.clock())
     if why:
         return Refuse(MAY_NOT_PREEMPT, why, cq.name)
     a = verdict.assignment
-    found, why = plans(state, pod, cq, a, flavor_nodes(state, a), state.workloads.rooms(pod.uid))
+    found, why = plans(state, preemptor, cq, a, flavor_nodes(state, a), state.workloads.rooms(pod.uid))
     if not found:
         return Refuse(NO_PREEMPTION, why, cq.name)
-    best, preemptor = found[0], Workload.of_pod(pod)
+    best = found[0]
     victims = {m.uid: (reason, victim_message(reason, preemptor)) for reason, m in best.victims()}
     return Hold(pod.uid, best.node, pod.requests, Charge(cq.name, a.flavors, a.usage), victims), best
 

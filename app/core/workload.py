@@ -13,15 +13,17 @@ naming a PodGroup). A Kueue-managed Job's pods are one workload (core.job_worklo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..objects.annotations import GROUP_TOTAL
-from ..objects.pod import PodInfo
+from ..objects.pod import QUEUE_LABEL, PodInfo
 
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL = GROUP_TOTAL
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+
+_new, _tuple_new = object.__new__, tuple.__new__
 
 POD = "pod"                 # a pod on its own
 GROUP = "group"             # a pod group (either convention)
@@ -81,22 +83,39 @@ class PodSet:
     requests: dict[str, int]
 
 
-@dataclass(frozen=True, slots=True)
 class Workload:
-    """One workload as admission decides on it (Kueue's workload.Info).
+    """One workload as admission decides on it (Kueue's workload.Info): made once at the edge, for a lone pod
+    (of_pod) or a pod group or a Job (of_group), and read by every admission rule, queue walk and preemption.
 
-    pod is what the admission rules read of it: a lone pod is itself; a pod group or a Job is its first member
-    (its pod template: queue, priority class, selectors, tolerations) carrying the workload's total requests,
-    the highest member priority (the ACK seed: one high-priority member makes the whole group high priority)
-    and the oldest creation, under the workload's own name and its printed name as uid (no pod's)."""
-    key: WorkloadKey
-    pod_sets: tuple[PodSet, ...]
-    members: tuple[PodInfo, ...]
-    pod: PodInfo
+    template is a real member, the oldest: what its pods share and a rule reads of one of them (namespace,
+    owner, queue label, priority class, preemptionPolicy, node selectors, affinity, tolerations). The rest is
+    the workload's own: its total requests, the highest member priority (the ACK seed: one high-priority
+    member makes the whole group high priority), the oldest creation. uid is what the indexes key it by (a
+    lone pod's uid, a group's or a Job's printed name), key_text the name a reason shows (namespace/name)."""
+
+    __slots__ = ("key", "_pod_sets", "members", "template", "uid", "key_text", "namespace", "queue_name",
+                 "priority", "pod_priority", "created", "requests", "refused")
+
+    def __init__(self, key: WorkloadKey, pod_sets: tuple[PodSet, ...] | None, members: tuple[PodInfo, ...],
+                 template: PodInfo, uid: str, key_text: str, priority: int, pod_priority: int,
+                 created: float | None, requests: dict[str, int], refused: tuple[str, str] | None):
+        self.key, self._pod_sets, self.members, self.template = key, pod_sets, members, template
+        self.uid, self.key_text, self.namespace, self.queue_name = uid, key_text, key.namespace, template.queue_name
+        self.priority, self.pod_priority, self.created = priority, pod_priority, created
+        self.requests, self.refused = requests, refused
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> Workload:
-        return cls(pod_key(pod), (PodSet("main", 1, pod.requests),), (pod,), pod)
+        """A pod on its own. This runs on every filter and for every pod a queue walk passes, so it costs one
+        Python call: its requests as they are (not copied), its one pod set made only when asked for."""
+        w = _new(cls)
+        ns, name = pod.namespace, pod.name
+        w.key, w._pod_sets, w.members, w.template = _tuple_new(WorkloadKey, (POD, ns, name, "")), None, (pod,), pod
+        w.uid, w.key_text, w.namespace = pod.uid, f"{ns}/{name}", ns
+        w.queue_name = pod.labels.get(QUEUE_LABEL, "")             # PodInfo.queue_name, without its call
+        w.priority, w.pod_priority, w.created = pod.priority or 0, pod.pod_priority or 0, pod.created
+        w.requests, w.refused = pod.requests, pod.refused
+        return w
 
     @classmethod
     def of_group(cls, key: WorkloadKey, members: list[PodInfo]) -> Workload:
@@ -111,28 +130,26 @@ class Workload:
             shapes[shape] = shapes.get(shape, 0) + 1
         pod_sets = tuple(PodSet("main" if i == 0 else f"main-{i}", count, dict(shape))
                          for i, (shape, count) in enumerate(shapes.items()))
-        pod = replace(first, uid=str(key), name=key.name, requests=requests,
-                      priority=max(m.priority or 0 for m in members),
-                      pod_priority=max(m.pod_priority or 0 for m in members),
-                      created=min((m.created for m in members if m.created is not None), default=None),
-                      refused=next((m.refused for m in members if m.refused), None))
-        return cls(key, pod_sets, tuple(members), pod)
+        return cls(key, pod_sets, tuple(members), first, str(key), f"{first.namespace}/{key.name}",
+                   max(m.priority or 0 for m in members), max(m.pod_priority or 0 for m in members),
+                   min((m.created for m in members if m.created is not None), default=None), requests,
+                   next((m.refused for m in members if m.refused), None))
+
+    @property
+    def pod_sets(self) -> tuple[PodSet, ...]:
+        if self._pod_sets is None:
+            self._pod_sets = (PodSet("main", 1, self.template.requests),)
+        return self._pod_sets
+
+    @property
+    def shape(self) -> object:
+        """What a walk of queue order passes over alike (core.gangs.walk_shape): a lone pod's shape
+        (PodInfo.shape), a group's or a Job's own identity (its members are admitted together or not at all)."""
+        return self.template.shape if self.key[0] == POD else self.uid
 
     @property
     def kind(self) -> str:
         return self.key.kind
-
-    @property
-    def namespace(self) -> str:
-        return self.key.namespace
-
-    @property
-    def queue_name(self) -> str:
-        return self.pod.queue_name
-
-    @property
-    def priority(self) -> int:
-        return self.pod.priority or 0
 
     @property
     def count(self) -> int:
@@ -142,7 +159,7 @@ class Workload:
     def preemptor_name(self) -> str:
         """Who a victim is preempted for, in its eviction message (Kueue's Preempted condition)."""
         if self.kind == POD:
-            return f"pod {self.pod.key} (UID: {self.pod.uid})"
+            return f"pod {self.key_text} (UID: {self.uid})"
         return f"{self.key.described} (its pods' UIDs: see its members)"
 
 

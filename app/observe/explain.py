@@ -11,6 +11,7 @@ import orjson
 import yaml
 
 from ..core.admission import decide
+from ..core.workload import Workload
 from ..objects.errors import InvalidObject
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import decode_pod
@@ -66,7 +67,7 @@ def explain(state, obj: dict, names: list[str] | None = None) -> dict:
     if pod.created is None:
         pod.created = state.clock()  # a pod created now queues behind the pods of its priority
     state.store.resolve_priority(pod, known)   # on the decoded copy; the state's own record is never touched
-    verdict = decide(state, pod, OfferedNodes(names) if names is not None else None)
+    verdict = decide(state, Workload.of_pod(pod), OfferedNodes(names) if names is not None else None)
     lq, cq = state.store.queue_of(pod)
     known_status = pod_status(state, known)[0] if known is not None else None
     view = {

@@ -10,6 +10,7 @@ victim, eviction, and gang and backoff, which read "none" until entries carry th
 from __future__ import annotations
 
 from ..core.admission import decide
+from ..core.workload import Workload
 from ..core.rules import ADMITTED, EVICTED, PREEMPTED
 from ..objects.pod import PodInfo
 from .views import (PREEMPT_VERBS, NotFound, admission_view, entry_view, pending_ahead, priority_view, requests_view,
@@ -146,7 +147,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
                            "flavors": dict(reservation.charge.flavors), "usage": usage_view(reservation.charge.usage),
                            "expiresIn": round(reservation.expires - state.timer(), 3)} if reservation else None
     if status == "pending":
-        verdict = decide(state, pod)
+        verdict = decide(state, Workload.of_pod(pod))
         now = verdict_view(verdict)
         if verdict.cluster_queue:
             now["pendingAhead"] = pending_ahead(state, pod, verdict.cluster_queue)

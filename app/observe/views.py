@@ -16,6 +16,7 @@ from ..core.dominant_share import MAX_SHARE, dominant_resource_share
 from ..objects.quantity import format_quantity
 from ..core.resource_node import FR, QuotaNode, available, lendable
 from ..core.rules import PREEMPTING
+from ..core.workload import Workload
 from ..objects.pod import PodInfo
 
 PENDING_SHOWN = 100        # pending pods a queue view decides for, at most (and never past maxQueueScan)
@@ -225,7 +226,7 @@ def pending_rows(state, journal, cq_name: str, limit: int) -> Iterator[dict]:
     for i, pod in enumerate(pods):
         if state.pods.get(pod.uid) is not pod or pod.uid in state.reservations:
             continue
-        verdict = decide(state, pod)
+        verdict = decide(state, Workload.of_pod(pod))
         last = journal.of_pod(pod.key)[:1] if journal is not None else []
         yield {
             "position": i + 1, "pod": pod.key, **priority_view(pod), "created": rfc3339(pod.created),

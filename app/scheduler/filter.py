@@ -13,7 +13,7 @@ import orjson
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
 from ..core.admission import Verdict, decide, may_reclaim
 from ..core.decisions import Refuse
-from ..core.workload import WorkloadKey, group_of
+from ..core.workload import Workload, WorkloadKey, group_of
 from ..core.rules import (ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
                           WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
@@ -57,7 +57,7 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
         known = state.blocked.lookup(state, pod, offered)
         if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
             return _behind(pod, known, offered)
-        verdict = decide(state, pod, offered)
+        verdict = decide(state, Workload.of_pod(pod), offered)
         flavors = verdict.assignment.flavors if verdict.assignment else {}
     if not verdict.managed:
         return passed(pod, *offered.on_offer(state, frozenset()), booked=False)

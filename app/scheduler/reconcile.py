@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..core import gangs, readiness, reclaim
 from ..core.admission import decide, drained, may_reclaim
 from ..core.decisions import Evict
-from ..core.workload import group_of
+from ..core.workload import Workload, group_of
 from ..core.rules import GROUP_PREEMPTING, LOCAL_QUEUE_STOPPED
 from ..objects.pod import PodInfo
 from ..sync import freshness
@@ -67,7 +67,7 @@ def reclaim_for_heads(ctx: Context, evictions: list[Evict]) -> int:
                 _commit(ctx, admission, evictions)
                 started += getattr(admission.decision, "rule", "") == GROUP_PREEMPTING
             continue
-        verdict = decide(state, head)
+        verdict = decide(state, Workload.of_pod(head))
         if may_reclaim(verdict):
             tried = reclaim_for(ctx, head, verdict)
             _commit(ctx, tried, evictions)

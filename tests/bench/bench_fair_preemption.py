@@ -32,7 +32,7 @@ from app.core.preemption.quota_targets import quota_targets  # noqa: E402
 from app.core.preemption.targets import Preemptor  # noqa: E402
 from app.core.resource_node import available  # noqa: E402
 from builders import ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor  # noqa: E402
-from helpers import make_state, pod_info  # noqa: E402
+from helpers import make_state, workload_info  # noqa: E402
 
 
 def cluster(teams: int, queues: int, own: int, need: int, fair: bool):
@@ -61,8 +61,8 @@ def cluster(teams: int, queues: int, own: int, need: int, fair: bool):
 
 
 def search(state) -> tuple[float, int]:
-    p = pod_info(state, "own", "p")
-    _, cq = state.store.queue_of(p)
+    p = workload_info(state, "own", "p")
+    _, cq = state.store.queue_of(p.template)
     a = assign(state, p, cq)
     pre = Preemptor(p, cq, state.ledger.quota_node(cq.name), a.usage, set(a.flavors.values()))
     needs = {fr for fr, v in pre.usage.items() if v > available(pre.node, fr)}

@@ -24,17 +24,18 @@ def find_candidates(state: CandidateView, pre: Preemptor, needs: set[FR], spent_
     candidate order: withinClusterQueue (LowerPriority, or LowerOrNewerEqualPriority) in its own queue, and
     reclaimWithinCohort (LowerPriority, or Any) in the others of its Cohort tree, never out of a preemption
     fence. Runs over tens of thousands of pods: filter before building."""
-    pod, cq, prio = pre.pod, pre.cq, pre.pod.priority or 0
+    workload, cq, prio = pre.workload, pre.cq, pre.workload.priority
+    template = workload.template
     policy = cq.preemption
     found: list[Candidate] = []
     pods, admitted, classes, going = state.pods, state.admitted, state.priority_classes, state.going
 
     groups_seen: set = set()
-    own_group = group_of(pod)
+    own_group = group_of(template)
 
     def add(uid: str, other: PodInfo, scope=None) -> None:
         charge = admitted.get(uid)
-        if charge is None or other.deleting or uid == pod.uid or uid in going:
+        if charge is None or other.deleting or uid == workload.uid or uid in going:
             return      # a victim already chosen for another preemptor frees its quota once, for that one
         if needs and needs.isdisjoint(charge.usage):
             return
@@ -43,11 +44,11 @@ def find_candidates(state: CandidateView, pre: Preemptor, needs: set[FR], spent_
             if key == own_group or key in groups_seen:
                 return
             groups_seen.add(key)
-            found_group = group_candidate(state, key, prio, policy, cq.name, spent_pdb, pod.created)
+            found_group = group_candidate(state, key, prio, policy, cq.name, spent_pdb, workload.created)
             if found_group is not None:
                 found.append(_classified(pre, found_group, scope))
             return
-        if same_group(pod, other):
+        if same_group(template, other):
             return      # YuniKorn's law 3: never one's own owner (own gang: key == own_group above)
         last_resort = uid in spent_pdb or (bool(other.priority_class) and other.priority_class in classes
                                            and opted_out(state, other))
@@ -61,7 +62,7 @@ def find_candidates(state: CandidateView, pre: Preemptor, needs: set[FR], spent_
             if other is None:
                 continue
             p = other.priority or 0
-            if p < prio or (same_prio and p == prio and newer(other.created, pod.created)):
+            if p < prio or (same_prio and p == prio and newer(other.created, workload.created)):
                 add(uid, other)
     if pre.node.parent is not None and policy.reclaim_within_cohort != "Never":
         fence = preemption_fence(state, cq)
@@ -134,7 +135,7 @@ def unqueued_on(state: CandidateView, pre: Preemptor, node: str, spent: set[str]
         other = state.pods.get(uid)
         if other is None or other.queue_name or other.deleting or uid in state.admitted or uid in going:
             continue
-        if (other.pod_priority or 0) < (pre.pod.pod_priority or 0) and not same_group(pre.pod, other):
+        if (other.pod_priority or 0) < pre.workload.pod_priority and not same_group(pre.workload.template, other):
             out.append(Candidate(other, "", {}, other.observed_admission()[0],
                                  opted_out(state, other) or uid in spent))
     newest_first(out, lambda c: c.pod.pod_priority or 0)

@@ -4,7 +4,6 @@ spent, are taken only when no other victim set exists."""
 from __future__ import annotations
 
 from ...objects.kueue import ClusterQueue
-from ...objects.pod import PodInfo
 from ..flavors import Assignment
 from .spent_budgets import spent_budgets
 from .candidates import find_candidates
@@ -14,22 +13,23 @@ from .ordering import order
 from .quota_targets import quota_targets
 from .targets import Plan, Preemptor
 from ..view import PreemptionView
+from ..workload import Workload
 
 
-def plans(state: PreemptionView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+def plans(state: PreemptionView, workload: Workload, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
           every: bool = False, local: bool = False, spent: set[str] | None = None) -> tuple[list[Plan], str]:
     """See _plans; spent is spent_budgets(state), when the caller has it already."""
-    return _plans(state, pod, cq, assignment, nodes, room, every, local,
+    return _plans(state, workload, cq, assignment, nodes, room, every, local,
                   spent_budgets(state) if spent is None else spent)
 
 
-def _plans(state: PreemptionView, pod: PodInfo, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
+def _plans(state: PreemptionView, workload: Workload, cq: ClusterQueue, assignment: Assignment, nodes: list[str], room,
            every: bool, local: bool, spent: set[str]) -> tuple[list[Plan], str]:
-    """Victim groups that let pod run, best first (one unless every); ([], why) when there is none.
+    """Victim groups that let the workload run, best first (one unless every); ([], why) when there is none.
 
     With local, every victim of a node's group runs on that node, quota targets included, as
     kube-scheduler requires of a preempt answer (and YuniKorn's design: "被抢占的受害者们必须运行在同一节点上")."""
-    pre = Preemptor(pod, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    pre = Preemptor(workload, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = assignment.searched.before(state, pre, spent) if assignment.searched is not None else None
     if everyone is None:
         everyone = find_candidates(state, pre, pre.relevant, spent)

@@ -15,7 +15,7 @@ def borrow_within_cohort(pre: Preemptor, c: Candidate, advantage: bool) -> str:
     go whatever the preemptor borrows; otherwise borrowWithinCohort decides: with policy Never, or for a
     candidate of the preemptor's priority or above, or above maxPriorityThreshold, only a reclaim that
     leaves the preemptor within its nominal quota; else also while the preemptor borrows."""
-    policy, prio, mine = pre.cq.preemption, c.pod.priority or 0, pre.pod.priority or 0
+    policy, prio, mine = pre.cq.preemption, c.pod.priority or 0, pre.workload.priority
     if advantage:
         return HIERARCHICAL_RECLAIM
     if policy.borrow_within_cohort == "Never" or prio >= mine or (

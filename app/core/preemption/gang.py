@@ -13,16 +13,17 @@ from .quota_targets import quota_targets
 from .removals import Removals
 from .targets import Preemptor, Target, add_requests, reason_of
 from ..view import CandidateView
+from ..workload import Workload
 
 MAX_GANG_EXTRAS = 500     # victims tried for room before a gang is declared unplaceable
 
 
-def gang_plan(state: CandidateView, unit: PodInfo, members: list[PodInfo], cq: ClusterQueue, assignment: Assignment,
+def gang_plan(state: CandidateView, workload: Workload, members: list[PodInfo], cq: ClusterQueue, assignment: Assignment,
               nodes: list[str], room, allowed=None) -> tuple[list[Target], dict[str, str], str]:
     """Victims (whole running groups counted whole) until the quota fits and every member has a node at
     once, then given back while that still holds. ([], {}, why) when no such set exists: nothing is
     evicted."""
-    pre = Preemptor(unit, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
+    pre = Preemptor(workload, cq, state.ledger.quota_node(cq.name), assignment.usage, set(assignment.flavors.values()))
     everyone = find_candidates(state, pre, pre.relevant, spent_budgets(state))
     why = no_candidate(state, cq)
 

@@ -15,7 +15,7 @@ from .choose import plans
 from .laws import may_preempt
 from .targets import Plan
 from ..view import ReclaimView
-from ..workload import group_of
+from ..workload import Workload, group_of
 
 
 @dataclass
@@ -31,29 +31,29 @@ class PreemptAnswer:
 
 def answer(state: ReclaimView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
     """The victims on the nodes kube-scheduler proposed (nodes), per Quotient's rules."""
-    mode = state.config.preemption_mode
+    mode, workload = state.config.preemption_mode, Workload.of_pod(pod)
     if not pod.queue_name or mode == "Priority":
         if mode in ("Auto", "Priority"):
             return PreemptAnswer(passthrough=True)
-        return PreemptAnswer(why=may_preempt(state, pod, None, state.clock()))
+        return PreemptAnswer(why=may_preempt(state, workload, None, state.clock()))
     if group_of(pod):
         return PreemptAnswer(why="a pod group member: the group preempts as a whole, through filter (Quotient "
                              "chooses and evicts its victims), never through kube-scheduler's one-pod preemption")
     held = state.holds.get(pod.uid)
     if held is not None and held.left(state.pods):
         return PreemptAnswer(why=f"already preempting for this pod; waiting for its victims to leave node {held.node}")
-    verdict = decide(state, pod)
+    verdict = decide(state, workload)
     cq = state.cluster_queues.get(verdict.cluster_queue)
     why = "" if cq is not None else verdict.reason
     if not why:
-        why = may_preempt(state, pod, cq, state.clock())
+        why = may_preempt(state, workload, cq, state.clock())
     if not why and not verdict.admit and not may_reclaim(verdict):
         why = verdict.reason
     if why:
         return PreemptAnswer(why=why, cluster_queue=verdict.cluster_queue)
     a = verdict.assignment
     spent = spent_budgets(state)
-    found, why = plans(state, pod, cq, a, nodes, state.workloads.rooms(pod.uid), every=True, local=True, spent=spent)
+    found, why = plans(state, workload, cq, a, nodes, state.workloads.rooms(pod.uid), every=True, local=True, spent=spent)
     found = [p for p in found if p.targets]
     victims = {p.node: [m.uid for _, m in p.victims()] for p in found}
     reserve = None

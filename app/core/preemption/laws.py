@@ -12,7 +12,7 @@ from ...objects.annotations import FENCE
 from ...objects.pod import PodInfo
 from ..resource_node import QuotaNode
 from ..view import PolicyView
-from ..workload import COSCHEDULING_GROUP, KUEUE_GROUP
+from ..workload import COSCHEDULING_GROUP, KUEUE_GROUP, Workload
 
 GANG_LABELS = (KUEUE_GROUP, COSCHEDULING_GROUP)
 
@@ -65,8 +65,8 @@ def guarantee_protected(state: PolicyView, c) -> bool:
     return state.config.guarantee_protection and would_break_guarantee(state, c)
 
 
-def may_preempt(state: PolicyView, pod: PodInfo, cq: ClusterQueue | None, now: float) -> str:
-    """Why this pod may not trigger preemption now ("" when it may): preemption.mode, the pod's
+def may_preempt(state: PolicyView, workload: Workload, cq: ClusterQueue | None, now: float) -> str:
+    """Why this workload may not trigger preemption now ("" when it may): preemption.mode, its pods'
     preemptionPolicy, the ClusterQueue's preemption delay."""
     mode = state.config.preemption_mode
     if mode == "None":
@@ -75,19 +75,20 @@ def may_preempt(state: PolicyView, pod: PodInfo, cq: ClusterQueue | None, now: f
         return "" if mode in ("Auto", "Priority") else "pods in no queue may not preempt (preemption.mode Quota)"
     if mode == "Priority":
         return "preemption.mode Priority leaves preemption to kube-scheduler's priorities"
-    if pod.preemption_policy == "Never":
+    if workload.template.preemption_policy == "Never":
         return "the pod's preemptionPolicy is Never"
-    left = delay_left(cq, pod, now)
+    left = delay_left(cq, workload, now)
     if left > 0:
         return (f"preemption delay: ClusterQueue {cq.name} lets a pod preempt {cq.preemption_delay:g}s after "
                 f"it was created, {left:g}s from now (capacity freed meanwhile is used first)")
     return ""
 
 
-def delay_left(cq: ClusterQueue, pod: PodInfo, now: float) -> float:
-    """Seconds until pod may preempt under its ClusterQueue's preemption delay (0 or less: it may)."""
+def delay_left(cq: ClusterQueue, waiting: PodInfo | Workload, now: float) -> float:
+    """Seconds until a pod or a workload may preempt under its ClusterQueue's preemption delay, counted from its
+    creation (0 or less: it may)."""
     wait = cq.preemption_delay
-    return wait - (now - (pod.created or now)) if wait else 0.0
+    return wait - (now - (waiting.created or now)) if wait else 0.0
 
 
 def no_candidate(state: PolicyView, cq: ClusterQueue) -> str:

@@ -18,7 +18,7 @@ def node_plans(state: PreemptionView, pre: Preemptor, candidates: list[Candidate
     the pod fit there. room(node) is the node's free resources as Quotient counts them. Unless
     every, the first node where the quota targets alone leave room is the only plan needed.
     spent is spent_budgets(state), when the caller has it already."""
-    req = pre.pod.requests
+    req = pre.workload.requests
     freed: dict[str, dict[str, int]] = {}
     for t in quota:
         for m in t.candidate.pods():
@@ -31,7 +31,7 @@ def node_plans(state: PreemptionView, pre: Preemptor, candidates: list[Candidate
     def cannot_run(name: str) -> bool:
         """The pod's taints, selector or affinity rule the node out, whatever is evicted."""
         if name not in misfit:
-            misfit[name] = static_misfit(pre.pod, state.nodes[name])
+            misfit[name] = static_misfit(pre.workload.template, state.nodes[name])
         if misfit[name]:
             lost[name] = misfit[name]
         return bool(misfit[name])
@@ -112,7 +112,7 @@ def _drop_quota_targets_now_unneeded(state: PreemptionView, pre, quota, extras, 
             rm.restore(c)
             here = c.requests_on(node)
             add_requests(free, here, -1)
-            if quota_fits(pre, True) and not shortfall(pre.pod.requests, free):
+            if quota_fits(pre, True) and not shortfall(pre.workload.requests, free):
                 del kept[i]
             else:
                 rm.remove(c)

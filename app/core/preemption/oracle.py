@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...objects.kueue import ClusterQueue
-from ...objects.pod import PodInfo
 from ..flavors import NO_CANDIDATES, PREEMPT, RECLAIM
 from ..resource_node import FR
 from .candidates import find_candidates
@@ -13,6 +12,7 @@ from .quota_targets import quota_targets
 from .removals import Removals, borrows_after
 from .targets import Candidate, Preemptor
 from ..view import PreemptionView
+from ..workload import Workload
 
 
 class CandidateSearches:
@@ -50,14 +50,15 @@ class PreemptionOracle:
     It simulates on the decisions' tree (core.overlay) and takes everything back. One is made per decision
     (admission.assign); the candidate searches it makes are kept in `searched`."""
 
-    def __init__(self, state: PreemptionView, pod: PodInfo, cq: ClusterQueue):
-        self.state, self.pod, self.cq = state, pod, cq
-        self.barred = state.config.preemption_mode in ("None", "Priority") or pod.preemption_policy == "Never"
+    def __init__(self, state: PreemptionView, workload: Workload, cq: ClusterQueue):
+        self.state, self.workload, self.cq = state, workload, cq
+        self.barred = state.config.preemption_mode in ("None", "Priority") or \
+            workload.template.preemption_policy == "Never"
         self.searched = CandidateSearches()
 
     def __call__(self, flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
         state, cq = self.state, self.cq
-        pre = Preemptor(self.pod, cq, state.ledger.quota_node(cq.name), usage, {flavor})
+        pre = Preemptor(self.workload, cq, state.ledger.quota_node(cq.name), usage, {flavor})
         in_cohort = pre.node.parent is not None          # without a cohort there is nothing to borrow
         candidates = []
         if not self.barred:
@@ -77,4 +78,4 @@ class PreemptionOracle:
 
 
 def _search_key(pre: Preemptor) -> tuple:
-    return pre.pod.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)
+    return pre.workload.uid, pre.cq.name, frozenset(pre.usage.items()), frozenset(pre.relevant)

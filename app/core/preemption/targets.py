@@ -76,7 +76,7 @@ class Plan:
 
 @dataclass
 class Preemptor:
-    pod: PodInfo
+    workload: Workload
     cq: ClusterQueue
     node: QuotaNode                 # the ClusterQueue's quota node
     usage: dict[FR, int]            # what the pod charges, from its flavor assignment
