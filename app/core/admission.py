@@ -17,6 +17,7 @@ from typing import Iterator
 from ..objects.kueue import ClusterQueue
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
+from ..objects.selectors import namespace_labels
 from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
 from .gangs import waiting_members
@@ -112,15 +113,15 @@ def resolve(state: AdmissionView, workload: Workload) -> tuple[ClusterQueue | No
     if cq is None:
         return None, _refuse(CLUSTER_QUEUE_NOT_FOUND, f"LocalQueue {lq_key} points to ClusterQueue "
                              f"{lq.cluster_queue}, which does not exist")
-    if cq.name in state.tree.inactive:
-        return cq, _refuse(CLUSTER_QUEUE_INACTIVE, state.tree.inactive[cq.name], cq.name)
+    if cq.name in state.ledger.tree.inactive:
+        return cq, _refuse(CLUSTER_QUEUE_INACTIVE, state.ledger.tree.inactive[cq.name], cq.name)
     if cq.stop_policy != "None":
         return cq, _refuse(CLUSTER_QUEUE_STOPPED, f"ClusterQueue {cq.name} is stopped "
                            f"(stopPolicy {cq.stop_policy}); admission resumes when it is set to None", cq.name)
     if cq.namespace_selector is None:
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"ClusterQueue {cq.name} has no namespaceSelector, which "
                            "selects no namespace (as in Kueue); set namespaceSelector: {} for all", cq.name)
-    if not cq.namespace_selector.matches(state.store.namespace_labels(workload.namespace)):
+    if not cq.namespace_selector.matches(namespace_labels(state.store.namespaces, workload.namespace)):
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {workload.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
@@ -252,7 +253,7 @@ def _cohort_queues(state: AdmissionView, cq: ClusterQueue) -> Iterator[tuple[Clu
         if current.is_cohort or current.name == cq.name:
             continue
         other_cq = state.cluster_queues.get(current.name)
-        if other_cq is None or other_cq.stop_policy != "None" or current.name in state.tree.inactive:
+        if other_cq is None or other_cq.stop_policy != "None" or current.name in state.ledger.tree.inactive:
             continue
         yield other_cq, current
 
@@ -344,11 +345,8 @@ def reserved_for_heads(state: AdmissionView, cq: ClusterQueue, charges: list) ->
 
 
 def _ahead_note(charges: list) -> str:
-    if not charges:
-        return ""
     names = [key for _, _, key in charges]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f", counting {len(names)} pending pod(s) ahead of it in queue order ({shown})"
+    return f", counting {len(names)} pending pod(s) ahead of it in queue order ({_shown(names, 3)})" if names else ""
 
 
 def _shown(names: list[str], limit: int = 5) -> str:

@@ -64,7 +64,7 @@ class RefusalMemory(Protocol):
 
 class StoreReads(Protocol):
     """The object store's queries (state.store.Store)."""
-    def namespace_labels(self, namespace: str) -> dict[str, str]: ...
+    namespaces: dict[str, dict[str, str]]          # a namespace's labels (objects.selectors.namespace_labels)
     def members(self, key: WorkloadKey) -> list[PodInfo]: ...
     def pod_by_key(self, key: str) -> PodInfo | None: ...
     def queue_of(self, pod: PodInfo) -> tuple[LocalQueue | None, ClusterQueue | None]: ...
@@ -72,6 +72,7 @@ class StoreReads(Protocol):
 
 class LedgerReads(Protocol):
     """The quota ledger's queries (state.ledger.Ledger): the decisions' mirror, what a pod counts, the invariant."""
+    tree: QuotaTreeView                     # the live tree (a rebuild makes a new one)
     def quota_node(self, cq_name: str) -> QuotaNode | None: ...
     def quota_tree(self) -> QuotaTreeView: ...
     def quota_requests(self, pod: PodInfo | Workload) -> dict[str, int]: ...       # a pod's, or a workload's total
@@ -116,8 +117,8 @@ class QuotaNodes(Protocol):
 
 @runtime_checkable
 class QuotaView(QuotaNodes, Protocol):
-    """The quota ledger as decisions see it: the mirror, what a pod counts, and the invariant against what runs."""
-    tree: QuotaTreeView                     # the live tree: decisions read only its inactive queues
+    """The quota ledger as decisions see it: the mirror, what a pod counts, and the invariant against what runs
+    (ledger.tree, the live tree: decisions read only its inactive queues)."""
 
 
 @runtime_checkable

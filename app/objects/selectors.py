@@ -50,6 +50,13 @@ class Selector:
         return ", ".join(parts) or "{} (everything)"
 
 
+def namespace_labels(labels_by_namespace: dict[str, dict[str, str]], namespace: str) -> dict[str, str]:
+    """A namespace's labels as a namespaceSelector reads them; one not (yet) seen has only the label the API
+    server gives every namespace, kubernetes.io/metadata.name."""
+    labels = labels_by_namespace.get(namespace)
+    return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
+
+
 def _requirement(raw: object, ops: tuple[str, ...]) -> Requirement:
     if not isinstance(raw, dict):
         raise ValueError("matchExpressions entries must be objects")

@@ -40,10 +40,6 @@ class Store:
         self.owned: dict[str, set[str]] = {}              # owner uid -> uids of its live pods
 
     # ---- lookups -------------------------------------------------------
-    def namespace_labels(self, namespace: str) -> dict[str, str]:
-        labels = self.namespaces.get(namespace)
-        return labels if labels is not None else {"kubernetes.io/metadata.name": namespace}
-
     def members(self, key: WorkloadKey) -> list[PodInfo]:
         """The live members of a pod group, oldest first."""
         return sorted((self.pods[u] for u in self.groups.get(key, ())), key=lambda p: (p.created or 0.0, p.name))
