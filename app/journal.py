@@ -138,8 +138,8 @@ class Journal:
             return
         self._flushing = True
         pending = self.pending
+        i = 0
         try:
-            i = 0
             while i < len(pending):          # a step may add more
                 fn, *args = pending[i]
                 i += 1
@@ -147,9 +147,9 @@ class Journal:
                     fn(*args)
                 except Exception:    # the answer is out: a failing book is logged, the others still written
                     log.exception("a book written after its request's answer failed")
-            pending.clear()
         finally:
-            self._flushing = False
+            del pending[:i]                  # only what was written: a step added meanwhile, or left by an
+            self._flushing = False           # interrupt, waits for the next flush, never written twice
 
     def record(self, entry: Entry) -> None:
         if self.pending and not self._flushing:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 
 class ObservedWriter:
-    __slots__ = ("_inner", "_state", "_metrics", "speaks_for_learned")
+    __slots__ = ("_inner", "_state", "_metrics")
 
     def __init__(self, inner, state, metrics):
         object.__setattr__(self, "_inner", inner)
         object.__setattr__(self, "_state", state)
         object.__setattr__(self, "_metrics", metrics)
-        # the writer's class attribute (app/act/writer.py), read by every filter: kept here, not forwarded each time
-        object.__setattr__(self, "speaks_for_learned", getattr(inner, "speaks_for_learned", True))
+
+    @property
+    def speaks_for_learned(self) -> bool:
+        """The wrapped writer's (app/act/writer.py), read by every filter: one property, not __getattr__'s search."""
+        return getattr(self._inner, "speaks_for_learned", True)
 
     async def bind(self, pod, node: str) -> None:
         await self._inner.bind(pod, node)
