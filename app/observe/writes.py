@@ -7,17 +7,15 @@ from __future__ import annotations
 
 
 class ObservedWriter:
-    __slots__ = ("_inner", "_state", "_metrics")
+    __slots__ = ("_inner", "_state", "_metrics", "speaks_for_learned")
 
     def __init__(self, inner, state, metrics):
         object.__setattr__(self, "_inner", inner)
         object.__setattr__(self, "_state", state)
         object.__setattr__(self, "_metrics", metrics)
-
-    @property
-    def speaks_for_learned(self) -> bool:
-        """The wrapped writer's (app/act/writer.py), read by every filter: one property, not __getattr__'s search."""
-        return getattr(self._inner, "speaks_for_learned", True)
+        # the writer's (app/act/writer.py), read by every filter: a copy here, not a forwarded read each time;
+        # __setattr__ keeps it equal to the writer's
+        object.__setattr__(self, "speaks_for_learned", getattr(inner, "speaks_for_learned", True))
 
     async def bind(self, pod, node: str) -> None:
         await self._inner.bind(pod, node)
@@ -43,3 +41,5 @@ class ObservedWriter:
 
     def __setattr__(self, name: str, value) -> None:
         setattr(self._inner, name, value)
+        if name == "speaks_for_learned":
+            object.__setattr__(self, name, value)
