@@ -64,10 +64,13 @@ class Commit:
         state = self.state
         pod = state.pods.get(uid)
         if pod is not None and self.on_reserved:
-            at = state.clock()
-            in_job = pod.job and pod.owner is not None and pod.owner.uid in state.job_admissions
+            at, in_job = state.clock(), self._job_admission(pod) is not None
             for listener in self.on_reserved:
                 book_later(self.journal, listener, pod, charge, at, in_job)
+
+    def _job_admission(self, pod: PodInfo):
+        """The admitted workload of the pod's Job (state.job_admissions), None for a pod of no admitted Job."""
+        return self.state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
 
     def drop_reservation(self, uid: str) -> None:
         self.state.workloads.drop_reservation(uid)
@@ -81,10 +84,7 @@ class Commit:
     def remember_refused(self, pod: PodInfo, verdict, offered: OfferedNodes, reclaim_tried: bool = False) -> None:
         """The refusal stands for pods of the pod's shape behind it (state.blocked), until something frees."""
         state = self.state
-        if reclaim_tried:
-            state.blocked.remember(state, pod, verdict, offered, reclaim_tried=True)
-        else:
-            state.blocked.remember(state, pod, verdict, offered)
+        state.blocked.remember(state, pod, verdict, offered, reclaim_tried=reclaim_tried)
 
     # ---- preemption and workloads ------------------------------------------------------
     def hold(self, h: Hold, evicted: set[str] | None = None):
@@ -143,8 +143,7 @@ class Commit:
         state = self.state
         pod = state.pods.get(uid) if charge is not None and self.on_admitted else None
         if pod is not None:          # what the listeners are told is as it was before the charge
-            at = state.clock()
-            job = state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
+            at, job = state.clock(), self._job_admission(pod)
             started = job is not None and job.started
         refused = state.bindings.commit(uid, node, charge)
         if pod is not None and not refused:
