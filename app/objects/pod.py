@@ -20,6 +20,9 @@ from .errors import InvalidObject
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's scheduling gate for plain pods (pkg/controller/jobs/pod: podconstants.SchedulingGateName): a pod that
+# carries it waits outside kube-scheduler's queue until Quotient admits it and removes the gate (scheduler.ungate).
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"    # names a WorkloadPriorityClass (Kueue's KEP-973)
 SCHEDULED, STARTED, CREATED = "PodScheduled", "startTime", "creationTimestamp"   # admission time sources
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -70,6 +73,7 @@ class PodInfo:
     job: str = ""                       # uid of the Kueue-managed Job whose workload it is part of (core.job_workload)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
     refused: tuple[str, str] | None = None  # (rule, reason): a Kueue field it uses that Quotient refuses (coverage)
+    gates: tuple[str, ...] = ()         # spec.schedulingGates' names: kube-scheduler leaves it alone while any is left
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -100,6 +104,11 @@ class PodInfo:
     @property
     def workload_priority_class(self) -> str:
         return self.labels.get(PRIORITY_CLASS_LABEL, "")
+
+    @property
+    def gated(self) -> bool:
+        """It carries Kueue's admission gate: it waits for Quotient to admit it, unseen by kube-scheduler."""
+        return ADMISSION_GATE in self.gates
 
     @property
     def terminal(self) -> bool:
@@ -297,4 +306,13 @@ def decode_pod(obj: dict) -> PodInfo:
         started=parse_time(status.get("startTime")),
         group_total=group_total(annotations),
         refused=refused_marks(labels, annotations, "pod") or refused_claims(spec),
+        gates=_gates(spec, key),
     )
+
+
+def _gates(spec: dict, key: str) -> tuple[str, ...]:
+    names = []
+    for i, gate in enumerate(listing(spec.get("schedulingGates"), "Pod", key, "spec.schedulingGates")):
+        gate = mapping(gate, "Pod", key, f"spec.schedulingGates[{i}]")
+        names.append(text(gate, "name", "Pod", key, f"spec.schedulingGates[{i}].name"))
+    return tuple(names)
