@@ -377,6 +377,11 @@ class Pod(_Builder):
             self._obj.setdefault("status", {})["phase"] = phase
         return self
 
+    def gated(self, *gates: str) -> Pod:
+        """spec.schedulingGates: Kueue's admission gate (app.objects.pod.ADMISSION_GATE) unless others are named."""
+        self._obj["spec"]["schedulingGates"] = [{"name": g} for g in gates or ("kueue.x-k8s.io/admission",)]
+        return self
+
     def node_selector(self, selector: dict | None) -> Pod:
         if selector:
             self._obj["spec"]["nodeSelector"] = dict(selector)

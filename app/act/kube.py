@@ -23,7 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..core.rules import PREEMPTION_REASONS
 from ..objects.errors import InvalidObject
-from ..objects.pod import PodInfo, decode_pod
+from ..objects.pod import ADMISSION_GATE, PodInfo, decode_pod
 from ..observe.localqueue_status import local_queue_statuses
 from ..observe.status import already_written, cluster_queue_statuses
 from .post import ApiPoster
@@ -227,6 +227,21 @@ class KubeWriter:
         finally:
             if event is not None:
                 await event
+
+    async def ungate(self, pod: PodInfo) -> None:
+        """Remove Kueue's admission gate (scheduler.ungate): kube-scheduler then queues the pod. A strategic merge
+        patch deletes the gate by its merge key, whatever other gates the pod has; the uid in the patch is a
+        precondition, so a pod recreated under the same name is not ungated on a decision made for another.
+        WriteError when the API refused it (gone, changed) or every try failed."""
+        patch = {"metadata": {"uid": pod.uid},
+                 "spec": {"schedulingGates": [{"$patch": "delete", "name": ADMISSION_GATE}]}}
+        try:
+            await self._retry(f"ungate {pod.key}", lambda: self.core.patch_namespaced_pod(
+                pod.name, pod.namespace, patch, _preload_content=False,
+                _content_type="application/strategic-merge-patch+json"))
+        except ApiException as e:
+            self.failures["ungate"] += 1
+            raise WriteError(f"removing the admission gate of {pod.key}: HTTP {e.status} {e.reason}") from None
 
     async def _evict(self, pod: PodInfo, reason: str) -> None:
         # The UID as a precondition: a pod recreated under the same name (a StatefulSet's) is not the victim.

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..objects.pod import PodInfo
+from dataclasses import replace
+
+from ..objects.pod import ADMISSION_GATE, PodInfo
 
 
 class WriteError(RuntimeError):
@@ -28,6 +30,8 @@ class Writer(Protocol):
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None: ...
 
+    async def ungate(self, pod: PodInfo) -> None: ...      # remove Kueue's admission gate (scheduler.ungate)
+
 
 class SnapshotWriter:
     """No API server: a binding is already recorded in the state; an eviction deletes the pod."""
@@ -42,6 +46,12 @@ class SnapshotWriter:
     async def bind(self, pod: PodInfo, node: str) -> None:
         self.bindings += 1
         self.state.learned_pods.spoken_for(pod.uid)       # no API to confirm it: the binding stands as made
+
+    async def ungate(self, pod: PodInfo) -> None:
+        current = self.state.pods.get(pod.uid)
+        if current is not None and current.gated:
+            self.state.upsert_pod(replace(current, gates=tuple(g for g in current.gates if g != ADMISSION_GATE)),
+                                  force=True)
 
     async def evict(self, pod: PodInfo, reason: str, message: str) -> None:
         if pod.uid in self.state.pods:

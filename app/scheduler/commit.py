@@ -56,8 +56,8 @@ class Commit:
         self.state.queues.tried(uid, refused=refused)
 
     # ---- quota kept for a pod ------------------------------------------------------------
-    def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> None:
-        self.state.workloads.reserve(uid, charge, timeout)
+    def reserve(self, uid: str, charge: Charge, timeout: float | None = None, gate: bool = False) -> None:
+        self.state.workloads.reserve(uid, charge, timeout, gate)
         self._reserved(uid, charge)
 
     def _reserved(self, uid: str, charge: Charge) -> None:

@@ -15,6 +15,7 @@ from ..objects.pod import PodInfo, decode_pod
 from ..refusals import Refusals
 from ..state.cluster import ClusterState
 from .commit import Commit
+from .gates import Gates
 from .outcome import Books
 from .request import InvalidRequest
 
@@ -35,6 +36,7 @@ class Context:
         self.unsettled: dict[str, str] = {}           # pod uid -> node: a Binding whose outcome is not known yet
         self.timed_out: dict[str, Evict] = {}         # waitForPodsReady's evictions, until the pod goes
         self.status_at = float("-inf")               # on state.timer: the first reconcile publishes status
+        self.gates = Gates()                         # Kueue's admission gates being removed (scheduler.ungate)
         state.ledger.on_overrun = lambda o: self.books.record(ChargeRecord(
             pod=o.pod, outcome=CLUSTER_QUEUE_OVER_QUOTA, queue=o.cluster_queue, reason=f"{o.reason}; the API took this change, "
             f"which an extender cannot refuse: ClusterQueue {o.cluster_queue} admits no pod until it is back within quota"))

@@ -14,7 +14,7 @@ from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
 from ..core.admission import Verdict, decide, may_reclaim
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
-from ..core.rules import (ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
+from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
                           WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
 from ..objects.offered_nodes import OfferedNodes
@@ -49,9 +49,13 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     if waiting:
         return refused(pod, WAITING_FOR_VICTIMS, waiting)
     charge = state.admitted.get(pod.uid)
+    gate_charge = state.workloads.admitted_at_gate(pod.uid) if charge is None else None
     if charge is not None:   # already bound by Quotient: only its flavors' nodes
         verdict = Verdict(ALREADY_ADMITTED, True, cluster_queue=charge.cluster_queue)
         flavors = charge.flavors
+    elif gate_charge is not None:     # admitted when its gate was removed (scheduler.ungate): placed, not decided
+        verdict = Verdict(ADMITTED, True, cluster_queue=gate_charge.cluster_queue)
+        flavors = gate_charge.flavors
     else:
         commit.drop_reservation(pod.uid)
         known = state.blocked.lookup(state, pod, offered)
@@ -90,7 +94,7 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     kept = _flavor_nodes(ctx, pod, frozenset(flavors.values()), offered)
     if isinstance(kept, Refuse):
         return _refusal(pod, kept, queue=verdict.cluster_queue)
-    if charge is None:
+    if charge is None and gate_charge is None:
         charge = filtering.reservation(state, verdict)
         if isinstance(charge, Refuse):
             return _refusal(pod, charge, queue=verdict.cluster_queue)

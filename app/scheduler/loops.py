@@ -6,6 +6,8 @@ import asyncio
 import logging
 from time import monotonic
 
+from .ungate import UNGATE_INTERVAL
+
 log = logging.getLogger("quotient.api")
 CLEARED_INTERVAL = 1.0     # seconds between two looks for refusals that cleared
 STALL_ROUNDS = 6        # a loop that has not finished a round for this many intervals is stuck
@@ -58,8 +60,9 @@ async def every(interval: float, work, what: str, loops: Loops, leading=None) ->
 
 
 def start(scheduler, interval: float, loops: Loops, leading=None) -> list[asyncio.Task]:
-    """The reconcile every interval, and the look for cleared refusals at least every CLEARED_INTERVAL; only on
-    the leader (leading) when there is an election."""
+    """The reconcile every interval, the gated pods' admission every UNGATE_INTERVAL, and the look for cleared
+    refusals at least every CLEARED_INTERVAL; only on the leader (leading) when there is an election."""
     return [asyncio.create_task(every(interval, scheduler.reconcile, "reconcile", loops, leading)),
+            asyncio.create_task(every(UNGATE_INTERVAL, scheduler.ungate, "ungate", loops, leading)),
             asyncio.create_task(every(min(CLEARED_INTERVAL, interval), scheduler.note_cleared, "refusals",
                                       loops, leading))]

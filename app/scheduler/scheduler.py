@@ -6,7 +6,7 @@ write after committing. A request's evictions are handed to act/ and its records
 from __future__ import annotations
 
 from ..core.decisions import Evict
-from . import bind, filter, preempt, prioritize, reconcile, refusals_cleared
+from . import bind, filter, preempt, prioritize, reconcile, refusals_cleared, ungate
 from .context import Context
 from .outcome import Outcome
 from .request import BindAsk, Offer, PreemptAsk
@@ -51,6 +51,10 @@ class Scheduler(Context):
         started = reconcile.reclaim_for_heads(self, evictions)
         self.commit.submit(evictions)
         return started
+
+    def ungate(self) -> int:
+        """Remove the admission gate of the gated pods admitted now (scheduler.ungate)."""
+        return ungate.ungate(self)
 
     def note_cleared(self) -> int:
         return refusals_cleared.note_cleared(self)

@@ -13,6 +13,7 @@ from typing import Callable, Iterator
 
 from ..config import Configuration
 from ..core.gangs import walk_shape
+from ..core.workload import group_of
 from ..core.readiness import RequeueRecord, queue_order, requeue_key
 from ..objects.pod import PodInfo
 from .blocked import BlockedQueues
@@ -30,6 +31,12 @@ class Queues:
         self.pending_shapes: dict[str, Counter] = {}    # ClusterQueue -> its pending pods' shapes (a group's: uids)
         self.pending_left: Counter = Counter()    # ClusterQueue -> pending pods that left its queue unadmitted
         self.blocked = BlockedQueues()            # refusals remembered per pod shape (state.blocked)
+        # Pods that carry Kueue's admission gate (PodInfo.gated), waiting for scheduler.ungate: per ClusterQueue,
+        # per shape (a group's members under its WorkloadKey), their entries in queue order; and the gated pods
+        # not Quotient's to hold (no queue label, a batch/v1 Job's pods: admitted at filter), to ungate at once.
+        self.gated: dict[str, dict[object, list[tuple]]] = {}
+        self.gated_of: dict[str, tuple[str, object, tuple]] = {}    # uid -> (ClusterQueue, shape, entry)
+        self.not_held: set[str] = set()
         self.presence = Presence(timer, self.pending_of.get)   # which pending pods kube-scheduler brings now
 
     def queue_key(self, pod: PodInfo) -> tuple:
@@ -42,7 +49,11 @@ class Queues:
         """Queue a pending pod of a known ClusterQueue; one whose WorkloadPriorityClass is missing is not
         a workload yet (Kueue creates none), so it holds no place that could block the queue; nor does one of a
         stopped LocalQueue (Kueue's LocalQueue controller takes a stopped queue out of the queueing system)."""
-        if pod.node_name or pod.terminal or pod.deleting or not pod.queue_name or pod.missing_priority_class:
+        if pod.node_name or pod.terminal or pod.deleting:
+            return
+        if pod.gated and (not pod.queue_name or pod.job or pod.owner is not None and pod.owner.is_batch_job):
+            self.not_held.add(pod.uid)
+        if not pod.queue_name or pod.missing_priority_class:
             return
         lq, cq = self.store.queue_of(pod)
         if cq is None or lq.stop_policy != "None":
@@ -53,8 +64,25 @@ class Queues:
         self.pending_of[pod.uid] = (cq.name, entry, shape)
         self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
         self.presence.indexed(pod.uid)
+        if pod.gated and pod.uid not in self.not_held:
+            gated_shape = group_of(pod) or pod.shape
+            bisect.insort(self.gated.setdefault(cq.name, {}).setdefault(gated_shape, []), entry)
+            self.gated_of[pod.uid] = (cq.name, gated_shape, entry)
 
     def unindex(self, uid: str) -> None:
+        self.not_held.discard(uid)
+        gated = self.gated_of.pop(uid, None)
+        if gated is not None:
+            cq_name, shape, entry = gated
+            shapes = self.gated[cq_name]
+            items = shapes[shape]
+            i = bisect.bisect_left(items, entry)
+            if i < len(items) and items[i] == entry:
+                items.pop(i)
+            if not items:
+                del shapes[shape]
+                if not shapes:
+                    del self.gated[cq_name]
         found = self.pending_of.pop(uid, None)
         if found is None:
             return
@@ -74,6 +102,9 @@ class Queues:
         self.pending.clear()
         self.pending_shapes.clear()
         self.pending_of.clear()                # (the same dict: Presence reads it)
+        self.gated.clear()
+        self.gated_of.clear()
+        self.not_held.clear()
         self.presence.reset_index()
 
     # ---- the queue in order -------------------------------------------------------

@@ -23,6 +23,7 @@ class Reservation:
     charge: Charge
     expires: float          # on ClusterState.timer (monotonic)
     decided: Decided | None = None
+    gate: bool = False      # made when the pod's admission gate was removed (scheduler.ungate): its admission
 
 
 @dataclass(slots=True)
@@ -151,15 +152,27 @@ class Workloads:
         return room
 
     # ---- reservations -----------------------------------------------------------------
-    def reserve(self, uid: str, charge: Charge, timeout: float | None = None) -> Reservation:
-        """Hold quota for a pod that passed filter until it binds or the timeout passes."""
+    def reserve(self, uid: str, charge: Charge, timeout: float | None = None, gate: bool = False) -> Reservation:
+        """Hold quota for a pod that passed filter (or was let through its admission gate) until it binds or the
+        timeout passes."""
         self.drop_reservation(uid)
         r = Reservation(charge, self.timer() + (self.config.reservation_timeout if timeout is None else timeout),
-                        self.decided(uid, charge.cluster_queue))
+                        self.decided(uid, charge.cluster_queue), gate)
         self.store_reservation(uid, r)
         self.holding_changed(uid)
         self.cluster.generation += 1
         return r
+
+    def admitted_at_gate(self, uid: str) -> Charge | None:
+        """The charge reserved when the pod's admission gate was removed, while nothing it was decided on has
+        changed: that admission stands, as Kueue's QuotaReserved does; filter only places the pod (a pod of higher
+        priority come since must preempt it, not overtake it). None: decide anew."""
+        r = self.reservations.get(uid)
+        if r is None or not r.gate:
+            return None
+        pod = self.store.pods.get(uid)
+        _, cq = self.store.queue_of(pod) if pod is not None else (None, None)
+        return r.charge if cq is not None and r.decided == self.decided(uid, cq.name) else None
 
     def decided(self, uid: str, cluster_queue: str) -> Decided | None:
         """What a decision for the pod is made on now (core.drift.Decided); None for a pod not known."""

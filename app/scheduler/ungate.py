@@ -1,0 +1,172 @@
+"""Kueue's admission gate for plain pods: a gated pod waits outside kube-scheduler's queue, costing nothing, until
+its ClusterQueue admits it; then its quota is reserved and the gate removed, and kube-scheduler places it.
+
+Kueue gates the pods of its plain-pod integration at creation (its webhook; Quotient's: app/api/pod_gate.py) and
+ungates a workload once it is admitted (pkg/controller/jobs/pod). Without the gate, kube-scheduler asks about
+every waiting pod again after each backoff (up to 10 s), so a backlog of thousands costs requests every second
+and a pod whose quota frees waits for its backoff to end (issue 32). With it, a pass here decides each
+ClusterQueue's heads in queue order, one pod of each shape (state.blocked remembers a refusal per shape), as the
+filter verb would decide them (core.admission.decide, the same reservation); a head that must reclaim starts its
+preemption here (self_preemption), keeping the gate until its victims are gone. A pod group is ungated whole
+once every member holds a node (core.gang_admission). Ungating admits nothing by itself: kube-scheduler's
+filter and bind still decide on the state as it is then, so the quota invariant never rests on this pass.
+
+Gated pods not Quotient's to hold (no queue label, a batch/v1 Job's pods, which filter admits by their Job's
+workload) are ungated at once. A pod whose LocalQueue does not exist stays gated, as Kueue keeps it, and /debug
+says why (Gates.waiting).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..core import gang_admission, gangs, members, reclaim
+from ..core.admission import decide, may_reclaim
+from ..core.decisions import Refuse
+from ..core.filtering import reservation
+from ..core.rules import PODS_READY_GATE, PREEMPTING, WAITING_FOR_VICTIMS
+from ..core.workload import Workload, WorkloadKey
+from ..objects.offered_nodes import OfferedNodes
+from ..objects.pod import PodInfo
+from ..sync import freshness
+from .context import Context
+from .self_preemption import admit_group, reclaim_for
+
+log = logging.getLogger("quotient.ungate")
+UNGATE_INTERVAL = 0.05     # seconds between two passes: how late a pod whose quota frees is ungated at most
+GROUP_RETRY = 1.0          # seconds between two decisions for one waiting pod group (none is remembered per shape)
+
+
+def ungate(ctx: Context) -> int:
+    """One pass: issue the gate removals of every gated pod admitted now; returns how many were issued."""
+    state, gates = ctx.state, ctx.gates
+    queues = state.queues
+    if not queues.gated and not queues.not_held:
+        return 0
+    now = state.timer()
+    for uid in [u for u in gates.issued if u not in state.pods or not state.pods[u].gated]:
+        del gates.issued[uid]          # the watch shows it ungated (or gone)
+    chosen = [state.pods[u] for u in queues.not_held if u in state.pods and gates.due(u, now)]
+    if not freshness.stale(state):     # no admission on a stale state (the filter verb refuses SourceStale too)
+        ctx.commit.expire()
+        offered = gates.offered(state)
+        for cq_name, shapes in list(queues.gated.items()):
+            for shape, entries in sorted(shapes.items(), key=lambda kv: kv[1][0]):
+                held = _shape_heads(ctx, cq_name, shape, list(entries), offered, now)
+                chosen.extend(held)
+    for pod in chosen:
+        _issue(ctx, pod, now)
+    return len(chosen)
+
+
+def _shape_heads(ctx: Context, cq_name: str, shape, entries: list[tuple], offered: OfferedNodes,
+                 now: float) -> list[PodInfo]:
+    """The pods of one gated shape of a ClusterQueue to ungate now, in queue order, up to the first that must wait."""
+    state, gates, out = ctx.state, ctx.gates, []
+    if not isinstance(shape, WorkloadKey):      # (a pod's shape is a tuple too)
+        for _, uid in entries:
+            if uid in gates.issued:
+                continue                    # its removal is on its way; its reservation keeps its quota
+            pod = state.pods[uid]
+            why = _lone_pod(ctx, pod, offered)
+            if why is not None:
+                gates.waiting[(cq_name, shape)] = (pod.key, *why)
+                return out
+            out.append(pod)
+        gates.waiting.pop((cq_name, shape), None)
+        return out
+    group = _group(ctx, shape, state.pods[entries[0][1]], now)
+    if group is None:
+        return out                          # decided within GROUP_RETRY: its waiting reason stands
+    if isinstance(group, tuple):
+        gates.waiting[(cq_name, shape)] = (str(shape), *group)
+        return out
+    gates.waiting.pop((cq_name, shape), None)
+    return [m for m in group if m.gated and gates.due(m.uid, now)]
+
+
+def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, str] | None:
+    """None when the pod is admitted now (its quota reserved, or its preemption's victims gone), else (rule,
+    reason) it waits for, as filter would refuse it."""
+    state, commit = ctx.state, ctx.commit
+    held = state.holds.get(pod.uid)
+    if held is not None:
+        left = reclaim.victims_left(state, held)
+        return (WAITING_FOR_VICTIMS, left) if left else None
+    gate = ctx.ready_gate(pod)
+    if gate:
+        return PODS_READY_GATE, gate
+    known = state.blocked.lookup(state, pod, offered)
+    if known is not None:
+        return known.verdict.rule, known.verdict.reason
+    verdict = decide(state, Workload.of_pod(pod), offered)
+    if not verdict.managed:
+        return None
+    if verdict.admit:
+        charge = reservation(state, verdict)
+        if isinstance(charge, Refuse):
+            return charge.rule, charge.reason
+        commit.reserve(pod.uid, charge, ctx.reservation_timeout(pod), gate=True)
+        return None
+    if may_reclaim(verdict) and not ctx.unseen(pod):
+        tried = reclaim_for(ctx, pod, verdict)
+        for record in tried.records:
+            ctx.books.record(record)
+        commit.submit(tried.evictions)
+        if tried.started:
+            return PREEMPTING, tried.started
+        commit.remember_refused(pod, verdict, offered, reclaim_tried=True)
+        return verdict.rule, verdict.reason + tried.unfound
+    commit.remember_refused(pod, verdict, offered)
+    return verdict.rule, verdict.reason
+
+
+def _group(ctx: Context, key, head: PodInfo, now: float) -> list[PodInfo] | tuple[str, str] | None:
+    """A gated pod group's members to ungate (every member holds a node, its victims gone), (rule, reason) it
+    waits for, or None when it was decided less than GROUP_RETRY ago."""
+    state, gates = ctx.state, ctx.gates
+    group = state.store.members(key)
+    refusal = gang_admission.check_group(state, head, key, group)
+    if refusal is not None:
+        ctx.commit.release(members.released_by(refusal, group))
+        return refusal.rule, refusal.reason
+    waiting = [m for m in group if not m.node_name and m.uid not in state.holds]
+    if waiting:
+        if now - gates.group_tried.get(key, float("-inf")) < GROUP_RETRY:
+            return None
+        gates.group_tried[key] = now
+        admission = admit_group(ctx, head, key, gangs.pending_members(state, group), set())
+        for record in admission.records:
+            ctx.books.record(record)
+        ctx.commit.submit(admission.evictions)
+        unheld = any(not m.node_name and m.uid not in state.holds for m in group)
+        if unheld and isinstance(admission.decision, Refuse):      # (admitted, a member's answer is its node)
+            return admission.decision.rule, admission.decision.reason
+    gates.group_tried.pop(key, None)
+    left = next((w for w in (reclaim.victims_left(state, state.holds.get(m.uid)) for m in group) if w), "")
+    return (WAITING_FOR_VICTIMS, left) if left else group
+
+
+def _issue(ctx: Context, pod: PodInfo, now: float) -> None:
+    gates = ctx.gates
+    gates.issued[pod.uid] = now
+    try:
+        task = asyncio.get_running_loop().create_task(_write(ctx, pod))
+    except RuntimeError:           # no event loop (a synchronous caller): the next pass issues it
+        del gates.issued[pod.uid]
+        return
+    gates._tasks.add(task)
+    task.add_done_callback(gates._tasks.discard)
+
+
+async def _write(ctx: Context, pod: PodInfo) -> None:
+    gates = ctx.gates
+    try:
+        await ctx.writer.ungate(pod)
+    except Exception as e:          # WriteError, or a bug: the reservation ends, and a later pass decides again
+        gates.failed += 1
+        gates.issued.pop(pod.uid, None)
+        ctx.commit.drop_reservation(pod.uid)
+        log.warning("removing the admission gate of %s failed: %s", pod.key, e)
+        return
+    gates.ungated += 1

@@ -1,0 +1,184 @@
+"""Kueue's admission gate for plain pods (scheduler.ungate, issue 32): a gated pod waits outside kube-scheduler's
+queue until its ClusterQueue admits it; then its quota is reserved and the gate removed. Nothing gated is let go
+beyond quota, the queue's order is kept, a preemption is started for a head that must reclaim, a group goes whole,
+and pods that are not Quotient's to hold are let go at once."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.act.writer import SnapshotWriter
+from app.scheduler.scheduler import Scheduler
+from builders import Job, Pod, PodGroup
+from helpers import FakeClock, Verbs, apply, delete, make_state, one_queue, uid
+
+NODES = ("n1", "n2")
+
+
+def kit(quota: int = 4, **queue):
+    clock = FakeClock()
+    state = make_state(*one_queue(quota, **queue), clock=clock)
+    return clock, state, Scheduler(state, SnapshotWriter(state))
+
+
+async def ungated(ext) -> set[str]:
+    """One pass, its writes settled: the names of the pods let go by it."""
+    before = {p.name for p in ext.state.pods.values() if not p.gated}
+    ext.ungate()
+    await ext.gates.settle()
+    return {p.name for p in ext.state.pods.values() if not p.gated} - before
+
+
+def gated_pod(name: str, cpu: str = "1", at: int = 0, **kw) -> dict:
+    pod = Pod(name).queue("q").cpu(cpu).created(at).gated()
+    if "priority" in kw:
+        pod.priority(kw["priority"])
+    return pod.obj()
+
+
+def waiting(ext) -> dict:
+    return {shape_head: (rule, reason) for (_, _), (shape_head, rule, reason) in ext.gates.waiting.items()}
+
+
+async def test_gated_pods_are_let_go_in_queue_order_up_to_the_quota_and_no_further():
+    clock, state, ext = kit(quota=4)
+    pods = [gated_pod(f"p{i}", "2", at=i) for i in range(3)]
+    apply(state, *pods)
+    assert await ungated(ext) == {"p0", "p1"}
+    assert set(state.reservations) == {uid(pods[0]), uid(pods[1])}      # their quota is kept for them
+    assert state.pods[uid(pods[2])].gated
+    head, (rule, reason) = next(iter(waiting(ext).items()))
+    assert head == "team-a/p2" and rule == "QuotaExceeded" and "cq" in reason
+    assert await ungated(ext) == set()                                  # nothing freed: nothing more
+
+
+async def test_an_ungated_pod_passes_filter_and_binds_and_a_finished_one_lets_the_next_go():
+    clock, state, ext = kit(quota=4)
+    pods = [gated_pod(f"p{i}", "2", at=i) for i in range(3)]
+    apply(state, *pods)
+    await ungated(ext)
+    verbs = Verbs(ext)
+    first = {**pods[0], "spec": {k: v for k, v in pods[0]["spec"].items() if k != "schedulingGates"}}
+    assert verbs.filter(first, NODES)["NodeNames"] == list(NODES)       # its own reservation is its room
+    assert (await verbs.bind(first, "n1"))["Error"] == ""
+    assert uid(pods[0]) in state.admitted
+    apply(state, {**Pod("p0").queue("q").cpu("2").created(0).node("n1").obj(), "status": {"phase": "Succeeded"}})
+    assert await ungated(ext) == {"p2"}
+
+
+async def test_a_higher_priority_pod_created_later_goes_first():
+    clock, state, ext = kit(quota=2)
+    apply(state, gated_pod("low", "2", at=0, priority=1), gated_pod("high", "2", at=5, priority=10))
+    assert await ungated(ext) == {"high"}
+
+
+async def test_a_small_pod_behind_a_head_that_does_not_fit_goes_under_best_effort_fifo_not_strict_fifo():
+    for strategy, let_go in (("BestEffortFIFO", {"small"}), ("StrictFIFO", set())):
+        clock, state, ext = kit(quota=2, strategy=strategy)
+        apply(state, gated_pod("big", "3", at=0), gated_pod("small", "1", at=1))
+        assert await ungated(ext) == let_go, strategy
+
+
+async def test_pods_that_are_not_quotients_to_hold_are_let_go_at_once():
+    clock, state, ext = kit(quota=1)
+    job = Job("train").queue("q").parallelism(1)
+    job_pod = Pod("train-0").queue("q").cpu("5").of_job(job).gated().obj()
+    no_queue = Pod("plain").cpu("5").gated().obj()
+    apply(state, job.obj(), job_pod, no_queue)
+    assert await ungated(ext) == {"train-0", "plain"}
+
+
+async def test_a_pod_of_a_queue_that_does_not_exist_stays_gated():
+    clock, state, ext = kit(quota=8)
+    apply(state, Pod("lost").queue("nope").cpu("1").gated().obj())
+    assert await ungated(ext) == set()
+    assert state.pods[uid(Pod("lost").queue("nope").obj())].gated
+
+
+async def test_only_kueues_gate_is_removed_another_stays_for_its_owner():
+    clock, state, ext = kit(quota=8)
+    pod = Pod("two").queue("q").cpu("1").gated("kueue.x-k8s.io/admission", "example.com/other").obj()
+    apply(state, pod)
+    assert await ungated(ext) == {"two"}
+    assert state.pods[uid(pod)].gates == ("example.com/other",)      # kube-scheduler still waits for its owner
+
+
+async def test_a_head_that_must_preempt_starts_its_preemption_and_is_let_go_once_its_victims_are_gone():
+    clock, state, ext = kit(quota=2, preemption={"withinClusterQueue": "LowerPriority"})
+    low = Pod("low").queue("q").cpu("2").priority(1).node("n1").obj()
+    apply(state, low)
+    high = gated_pod("high", "2", at=5, priority=10)
+    apply(state, high)
+    assert await ungated(ext) == set()
+    await ext.actions.settle()
+    assert uid(low) not in state.pods                        # evicted (the snapshot writer deletes it)
+    assert await ungated(ext) == {"high"}
+
+
+async def test_a_pod_group_goes_whole_once_complete():
+    clock, state, ext = kit(quota=4)
+    members = [Pod(f"g{i}").queue("q").cpu("1").label("kueue.x-k8s.io/pod-group-name", "g")
+               .annotation("kueue.x-k8s.io/pod-group-total-count", "3").created(i).gated().obj() for i in range(3)]
+    apply(state, *members[:2])
+    assert await ungated(ext) == set()                        # incomplete: held
+    clock.advance(2.0)
+    apply(state, members[2])
+    assert await ungated(ext) == {"g0", "g1", "g2"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_the_pods_let_go_never_exceed_the_quota(seed):
+    """Random gated pods, random finishes: at every moment the pods without the gate that are pending or running
+    (what kube-scheduler may place) fit in the quota, judged on the pods themselves."""
+    rng = random.Random(seed)
+    clock, state, ext = kit(quota=6)
+    verbs, made = Verbs(ext), 0
+    for _ in range(60):
+        step = rng.random()
+        if step < 0.5:
+            apply(state, gated_pod(f"p{made}", str(rng.randint(1, 3)), at=made, priority=rng.randint(0, 3)))
+            made += 1
+        elif step < 0.75:
+            free = [p for p in state.pods.values() if not p.gated and not p.node_name]
+            if free:
+                p = rng.choice(free)
+                obj = Pod(p.name).queue("q").cpu(str(p.requests["cpu"] // 1000)).created(0).obj()
+                obj["metadata"]["uid"] = p.uid
+                if verbs.filter(obj, NODES)["NodeNames"]:
+                    await verbs.bind(obj, "n1")
+        else:
+            running = [p for p in state.pods.values() if p.node_name and not p.terminal]
+            if running:
+                p = rng.choice(running)
+                delete(state, {"metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid}, "kind": "Pod",
+                               "apiVersion": "v1"})
+        await ungated(ext)
+        let_go = sum(p.requests["cpu"] for p in state.pods.values() if not p.gated and not p.terminal)
+        assert let_go <= 6000, f"step {_}: {let_go}m let go for a quota of 6 cpu"
+
+
+async def test_a_pod_let_go_keeps_its_admission_when_a_higher_priority_pod_comes_before_its_filter():
+    """Its gate removed, the pod's admission stands (Kueue's QuotaReserved): filter places it on the quota reserved
+    for it, and a pod of higher priority come since waits (or preempts), as in Kueue; it does not overtake it."""
+    clock, state, ext = kit(quota=2)
+    first = gated_pod("first", "2", at=0, priority=1)
+    apply(state, first)
+    assert await ungated(ext) == {"first"}
+    apply(state, gated_pod("urgent", "2", at=5, priority=10))
+    sent = {**first, "spec": {k: v for k, v in first["spec"].items() if k != "schedulingGates"}}
+    assert Verbs(ext).filter(sent, NODES)["NodeNames"] == list(NODES)
+    assert await ungated(ext) == set()
+
+
+async def test_a_group_let_go_passes_filter_onto_the_nodes_held_for_its_members():
+    clock, state, ext = kit(quota=4)
+    members = [Pod(f"g{i}").queue("q").cpu("1").label("kueue.x-k8s.io/pod-group-name", "g")
+               .annotation("kueue.x-k8s.io/pod-group-total-count", "2").created(i).gated().obj() for i in range(2)]
+    apply(state, *members)
+    assert await ungated(ext) == {"g0", "g1"}
+    verbs = Verbs(ext)
+    for m in members:
+        node = state.holds[uid(m)].node
+        sent = {**m, "spec": {k: v for k, v in m["spec"].items() if k != "schedulingGates"}}
+        assert verbs.filter(sent, NODES)["NodeNames"] == [node]
