@@ -38,7 +38,7 @@ def gated_pod(name: str, cpu: str = "1", at: int = 0, **kw) -> dict:
 
 
 def waiting(ext) -> dict:
-    return {shape_head: (rule, reason) for (_, _), (shape_head, rule, reason) in ext.gates.waiting.items()}
+    return {shape_head: (rule, reason) for (_, _), (shape_head, rule, reason) in ext.state.queues.gate_waiting.items()}
 
 
 async def test_gated_pods_are_let_go_in_queue_order_up_to_the_quota_and_no_further():
@@ -182,3 +182,16 @@ async def test_a_group_let_go_passes_filter_onto_the_nodes_held_for_its_members(
         node = state.holds[uid(m)].node
         sent = {**m, "spec": {k: v for k, v in m["spec"].items() if k != "schedulingGates"}}
         assert verbs.filter(sent, NODES)["NodeNames"] == [node]
+
+
+async def test_debug_says_what_a_gated_pod_waits_for():
+    from app.observe.podview import pod_view
+    clock, state, ext = kit(quota=2)
+    apply(state, gated_pod("runs", "2", at=0), gated_pod("waits", "2", at=1))
+    await ungated(ext)
+    view = pod_view(state, ext.journal, "team-a", "waits")
+    assert view["status"] == "gated"
+    assert "team-a/waits: QuotaExceeded" in view["statusDetail"] and "cq" in view["statusDetail"]
+    lost = Pod("lost").queue("nope").cpu("1").gated().obj()
+    apply(state, lost)
+    assert "not in a ClusterQueue's queue" in pod_view(state, ext.journal, "team-a", "lost")["statusDetail"]

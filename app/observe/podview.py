@@ -31,6 +31,13 @@ def pod_status(state, pod: PodInfo | None) -> tuple[str, str]:
         return "running", f"running on {pod.node_name} without a charge (its ClusterQueue is gone or inactive)"
     if pod.uid in state.reservations:
         return "reserved", "passed filter; its quota is held until kube-scheduler binds it"
+    if pod.gated:
+        waits = state.queues.gate_wait(pod.uid)
+        shown = (f"; its queue's pods of its shape wait behind {waits[0]}: {waits[1]}: {waits[2]}" if waits else
+                 "; not in a ClusterQueue's queue (its LocalQueue or ClusterQueue does not exist or is stopped)"
+                 if pod.uid not in state.queues.gated_of else "")
+        return "gated", ("carries the admission gate kueue.x-k8s.io/admission: kube-scheduler leaves it alone until "
+                         f"Quotient admits it and removes the gate{shown}")
     if pod.missing_priority_class:
         return "pending", f"waits for WorkloadPriorityClass {pod.missing_priority_class} to exist; not queued meanwhile"
     return "pending", "waits for quota or for kube-scheduler to ask"

@@ -1,5 +1,5 @@
-"""The admission gates being removed (scheduler.ungate): each removal issued and not yet shown by the watch, what
-each waiting ClusterQueue shape is held for (for /debug), and counts (for /metrics)."""
+"""The admission gates being removed (scheduler.ungate): each removal issued and not yet shown by the watch, and
+counts (for /metrics)."""
 from __future__ import annotations
 
 import asyncio
@@ -10,12 +10,10 @@ REISSUE_AFTER = 5.0        # seconds: a gate removal whose watch event has not c
 
 
 class Gates:
-    """The gate removals issued and not yet shown by the watch, what each waiting ClusterQueue shape is held
-    for (/debug), and counts for /metrics."""
+    """The gate removals issued and not yet shown by the watch, and counts for /metrics."""
 
     def __init__(self):
         self.issued: dict[str, float] = {}           # uid -> when its removal was issued (state.timer)
-        self.waiting: dict[tuple, tuple[str, str, str]] = {}   # (ClusterQueue, shape) -> (head pod, rule, reason)
         self.group_tried: dict[object, float] = {}   # WorkloadKey -> when last decided
         self.ungated = 0
         self.failed = 0

@@ -12,8 +12,8 @@ once every member holds a node (core.gang_admission). Ungating admits nothing by
 filter and bind still decide on the state as it is then, so the quota invariant never rests on this pass.
 
 Gated pods not Quotient's to hold (no queue label, a batch/v1 Job's pods, which filter admits by their Job's
-workload) are ungated at once. A pod whose LocalQueue does not exist stays gated, as Kueue keeps it, and /debug
-says why (Gates.waiting).
+workload) are ungated at once. A pod whose LocalQueue does not exist stays gated, as Kueue keeps it. /debug/pods
+says what each gated pod waits for (state.queues.gate_waiting).
 """
 from __future__ import annotations
 
@@ -70,18 +70,18 @@ def _shape_heads(ctx: Context, cq_name: str, shape, entries: list[tuple], offere
             pod = state.pods[uid]
             why = _lone_pod(ctx, pod, offered)
             if why is not None:
-                gates.waiting[(cq_name, shape)] = (pod.key, *why)
+                state.queues.gate_waiting[(cq_name, shape)] = (pod.key, *why)
                 return out
             out.append(pod)
-        gates.waiting.pop((cq_name, shape), None)
+        state.queues.gate_waiting.pop((cq_name, shape), None)
         return out
     group = _group(ctx, shape, state.pods[entries[0][1]], now)
     if group is None:
         return out                          # decided within GROUP_RETRY: its waiting reason stands
     if isinstance(group, tuple):
-        gates.waiting[(cq_name, shape)] = (str(shape), *group)
+        state.queues.gate_waiting[(cq_name, shape)] = (str(shape), *group)
         return out
-    gates.waiting.pop((cq_name, shape), None)
+    state.queues.gate_waiting.pop((cq_name, shape), None)
     return [m for m in group if m.gated and gates.due(m.uid, now)]
 
 

@@ -37,6 +37,7 @@ class Queues:
         self.gated: dict[str, dict[object, list[tuple]]] = {}
         self.gated_of: dict[str, tuple[str, object, tuple]] = {}    # uid -> (ClusterQueue, shape, entry)
         self.not_held: set[str] = set()
+        self.gate_waiting: dict[tuple, tuple[str, str, str]] = {}    # (ClusterQueue, shape) -> (head, rule, reason)
         self.presence = Presence(timer, self.pending_of.get)   # which pending pods kube-scheduler brings now
 
     def queue_key(self, pod: PodInfo) -> tuple:
@@ -106,6 +107,11 @@ class Queues:
         self.gated_of.clear()
         self.not_held.clear()
         self.presence.reset_index()
+
+    def gate_wait(self, uid: str) -> tuple[str, str, str] | None:
+        """What the gated pod's shape waits for at its ClusterQueue's last ungate pass: (head, rule, reason)."""
+        found = self.gated_of.get(uid)
+        return self.gate_waiting.get(found[:2]) if found is not None else None
 
     # ---- the queue in order -------------------------------------------------------
     def pending_pods(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
