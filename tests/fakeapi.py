@@ -66,7 +66,8 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
     `spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared`. The ungate write
         PATCH pods/P (strategic) {"metadata": {"uid": U}, "spec": {"schedulingGates": [{"$patch": "delete",
         "name": "kueue.x-k8s.io/admission"}]}}
-    is a MODIFIED event with a new resourceVersion (none when the gate was already gone).
+    is a MODIFIED event with a new resourceVersion (none when the gate was already gone). A pod PATCH naming a
+    metadata.resourceVersion other than the stored one is 409 Conflict ("the object has been modified").
   - Mutating admission on pod CREATE (REST POST only: api.apply() is the test's own hand and calls no webhook):
     FakeApiServer(pod_webhooks=[PodWebhook(url, ca_file=None, object_selector_label="kueue.x-k8s.io/queue-name",
     timeout=5.0, failure_policy="Ignore", name="mpod.kb.io")]). Each webhook whose selector label the pod has
@@ -903,6 +904,10 @@ class FakeApiServer:
                 return _status(415, "UnsupportedMediaType", "json-patch is not supported by the fake")
             if not isinstance(body, dict):
                 return _status(400, "BadRequest", "the patch is not a JSON object")
+            if k.kind == "Pod":       # a metadata.resourceVersion in the patch is an optimistic lock (Store.Update)
+                conflict = self._conflict(k, obj, body)
+                if conflict is not None:
+                    return conflict
             strategic = "strategic-merge-patch" in request.content_type and k.builtin
             new = _strategic(_copy(obj), body) if strategic else _merge(_copy(obj), body)
             new.setdefault("metadata", {})["name"] = name

@@ -108,7 +108,7 @@ async def test_adding_or_renaming_a_gate_is_forbidden_with_the_real_message():
         assert status == 200 and "schedulingGates" not in out["spec"], out
 
 
-async def test_a_patch_naming_another_uid_is_invalid_and_a_put_is_a_conflict():
+async def test_a_patch_naming_another_uid_is_invalid_and_a_put_or_a_stale_version_is_a_conflict():
     async with FakeApiServer() as api:
         stored = api.apply(pod(gates=[GATE]))
         status, out = await call(api, "PATCH", f"{PODS}/p1", ungate("0000-other"), SMP)
@@ -120,6 +120,10 @@ async def test_a_patch_naming_another_uid_is_invalid_and_a_put_is_a_conflict():
         status, out = await call(api, "PUT", f"{PODS}/p1", body)
         assert status == 409 and "Precondition failed: UID in precondition: 0000-other, UID in object meta: " \
             f"{stored['metadata']['uid']}" in out["message"], out
+        stale = ungate(stored["metadata"]["uid"])
+        stale["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) - 1)
+        status, out = await call(api, "PATCH", f"{PODS}/p1", stale, SMP)       # an optimistic lock that lost
+        assert status == 409 and "the object has been modified" in out["message"], out
         api.delete("Pod", "team-a", "p1")
         status, out = await call(api, "PATCH", f"{PODS}/p1", ungate(stored["metadata"]["uid"]), SMP)
         assert status == 404 and out["reason"] == "NotFound", out
