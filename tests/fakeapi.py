@@ -48,16 +48,45 @@ What it serves (the real API's paths and JSON; objects are stored as plain dicts
   - POST collection (create; 409 AlreadyExists), GET/PUT/PATCH/DELETE item. PUT with
     metadata.resourceVersion different from the stored one is 409 Conflict ("the object has been
     modified; ..."), so leases (coordination.k8s.io/v1) behave as leader election expects.
-    PATCH accepts application/merge-patch+json and application/strategic-merge-patch+json (a merge
-    patch; lists of conditions are merged by `type`) and application/json-patch+json is refused (415).
+    PATCH accepts application/merge-patch+json (lists of conditions merged by `type`, other lists replaced)
+    and application/strategic-merge-patch+json: on built-in kinds the lists of MERGE_KEYS merge by their key
+    (containers and schedulingGates by name, conditions by type, ...) and an element {"$patch": "delete",
+    KEY: X} removes one, as k8s.io/apimachinery's strategicpatch does; on custom resources a merge patch.
+    application/json-patch+json is refused (415). A PATCH of a pod that changes nothing is no write: the
+    answer is the stored pod, no event, the same resourceVersion (as GuaranteedUpdate skips an unchanged object).
     A PATCH of a pod's metadata.labels (null removes a label, as the leader's quotient.dev/leader label is
     set and removed, app/leader_label.py) is a MODIFIED event on every pods watch.
+  - Pods and scheduling gates (pkg/apis/core/validation, k8s.io/apiserver patch.go): spec.schedulingGates are
+    kept as created. An update (PUT or PATCH) whose pod has a gate the stored one lacks (added or renamed) is
+    422 `Pod "P" is invalid: spec.schedulingGates[i].name: Forbidden: only deletion is allowed, but found new
+    scheduling gate 'G'` (validateOnlyDeletedSchedulingGates); removing gates is allowed. A PATCH whose
+    metadata.uid is not the stored pod's is 422 `metadata.uid: Invalid value: "U": field is immutable` (a patch
+    carries no storage precondition: the uid check is ValidateObjectMetaUpdate's); a PUT naming another uid is
+    409 Conflict "Precondition failed: UID in precondition: ...". A create with spec.nodeName and gates is 422
+    `spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared`. The ungate write
+        PATCH pods/P (strategic) {"metadata": {"uid": U}, "spec": {"schedulingGates": [{"$patch": "delete",
+        "name": "kueue.x-k8s.io/admission"}]}}
+    is a MODIFIED event with a new resourceVersion (none when the gate was already gone). A pod PATCH naming a
+    metadata.resourceVersion other than the stored one is 409 Conflict ("the object has been modified").
+  - Mutating admission on pod CREATE (REST POST only: api.apply() is the test's own hand and calls no webhook):
+    FakeApiServer(pod_webhooks=[PodWebhook(url, ca_file=None, object_selector_label="kueue.x-k8s.io/queue-name",
+    timeout=5.0, failure_policy="Ignore", name="mpod.kb.io")]). Each webhook whose selector label the pod has
+    gets an admission.k8s.io/v1 AdmissionReview (request: uid, kind, resource, requestKind, requestResource,
+    name, namespace, operation CREATE, userInfo, object, oldObject null, dryRun, options) before the uid and a
+    generated name are set; its response's base64 JSONPatch (add, remove, replace, test, move, copy) is applied;
+    allowed false refuses the create with the response's status (`admission webhook "NAME" denied the request:
+    MESSAGE`, code >= 400); a failed call (unreachable, timeout, not 200, garbage, another uid) with Ignore
+    creates the pod as it was, appended to api.webhook_failures as (webhook, why), with Fail answers 500; a
+    patch that does not apply is 500 InternalError. api.webhook_calls counts the reviews sent. https urls are
+    verified against ca_file.
   - POST pods/{name}/binding: a v1 Binding; sets spec.nodeName and the PodScheduled condition (MODIFIED),
     answers 201 Status Success. 409 Conflict when spec.nodeName is already set — as the real API, also when
     it is the same node (message: `pod NAME is already assigned to node "NODE"`), so a retrying writer must
     read that 409 naming its own node as success. A metadata.uid precondition that does not match is 409, and
     so is a metadata.resourceVersion precondition that is not the stored one ("the object has been modified"),
-    checked first, as the real registry checks storage preconditions before its update function.
+    checked first, as the real registry checks storage preconditions before its update function. A pod that
+    still has schedulingGates is 409 Conflict `Operation cannot be fulfilled on pods/binding "P": pod P has
+    non-empty .spec.schedulingGates` (BindingREST, "Reject binding to a scheduling un-ready Pod").
   - POST pods/{name}/eviction: a policy/v1 Eviction (deleteOptions.preconditions.uid checked: 409 for another pod). Every PodDisruptionBudget in the pod's namespace whose
     selector matches the pod's labels is checked (status.disruptionsAllowed when the test set it, else
     computed from minAvailable / maxUnavailable over the matching Running pods); a budget with no
@@ -215,6 +244,87 @@ def _merge(target, patch):
     return out
 
 
+# Strategic merge patch: the lists of a pod merged by a key (patchMergeKey in k8s.io/api core/v1 types.go);
+# other lists are replaced, as for a merge patch. `conditions` keeps the fake's older rule (by type, on any kind).
+MERGE_KEYS = {"conditions": "type", "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+              "schedulingGates": "name", "volumes": "name", "env": "name", "ports": "containerPort",
+              "volumeMounts": "mountPath", "imagePullSecrets": "name", "readinessGates": "conditionType",
+              "hostAliases": "ip", "topologySpreadConstraints": "topologyKey", "resourceClaims": "name",
+              "containerStatuses": "name", "initContainerStatuses": "name"}
+
+
+def _strategic(target, patch):
+    """A strategic merge patch (k8s.io/apimachinery strategicpatch) for the keyed lists of MERGE_KEYS: an element
+    of the patch list merges into the element with its key, or is appended; {"$patch": "delete", KEY: X} removes
+    that element. Keys such as $setElementOrder/... and $retainKeys are accepted and ignored."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if k.startswith("$"):
+            continue
+        if v is None:
+            out.pop(k, None)
+        elif k in MERGE_KEYS and isinstance(v, list):
+            key = MERGE_KEYS[k]
+            merged = [e for e in out.get(k) or []] if isinstance(out.get(k), list) else []
+            for change in v:
+                if not isinstance(change, dict):
+                    merged.append(change)
+                    continue
+                at = next((i for i, e in enumerate(merged) if isinstance(e, dict) and e.get(key) == change.get(key)),
+                          None)
+                if change.get("$patch") == "delete":
+                    if at is not None:
+                        merged.pop(at)
+                elif at is not None:
+                    merged[at] = _strategic(merged[at], change)
+                else:
+                    merged.append(_strategic({}, change))
+            if merged or out.get(k) is not None:
+                out[k] = merged
+        else:
+            out[k] = _strategic(out.get(k), v)
+    return out
+
+
+def _gates(pod: dict) -> list[str]:
+    return [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or [] if isinstance(g, dict)]
+
+
+def validate_pod_create(pod: dict) -> str | None:
+    """The create rule of pkg/apis/core/validation for gates: a pod bound at create (spec.nodeName) cannot carry
+    schedulingGates. Returns the field error or None."""
+    if (pod.get("spec") or {}).get("nodeName") and _gates(pod):
+        return "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
+    return None
+
+
+def validate_pod_update(new: dict, old: dict) -> list[str]:
+    """ValidatePodUpdate's rules the fake models: metadata.uid is immutable (ValidateObjectMetaUpdate), and
+    validateOnlyDeletedSchedulingGates: a gate the old pod lacks is Forbidden at its index in the new list
+    (`spec.schedulingGates[i].name`), so gates can only be removed."""
+    errors = []
+    uid = (new.get("metadata") or {}).get("uid")
+    if uid and uid != old["metadata"].get("uid"):
+        errors.append(f'metadata.uid: Invalid value: "{uid}": field is immutable')
+    before = set(_gates(old))
+    for i, name in enumerate(_gates(new)):
+        if name not in before:
+            errors.append(f"spec.schedulingGates[{i}].name: Forbidden: only deletion is allowed, but found new "
+                          f"scheduling gate '{name}'")
+    return errors
+
+
+def invalid(kind: str, name: str, errors: list[str]) -> web.Response:
+    """422 Invalid as errors.NewInvalid writes it: one error bare, several in brackets."""
+    what = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    causes = [{"reason": "FieldValueForbidden" if "Forbidden" in e else "FieldValueInvalid", "message": e,
+               "field": e.split(":", 1)[0]} for e in errors]
+    return _status(422, "Invalid", f'{kind} "{name}" is invalid: {what}',
+                   {"name": name, "kind": kind, "causes": causes})
+
+
 def _selector_matches(selector: dict | None, labels: dict) -> bool:
     if not selector:
         return False        # policy/v1: an empty selector matches nothing... (nil); {} matches all below
@@ -232,6 +342,115 @@ def _selector_matches(selector: dict | None, labels: dict) -> bool:
         if op == "DoesNotExist" and key in labels:
             return False
     return True
+
+
+class JsonPatchError(ValueError):
+    """A JSONPatch (RFC 6902) that cannot be applied: a missing path, a failed test, an unknown op."""
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise JsonPatchError(f"bad JSON pointer {path!r}")
+    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
+
+
+def _parent(doc, tokens: list[str], path: str):
+    node = doc
+    for t in tokens[:-1]:
+        if isinstance(node, dict) and t in node:
+            node = node[t]
+        elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
+            node = node[int(t)]
+        else:
+            raise JsonPatchError(f"path {path!r} does not exist")
+    return node
+
+
+def apply_json_patch(doc, ops: list) -> object:
+    """Apply a JSONPatch (RFC 6902: add, remove, replace, test; move and copy too) to a copy of doc, as
+    evanphx/json-patch does for the API server's mutating webhooks. Raises JsonPatchError."""
+    doc = _copy(doc)
+    if not isinstance(ops, list):
+        raise JsonPatchError("a JSONPatch is a list of operations")
+    for op in ops:
+        if not isinstance(op, dict) or "path" not in op:
+            raise JsonPatchError(f"bad operation {op!r}")
+        kind, path = op.get("op"), op["path"]
+        if kind in ("move", "copy"):
+            value = _get_pointer(doc, op.get("from", ""))
+            if kind == "move":
+                doc = apply_json_patch(doc, [{"op": "remove", "path": op["from"]}])
+            doc = apply_json_patch(doc, [{"op": "add", "path": path, "value": value}])
+            continue
+        tokens = _pointer(path)
+        if kind == "test":
+            if _get_pointer(doc, path) != op.get("value"):
+                raise JsonPatchError(f"testing value {path} failed")
+            continue
+        if kind not in ("add", "remove", "replace"):
+            raise JsonPatchError(f"unknown op {kind!r}")
+        if not tokens:
+            if kind == "remove":
+                raise JsonPatchError("cannot remove the whole document")
+            doc = _copy(op.get("value"))
+            continue
+        parent, last = _parent(doc, tokens, path), tokens[-1]
+        if isinstance(parent, dict):
+            if kind != "add" and last not in parent:
+                raise JsonPatchError(f"path {path!r} does not exist")
+            if kind == "remove":
+                del parent[last]
+            else:
+                parent[last] = _copy(op.get("value"))
+        elif isinstance(parent, list):
+            if kind == "add" and last == "-":
+                parent.append(_copy(op.get("value")))
+                continue
+            if not last.isdigit() or int(last) > len(parent) or (kind != "add" and int(last) == len(parent)):
+                raise JsonPatchError(f"index {last!r} out of range in {path!r}")
+            i = int(last)
+            if kind == "add":
+                parent.insert(i, _copy(op.get("value")))
+            elif kind == "remove":
+                parent.pop(i)
+            else:
+                parent[i] = _copy(op.get("value"))
+        else:
+            raise JsonPatchError(f"path {path!r} does not exist")
+    return doc
+
+
+def _get_pointer(doc, path: str):
+    node = doc
+    for t in _pointer(path):
+        if isinstance(node, dict) and t in node:
+            node = node[t]
+        elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
+            node = node[int(t)]
+        else:
+            raise JsonPatchError(f"path {path!r} does not exist")
+    return node
+
+
+@dataclass
+class PodWebhook:
+    """A MutatingWebhookConfiguration's webhook for pods, CREATE only (admissionregistration.k8s.io/v1):
+    clientConfig.url, caBundle as a PEM file (https verified against it; http needs none), objectSelector
+    {matchExpressions: [{key: object_selector_label, operator: Exists}]} (None: every pod), timeoutSeconds,
+    failurePolicy ("Ignore" or "Fail"), sideEffects None, admissionReviewVersions [v1]."""
+    url: str
+    ca_file: str | None = None
+    object_selector_label: str | None = "kueue.x-k8s.io/queue-name"
+    timeout: float = 5.0
+    failure_policy: str = "Ignore"
+    name: str = "mpod.kb.io"            # Kueue's webhook name for pods (config/components/webhook/manifests.yaml)
+
+
+class _WebhookCallError(Exception):
+    """webhookutil.ErrCallingWebhook: the call failed (unreachable, timeout, not 200, not an AdmissionReview,
+    another uid); failurePolicy decides."""
 
 
 @dataclass
@@ -254,8 +473,12 @@ class _Watcher:
 class FakeApiServer:
     def __init__(self, history: int = 1000, bookmark_interval: float = 60.0, token: str = "fake-token",
                  page_snapshots: int = 16, clock=time.time, pod_grace: float = 0.0, tls: tuple[str, str] | None = None,
-                 kueue_versions: tuple[str, ...] = ("v1beta1",)):
+                 kueue_versions: tuple[str, ...] = ("v1beta1",), pod_webhooks: list[PodWebhook] | tuple = ()):
         self.history_size = history
+        self.pod_webhooks = list(pod_webhooks)   # mutating admission on pod CREATE, in order (see PodWebhook)
+        self.webhook_calls = 0                    # AdmissionReviews sent
+        self.webhook_failures: list[tuple[str, str]] = []   # (webhook, why) of calls failed and ignored
+        self._webhook_sessions: dict = {}
         # The versions of kueue.x-k8s.io served, the last preferred (API discovery), each object converted to
         # the version asked, as Kueue's CRDs with its conversion webhook serve them.
         self.kueue_versions = kueue_versions
@@ -301,6 +524,9 @@ class FakeApiServer:
         return self
 
     async def stop(self) -> None:
+        for session in self._webhook_sessions.values():
+            await session.close()
+        self._webhook_sessions.clear()
         self._release.set()
         self._resume.set()
         for w in list(self.watchers):
@@ -620,6 +846,12 @@ class FakeApiServer:
                     return await self._watch(request, k, ns, f)
                 return self._list(request, k, ns)
             if request.method == "POST":
+                if k.kind == "Pod" and self.pod_webhooks and isinstance(body, dict) \
+                        and isinstance(body.get("metadata"), dict):
+                    admitted = await self._admit_pod(body, ns)
+                    if isinstance(admitted, web.Response):
+                        return admitted
+                    body = admitted
                 return self._create(k, ns, body)
             return _status(405, "MethodNotAllowed", "method not allowed on a collection")
         key = ((ns or "default") if k.namespaced else "", name)
@@ -649,6 +881,16 @@ class FakeApiServer:
             conflict = self._conflict(k, obj, body)
             if conflict is not None:
                 return conflict
+            want_uid = ((body or {}).get("metadata") or {}).get("uid")
+            if k.kind == "Pod" and want_uid and want_uid != obj["metadata"]["uid"]:
+                # an update's object names its uid: a storage precondition (rest.DefaultUpdatedObjectInfo)
+                return _status(409, "Conflict", f'Operation cannot be fulfilled on pods "{name}": Precondition '
+                               f"failed: UID in precondition: {want_uid}, UID in object meta: {obj['metadata']['uid']}",
+                               {"name": name, "kind": "pods"})
+            if k.kind == "Pod":
+                errors = validate_pod_update(body, obj)
+                if errors:
+                    return invalid("Pod", name, errors)
             new = _copy(body)
             new["metadata"]["uid"] = obj["metadata"]["uid"]
             new["metadata"]["creationTimestamp"] = obj["metadata"].get("creationTimestamp")
@@ -660,8 +902,22 @@ class FakeApiServer:
                 return self._not_found(k, name)
             if "json-patch" in request.content_type:
                 return _status(415, "UnsupportedMediaType", "json-patch is not supported by the fake")
-            new = _merge(obj, body)
-            new["metadata"]["name"] = name
+            if not isinstance(body, dict):
+                return _status(400, "BadRequest", "the patch is not a JSON object")
+            if k.kind == "Pod":       # a metadata.resourceVersion in the patch is an optimistic lock (Store.Update)
+                conflict = self._conflict(k, obj, body)
+                if conflict is not None:
+                    return conflict
+            strategic = "strategic-merge-patch" in request.content_type and k.builtin
+            new = _strategic(_copy(obj), body) if strategic else _merge(_copy(obj), body)
+            new.setdefault("metadata", {})["name"] = name
+            if k.kind == "Pod":
+                errors = validate_pod_update(new, obj)
+                if errors:
+                    return invalid("Pod", name, errors)
+                new["metadata"]["uid"] = obj["metadata"]["uid"]
+                if new == obj:
+                    return self._json(_copy(obj))      # nothing changed: no write, no event, the same resourceVersion
             return self._json(self._put(k, new, "MODIFIED"))
         return _status(405, "MethodNotAllowed", "method not allowed")
 
@@ -709,6 +965,10 @@ class FakeApiServer:
         if key in self._table(k):
             return _status(409, "AlreadyExists", f'{k.plural} "{meta["name"]}" already exists',
                            {"name": meta["name"], "group": k.group, "kind": k.plural})
+        if k.kind == "Pod":
+            error = validate_pod_create(body)
+            if error:
+                return invalid("Pod", meta["name"], [error])
         body.setdefault("kind", k.kind)
         body.setdefault("apiVersion", k.api_version)
         meta.pop("resourceVersion", None)
@@ -834,6 +1094,112 @@ class FakeApiServer:
                 self.watchers.remove(watcher)
         return resp
 
+    # ---- mutating admission -----------------------------------------------------------
+    def _webhook_session(self, hook: PodWebhook):
+        import aiohttp
+
+        session = self._webhook_sessions.get(hook.ca_file)
+        if session is None or session.closed:
+            context = ssl.create_default_context(cafile=hook.ca_file) if hook.ca_file else None
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context) if context else None,
+                                            trust_env=False)
+            self._webhook_sessions[hook.ca_file] = session
+        return session
+
+    async def _admit_pod(self, pod: dict, ns: str | None) -> dict | web.Response:
+        """The mutating admission of a pod CREATE (k8s.io/apiserver pkg/admission/plugin/webhook/mutating
+        dispatcher.go), before the name is generated, the uid set and the object validated: each webhook whose
+        objectSelector matches the pod's labels gets an admission.k8s.io/v1 AdmissionReview; its JSONPatch
+        applies to the object the next webhook sees. allowed false: the create fails with the response's
+        status (webhookerrors.ToStatusErr). A failed call (unreachable, timeout, HTTP error, not an
+        AdmissionReview, another uid): with failurePolicy Ignore the pod goes on unmutated by that webhook
+        (counted in webhook_failures), with Fail 500 InternalError. A patch that does not apply is a 500
+        InternalError whatever the policy, as in callAttrMutatingHook."""
+        meta = pod["metadata"]
+        namespace = ns or meta.get("namespace") or "default"
+        for hook in self.pod_webhooks:
+            labels = meta.get("labels") or {}
+            if hook.object_selector_label is not None and hook.object_selector_label not in labels:
+                continue
+            obj = _copy(pod)
+            obj.setdefault("kind", "Pod")
+            obj.setdefault("apiVersion", "v1")
+            obj["metadata"]["namespace"] = namespace
+            uid = str(uuid.uuid4())
+            gvk, gvr = {"group": "", "version": "v1", "kind": "Pod"}, {"group": "", "version": "v1", "resource": "pods"}
+            review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": uid, "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+                "name": meta.get("name", ""), "namespace": namespace, "operation": "CREATE",
+                "userInfo": {"username": "fake-token-user", "groups": ["system:authenticated"]},
+                "object": obj, "oldObject": None, "dryRun": False,
+                "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}}}
+            self.webhook_calls += 1
+            try:
+                response = await self._call_webhook(hook, review, uid)
+            except _WebhookCallError as e:
+                if hook.failure_policy == "Ignore":
+                    self.webhook_failures.append((hook.name, str(e)))
+                    continue
+                return _status(500, "InternalError", f'Internal error occurred: failed calling webhook "{hook.name}": {e}')
+            if not response.get("allowed"):
+                result = dict(response.get("status") or {})
+                code = int(result.get("code") or 0)
+                denied = f'admission webhook "{hook.name}" denied the request'
+                message = f"{denied}: {result['message']}" if result.get("message") else \
+                    f"{denied}: {result['reason']}" if result.get("reason") else f"{denied} without explanation"
+                body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": message, "code": code if code >= 400 else 400}
+                if result.get("reason"):
+                    body["reason"] = result["reason"]
+                if result.get("details"):
+                    body["details"] = result["details"]
+                return web.Response(status=body["code"], body=orjson.dumps(body), content_type="application/json")
+            if response.get("patch"):
+                try:
+                    ops = orjson.loads(response["patch"])
+                    patched = apply_json_patch(obj, ops)
+                    if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                        raise JsonPatchError("the patched object is not a pod")
+                except (JsonPatchError, ValueError, orjson.JSONDecodeError) as e:
+                    return _status(500, "InternalError", f"Internal error occurred: {e}")
+                pod = patched
+                meta = pod["metadata"]
+        return pod
+
+    async def _call_webhook(self, hook: PodWebhook, review: dict, uid: str) -> dict:
+        """POST the review; the AdmissionResponse, or _WebhookCallError (webhookutil.ErrCallingWebhook)."""
+        import aiohttp
+
+        try:
+            async with self._webhook_session(hook).post(
+                    hook.url, data=orjson.dumps(review), headers={"Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(total=hook.timeout)) as r:
+                raw = await r.read()
+                if r.status != 200:
+                    raise _WebhookCallError(f"failed to call webhook: the server responded with the status code "
+                                            f"{r.status} but did not return more information")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ssl.SSLError) as e:
+            raise _WebhookCallError(f'failed to call webhook: Post "{hook.url}": {type(e).__name__}: {e}') from None
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise _WebhookCallError(f"received invalid webhook response: {e}") from None
+        if not isinstance(answer, dict) or answer.get("apiVersion") != "admission.k8s.io/v1" \
+                or answer.get("kind") != "AdmissionReview" or not isinstance(answer.get("response"), dict):
+            raise _WebhookCallError("received invalid webhook response: expected an admission.k8s.io/v1 "
+                                    "AdmissionReview with a response")
+        response = answer["response"]
+        if response.get("uid") != uid:
+            raise _WebhookCallError(f"expected response.uid={uid!r}, got {response.get('uid')!r}")
+        if response.get("patch"):
+            if response.get("patchType") != "JSONPatch":
+                raise _WebhookCallError(f"expected patchType JSONPatch, got {response.get('patchType')!r}")
+            try:               # a []byte field: base64 in the JSON, decoded with the response
+                response = {**response, "patch": base64.b64decode(response["patch"], validate=True)}
+            except (ValueError, TypeError) as e:
+                raise _WebhookCallError(f"received invalid webhook response: {e}") from None
+        return response
+
     # ---- subresources -----------------------------------------------------------------
     def _bind(self, k: Kind, key, body) -> web.Response:
         pod = self._table(k).get(key)
@@ -857,6 +1223,11 @@ class FakeApiServer:
         if current:
             return _status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
                            f'pod {key[1]} is already assigned to node "{current}"',
+                           {"name": key[1], "kind": "pods/binding"})
+        if _gates(pod):
+            # BindingREST.setPodNodeAndMetadata: "Reject binding to a scheduling un-ready Pod", as a Conflict
+            return _status(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{key[1]}": '
+                           f"pod {key[1]} has non-empty .spec.schedulingGates",
                            {"name": key[1], "kind": "pods/binding"})
         new = _copy(pod)
         new.setdefault("spec", {})["nodeName"] = target

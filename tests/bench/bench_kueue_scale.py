@@ -2,9 +2,10 @@
 15,000 workloads wait?
 
     .venv/bin/python tests/bench/bench_kueue_scale.py [--scale 0.1] [--timeout 600] [--baseline CHECKOUT]
+                                                      [--design extender|gated|both] [--gates] [--pregated]
                                                       [--keep DIR] [--profile FILE]
 
-Not a pytest test (tests/bench/conftest.py keeps pytest out; tests/bench/test_kueue_scale_smoke.py runs a
+Not a pytest test (tests/bench/conftest.py keeps pytest out; tests/test_bench_kueue_scale_smoke.py runs a
 tiny --scale). The workload is kubernetes-sigs/kueue test/performance/scheduler/configs/baseline
 (generator.yaml, runner/generator/generator.go), one plain pod per workload:
 
@@ -48,11 +49,36 @@ one, which creates the pods on their schedule, plays kube-scheduler v1.36's sche
              (popBackoff: podBackoffQ only, never podErrorBackoffQ).
   kubelet    a bound pod is patched status.phase Succeeded its runtime after its bind succeeded.
 
-Printed: a progress line every 10 s, then the wall time (first create to last admission), per class the
+Two designs (--design; --gates is --design gated):
+
+  extender   today's: every pod reaches kube-scheduler at once and Quotient answers filter for each try.
+  gated      Kueue's, for plain pods: Quotient runs with a Kueue Configuration whose integrations.frameworks
+             lists pod, and serves the mutating webhook POST /mutate-pods on --conversion-port; the fake API
+             calls it on every pod CREATE with the queue-name label (tests/fakeapi.py PodWebhook, failurePolicy
+             Ignore), so pods are created with spec.schedulingGates [kueue.x-k8s.io/admission]. Quotient removes
+             the gate (a strategic merge PATCH) once the pod's ClusterQueue admits it; kube-scheduler then sees it.
+             Before the run /mutate-pods is probed: a 404 (the route not on this branch) makes the gated run
+             not meaningful, and it is not run. --pregated creates the pods with the gate already set and
+             calls no webhook: it measures Quotient's side alone (ungate, filter, bind), not the webhook.
+  both       the extender design, then the gated one, in one invocation, printed side by side with their ratios.
+
+The kube-scheduler model for gated pods (pkg/scheduler/backend/queue/scheduling_queue.go, the
+SchedulingGates plugin, v1.36): a pod with any schedulingGates fails PreEnqueue and is parked in
+unschedulablePods, gated, without a scheduling attempt (no filter call, no attempt counted, no backoff);
+movePodsToActiveOrBackoffQueue skips such pods (`pInfo.Gated && UnschedulablePlugins.Has(SchedulingGates)`,
+kubernetes #124384), so node events and flushUnschedulablePodsLeftover never move them. An update of the pod
+that removes its last gate (the event UpdatePodSchedulingGatesEliminated, whose SchedulingGates queueing hint
+is Queue) moves it from unschedulablePods: never attempted, it is not backing off, so moveToActiveQ puts it in
+activeQ at once, ordered by its Timestamp from when it was first added. A gate removed while others remain
+keeps it parked.
+
+Printed: which design ran; a progress line every 10 s, then the wall time (first create to last admission), per class the
 average and maximum time to admission (create -> first successful bind), CPU seconds and average cores of
 Quotient, the client and the fake API, filter calls per admitted workload, binds, evictions and every
 outcome, next to Kueue's rangespec (configs/baseline/rangespec.yaml: 425 s; large 11 s, medium 90 s,
-small 260 s) and the issue's CPU target (Quotient under half a core).
+small 260 s) and the issue's CPU target (Quotient under half a core). A gated run also prints the pods
+gated (seen with a gate when first added), ungated (the gate seen removed), filter calls per admitted
+workload and the time from ungate (the informer's MODIFIED event) to the successful bind.
 """
 from __future__ import annotations
 
@@ -80,6 +106,9 @@ sys.path.insert(0, str(HERE))
 
 from bench_extender import free_port, source_version  # noqa: E402
 from rig import Rig, cpu_seconds  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from app.objects.pod import ADMISSION_GATE  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -142,10 +171,11 @@ def refusal_kind(message: str) -> str:
     return next((kind for phrase, kind in KINDS if phrase in message), message[:40])
 
 
-def new_pod(name: str, ns: str, cls: str) -> dict:
-    """The pod of one workload as a client POSTs it (the API server adds uid, times, resourceVersion)."""
+def new_pod(name: str, ns: str, cls: str, pregated: bool = False) -> dict:
+    """The pod of one workload as a client POSTs it (the API server adds uid, times, resourceVersion); pregated:
+    with Kueue's admission gate already in spec.schedulingGates (--pregated)."""
     _, _, _, _, prio, cpu = next(c for c in CLASSES if c[0] == cls)
-    return {"apiVersion": "v1", "kind": "Pod",
+    pod = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: ns, "class": cls}},
             "spec": {"containers": [{"name": "c", "image": IMAGE, "resources": {"requests": {"cpu": str(cpu)}},
                                      "terminationMessagePath": "/dev/termination-log",
@@ -156,6 +186,16 @@ def new_pod(name: str, ns: str, cls: str) -> dict:
                      "tolerations": [{"key": f"node.kubernetes.io/{t}", "operator": "Exists", "effect": "NoExecute",
                                       "tolerationSeconds": 300} for t in ("not-ready", "unreachable")]},
             "status": {"phase": "Pending", "qosClass": "Burstable"}}
+    if pregated:
+        pod["spec"]["schedulingGates"] = [{"name": ADMISSION_GATE}]
+    return pod
+
+
+def kueue_configuration(gated: bool) -> str:
+    """The Configuration Quotient runs with: Kueue's (config.kueue.x-k8s.io/v1beta1), its defaults otherwise,
+    with the plain-pod integration (integrations.frameworks [pod]) for the gated design."""
+    return ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+            + ("integrations:\n  frameworks: [pod]\n" if gated else ""))
 
 
 def schedule(cqs: list[str], fraction: float) -> list[tuple[float, str, str, str]]:
@@ -272,6 +312,7 @@ class QPod:
     condition: tuple[str, str] = ("", "")
     unschedulable_since: float = 0.0
     finished: bool = False
+    ungated_at: float | None = None  # when the informer saw its last gate removed
 
 
 @dataclass
@@ -288,15 +329,19 @@ class Stats:
     kinds: Counter = field(default_factory=Counter)       # (class, kind of refusal): refusals per workload class
     filter_s: list = field(default_factory=list)          # each filter's round trip, seconds
     bind_s: list = field(default_factory=list)
+    gated: int = 0                                         # pods first seen with schedulingGates
+    ungated: int = 0                                       # pods seen losing their last gate
+    ungate_to_bind: list = field(default_factory=list)     # seconds from that event to the bind's success
 
 
 class Scheduler:
     """kube-scheduler v1.36's scheduling queue and scheduleOne for one profile with one extender (see the
     module docstring for the source each part follows)."""
 
-    def __init__(self, api_url: str, token: str, ext_port: int, nodes: list[str]):
+    def __init__(self, api_url: str, token: str, ext_port: int, nodes: list[str], pregated: bool = False):
         import aiohttp
 
+        self.pregated = pregated
         self.api_url, self.token = api_url, token
         self.http = aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"},
                                           connector=aiohttp.TCPConnector(limit=64))
@@ -441,9 +486,20 @@ class Scheduler:
                     return
                 p = QPod(meta["name"], wl, obj, timestamp=time.time())
                 self.pods[key] = p
-                self.to_active(p)
+                if spec.get("schedulingGates"):
+                    # PreEnqueue (SchedulingGates) fails: parked in unschedulablePods, gated, never tried
+                    self.stats.gated += 1
+                    p.gen += 1
+                    p.where = "gated"
+                else:
+                    self.to_active(p)
             return
         p.obj = obj
+        if p.where == "gated" and not spec.get("schedulingGates"):
+            # UpdatePodSchedulingGatesEliminated -> Queue; never attempted, so not backing off: activeQ now
+            self.stats.ungated += 1
+            p.ungated_at = time.time()
+            self.to_active(p)
         if spec.get("nodeName") and p.where not in ("bound", "inflight", "done"):
             self.remove(p, "bound")      # bound by another hand: no longer the queue's
             p.node = spec["nodeName"]
@@ -486,7 +542,7 @@ class Scheduler:
     async def create(self, wl: Workload, name: str) -> None:
         self.workloads[(wl.ns, name)] = wl
         async with self.http.post(f"{self.api_url}/api/v1/namespaces/{wl.ns}/pods",
-                                  data=orjson.dumps(new_pod(name, wl.ns, wl.cls)),
+                                  data=orjson.dumps(new_pod(name, wl.ns, wl.cls, self.pregated)),
                                   headers={"Content-Type": "application/json"}) as r:
             if r.status != 201:
                 self.stats.api_errors += 1
@@ -627,6 +683,8 @@ class Scheduler:
         if p.wl.admitted is None:
             p.wl.admitted = now
             self.admissions.append(now)
+        if p.ungated_at is not None:
+            self.stats.ungate_to_bind.append(now - p.ungated_at)
         self.spawn(self.finish(p))
 
     async def run(self) -> None:
@@ -640,8 +698,8 @@ class Scheduler:
 
 # ---------------------------------------------------------------- one run
 async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient_pid: int, timeout: float,
-                profile: str | None) -> dict:
-    sched = Scheduler(api["url"], api["token"], ext_port, nodes)
+                profile: str | None, pregated: bool = False) -> dict:
+    sched = Scheduler(api["url"], api["token"], ext_port, nodes, pregated)
     workloads: list[Workload] = []
     informer = asyncio.ensure_future(sched.informer())
     flusher = asyncio.ensure_future(sched.flusher())
@@ -658,9 +716,9 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
         q, c, a = cpu_seconds(quotient_pid), sum(os.times()[:2]), cpu_seconds(api["pid"])
         span = max(now - last["t"], 1e-6)
         where = sched.counts()
-        pending = sum(where[k] for k in ("active", "backoff", "errorBackoff", "unschedulable", "cycle"))
+        pending = sum(where[k] for k in ("active", "backoff", "errorBackoff", "unschedulable", "cycle", "gated"))
         line = (f"  t={now - start:6.1f}s  admitted {len(sched.admissions):5d}/{len(plan)}  created "
-                f"{len(workloads):5d}  pending {pending:5d} (activeQ {where['active']}, backoff "
+                f"{len(workloads):5d}  pending {pending:5d} (gated {where['gated']}, activeQ {where['active']}, backoff "
                 f"{where['backoff'] + where['errorBackoff']}, unschedulable {where['unschedulable']})  running "
                 f"{where['bound'] + where['inflight']:3d}  CPU last {span:.0f}s: Quotient {(q - last['q']) / span:4.0%}"
                 f" client {(c - last['c']) / span:4.0%} API {(a - last['a']) / span:4.0%}  filter calls "
@@ -728,36 +786,113 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
             "timeline": timeline}
 
 
-def run(kind: str, scale: float, workdir: str, timeout: float, baseline: str | None, profile: str | None) -> dict:
+def probe_webhook(url: str, wait: float = 10.0) -> str:
+    """"" when POST url answers an AdmissionReview for a plain pod with the queue-name label, else why not
+    (a 404: the /mutate-pods route is not on this branch)."""
+    import httpx
+
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "bench-probe", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
+        "namespace": "probe", "name": "probe", "object": new_pod("probe", "probe", "small")}}
+    deadline = time.time() + wait
+    while True:
+        try:
+            with httpx.Client(trust_env=False, timeout=5) as client:
+                r = client.post(url, content=orjson.dumps(review), headers={"Content-Type": "application/json"})
+            break
+        except httpx.HTTPError as e:
+            if time.time() > deadline:
+                return f"POST {url}: {type(e).__name__}: {e}"
+            time.sleep(0.3)
+    if r.status_code != 200:
+        return f"POST {url} answered {r.status_code}" + (" (no /mutate-pods route on this branch)"
+                                                          if r.status_code == 404 else "")
+    try:
+        answer = orjson.loads(r.content)
+    except orjson.JSONDecodeError:
+        return f"POST {url} answered 200 with no JSON"
+    if (answer.get("response") or {}).get("uid") != "bench-probe":
+        return f"POST {url} answered no AdmissionReview response for the probe's uid"
+    return ""
+
+
+def run(kind: str, scale: float, workdir: str, timeout: float, baseline: str | None, profile: str | None,
+        design: str = "extender", pregated: bool = False) -> dict:
+    """One run of the workload with Quotient from this checkout (kind quotient) or --baseline's, in one design."""
     docs, nodes, cqs = cluster(scale)
     plan = schedule(cqs, layout(scale)[2])
+    gated = design == "gated"
+    pregated = pregated and gated            # --design both --pregated: the extender run creates plain pods
+    label = kind if not gated else f"{kind}-gated" + ("-pregated" if pregated else "")
     rig = Rig(workdir)
     try:
-        api = rig.fake_api(docs, f"fakeapi-{kind}.log")
-        port, log = free_port(), f"{kind}.log"
+        port, webhook_port, log = free_port(), free_port(), f"{label}.log"
+        webhook = f"http://127.0.0.1:{webhook_port}/mutate-pods"
+        api = rig.fake_api(docs, f"fakeapi-{label}.log", pod_webhook=webhook if gated and not pregated else None)
+        config = Path(workdir, f"config-{label}.yaml")
+        config.write_text(kueue_configuration(gated))
         argv = [str(Path(sys.executable).with_name("quotient")), "serve", "--kubeconfig", api["kubeconfig"],
-                "--host", "127.0.0.1", "--port", str(port)]
+                "--host", "127.0.0.1", "--port", str(port), "--config", str(config)]
+        if gated:
+            argv += ["--conversion-port", str(webhook_port)]
         if kind == "baseline":
             rig.env["PYTHONPATH"] = baseline
         proc = rig.start(argv, log)
         rig.wait_ready(proc, f"http://127.0.0.1:{port}", log)
-        print(f"{kind}: {len(cqs)} ClusterQueues in {len(cqs) // CQS_PER_COHORT} cohorts, {len(nodes)} nodes of "
+        how = {"extender": "design extender-only (every pod reaches kube-scheduler, Quotient filters each try)",
+               "gated": "design gated (" + ("pods created with the gate already set: --pregated, no webhook" if
+                                            pregated else f"pods gated by Quotient's webhook {webhook}") +
+                        "; Quotient ungates, kube-scheduler then filters and binds)"}[design]
+        print(f"{label}: {how}", flush=True)
+        not_meaningful = probe_webhook(webhook) if gated else ""
+        if not_meaningful and not pregated:
+            print(f"{label}: NOT MEANINGFUL, not run: {not_meaningful}; the gated design needs Quotient's "
+                  "/mutate-pods (or --pregated to measure Quotient's side alone)", flush=True)
+            return {"kind": label, "design": design, "pregated": pregated, "skipped": not_meaningful}
+        if not_meaningful:
+            print(f"{label}: the webhook is not served ({not_meaningful}); --pregated does not need it", flush=True)
+        print(f"{label}: {len(cqs)} ClusterQueues in {len(cqs) // CQS_PER_COHORT} cohorts, {len(nodes)} nodes of "
               f"{NODE_CPU} cpu, {len(plan)} workloads over {plan[-1][0]:.0f} s; Quotient pid {proc.pid}", flush=True)
-        result = asyncio.run(drive(api, port, nodes, plan, proc.pid, timeout, profile))
+        result = asyncio.run(drive(api, port, nodes, plan, proc.pid, timeout, profile, pregated))
+        if gated and not pregated:
+            import httpx
+            with httpx.Client(trust_env=False, timeout=5) as client:
+                result["webhook"] = client.get(f"http://127.0.0.1:{api['control']}/webhooks").json()
         if proc.poll() is not None:
             print(f"Quotient exited with {proc.returncode}:\n{rig.log(log)}")
-        return {**result, "kind": kind}
+        return {**result, "kind": label, "design": design, "pregated": pregated}
     finally:
         rig.close()
 
 
 def report(r: dict, scale: float) -> None:
+    if r.get("skipped"):
+        print(f"\n{r['kind']}: design {r['design']} NOT MEANINGFUL (not run): {r['skipped']}", flush=True)
+        return
     s: Stats = r["stats"]
     wall, cpu = r["wall"], r["cpu"]
     span = r["run_seconds"]
     scaled = "" if scale == 1 else f" (Kueue's figures are for the full run; this is --scale {scale})"
     print(f"\n{r['kind']}: {r['admitted']}/{r['planned']} workloads admitted"
           + (f", TIMED OUT after {span:.0f} s" if r["timed_out"] else "") + scaled)
+    print(f"  design: {r['design']}" + (" (--pregated: pods created gated, no webhook)" if r["pregated"] else ""))
+    if r["design"] == "gated":
+        hook = r.get("webhook")
+        if hook is not None:
+            print(f"  webhook: {hook['calls']} AdmissionReviews, {hook['failures']} failed and ignored"
+                  + (f" (last: {hook['last'][-1][1][:200]})" if hook["failures"] else ""))
+        lat = sorted(s.ungate_to_bind)
+        admitted = max(r["admitted"], 1)
+        print(f"  pods gated {s.gated}, ungated {s.ungated}; filter calls per admitted workload "
+              f"{s.filter_calls / admitted:.2f}; ungate to bind "
+              + (f"avg {sum(lat) / len(lat) * 1000:.0f} ms  p50 {lat[len(lat) // 2] * 1000:.0f} ms  p99 "
+                 f"{lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000:.0f} ms  max {lat[-1] * 1000:.0f} ms"
+                 if lat else "n/a (no pod ungated and bound)"))
+        if s.gated == 0:
+            print("  NOTE: no pod was created gated: this run measured the extender path, not the gated design")
+        elif s.ungated == 0:
+            print("  NOTE: no gate was removed: Quotient did not ungate (is the ungate loop on this branch?)")
     print(f"  wall time (first create to last admission): {wall:.1f} s   Kueue rangespec {RANGESPEC['wall']:.0f} s "
           f"(measured {MEASURED['wall']:.0f} s)")
     for cls, c in r["classes"].items():
@@ -798,6 +933,28 @@ def report(r: dict, scale: float) -> None:
     print(f"  within Kueue's rangespec and the CPU target: {'yes' if ok else 'no'}", flush=True)
 
 
+def side_by_side(a: dict, b: dict) -> None:
+    """The two designs of one invocation next to each other, with b / a."""
+    if a.get("skipped") or b.get("skipped"):
+        print("\nside by side: not printed, a design was not run (NOT MEANINGFUL above)", flush=True)
+        return
+    rows = [("workloads admitted", a["admitted"], b["admitted"]), ("wall time s", a["wall"], b["wall"])]
+    rows += [(f"{cls} time to admission avg s", a["classes"][cls]["avg"], b["classes"][cls]["avg"])
+             for cls in ("large", "medium", "small")]
+    rows += [("Quotient CPU cores", a["cpu"]["quotient"] / a["run_seconds"], b["cpu"]["quotient"] / b["run_seconds"]),
+             ("client CPU cores", a["cpu"]["client"] / a["run_seconds"], b["cpu"]["client"] / b["run_seconds"]),
+             ("fake API CPU cores", a["cpu"]["api"] / a["run_seconds"], b["cpu"]["api"] / b["run_seconds"]),
+             ("filter calls per admitted", a["stats"].filter_calls / max(a["admitted"], 1),
+              b["stats"].filter_calls / max(b["admitted"], 1)),
+             ("PodScheduled patches", a["stats"].status_patches, b["stats"].status_patches)]
+    print(f"\nside by side (one invocation): {a['kind']} ({a['design']}) vs {b['kind']} ({b['design']})")
+    print(f"  {'':<32}{a['design']:>12}{b['design']:>12}{'ratio':>9}")
+    for name, x, y in rows:
+        ratio = f"{y / x:8.2f}x" if x and not (isinstance(x, float) and math.isnan(x)) else "       -"
+        print(f"  {name:<32}{x:12.2f}{y:12.2f}{ratio}")
+    print("", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the workload: whole cohorts, then fewer "
@@ -805,23 +962,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up after S seconds and print what was reached")
     ap.add_argument("--baseline", metavar="CHECKOUT", help="first run Quotient from this other checkout (PYTHONPATH), "
                     "then this one's")
-    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy next to python or on PATH)")
+    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy next to "
+                    "python or on PATH); with --design both, FILE.extender and FILE.gated")
     ap.add_argument("--keep", metavar="DIR", help="keep the logs and the cluster here")
+    ap.add_argument("--design", choices=("extender", "gated", "both"), default="extender",
+                    help="extender: today's extender-only path; gated: pods gated at CREATE by Quotient's webhook "
+                         "and ungated by Quotient; both: one then the other, side by side (default %(default)s)")
+    ap.add_argument("--gates", action="store_true", help="the gated design (--design gated)")
+    ap.add_argument("--pregated", action="store_true", help="gated design with pods created already gated (no "
+                    "webhook): Quotient's side alone")
     a = ap.parse_args(argv)
+    if (a.gates or a.pregated) and a.design == "extender":
+        a.design = "gated"
+    designs = ["extender", "gated"] if a.design == "both" else [a.design]
     tmp = None if a.keep else tempfile.TemporaryDirectory(prefix="quotient-bench-kueue-")
     workdir = a.keep or tmp.name
     os.makedirs(workdir, exist_ok=True)
     print(f"Kueue's scheduler performance test (configs/baseline) through fake API + Quotient + a kube-scheduler "
-          f"queue model; {source_version()}; {os.cpu_count()} CPUs; --scale {a.scale}", flush=True)
+          f"queue model; {source_version()}; {os.cpu_count()} CPUs; --scale {a.scale}; design "
+          f"{' then '.join(designs)}" + (" (--pregated)" if a.pregated else ""), flush=True)
     results = []
     try:
         for kind in (["baseline"] if a.baseline else []) + ["quotient"]:
-            results.append(run(kind, a.scale, workdir, a.timeout, a.baseline, a.profile if kind == "quotient" else None))
-            report(results[-1], a.scale)
+            for design in designs:
+                profile = a.profile if kind == "quotient" else None
+                if profile and len(designs) == 2:
+                    profile = f"{profile}.{design}"
+                results.append(run(kind, a.scale, workdir, a.timeout, a.baseline, profile, design, a.pregated))
+                report(results[-1], a.scale)
+            if len(designs) == 2:
+                side_by_side(results[-2], results[-1])
     finally:
         if tmp is not None:
             shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return 2 if any(r.get("skipped") for r in results) else 0
 
 
 if __name__ == "__main__":

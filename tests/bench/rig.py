@@ -75,20 +75,22 @@ def self_signed(workdir: str) -> tuple[str, str] | None:
     return cert, key
 
 
-def run_fake_api(docs_path: str, workdir: str, tls: bool = False) -> None:
-    """FakeApiServer seeded from docs_path (over HTTPS with tls, as a real API server), plus a control port:
+def run_fake_api(docs_path: str, workdir: str, tls: bool = False, pod_webhook: str | None = None) -> None:
+    """FakeApiServer seeded from docs_path (over HTTPS with tls, as a real API server), calling pod_webhook (a
+    PodWebhook url, failurePolicy Ignore) on every pod CREATE with the queue-name label, plus a control port:
     GET /writes?since=N (arrival, method, path), POST /apply (objects, answered with the stored copies),
-    GET /objects?kind=K (the stored objects). Prints one JSON line when ready: kubeconfig, url, token, ca
-    (the certificate file, or null), control port."""
+    GET /objects?kind=K (the stored objects), GET /webhooks (calls, failures, the last failures). Prints one
+    JSON line when ready: kubeconfig, url, token, ca (the certificate file, or null), control port."""
     sys.path.insert(0, str(ROOT / "tests"))
     from aiohttp import web
 
-    from fakeapi import FakeApiServer
+    from fakeapi import FakeApiServer, PodWebhook
 
     files = self_signed(workdir) if tls else None
 
     async def main() -> None:
-        api = await FakeApiServer(bookmark_interval=5.0, history=100_000, tls=files).start()
+        hooks = [PodWebhook(pod_webhook)] if pod_webhook else []
+        api = await FakeApiServer(bookmark_interval=5.0, history=100_000, tls=files, pod_webhooks=hooks).start()
         for obj in orjson.loads(Path(docs_path).read_bytes()):
             api.apply(obj)
 
@@ -104,7 +106,13 @@ def run_fake_api(docs_path: str, workdir: str, tls: bool = False) -> None:
         async def objects(request: web.Request) -> web.Response:
             return web.Response(body=orjson.dumps(api.objects(request.query["kind"])), content_type="application/json")
 
+        async def webhooks(request: web.Request) -> web.Response:
+            return web.Response(body=orjson.dumps({"calls": api.webhook_calls, "failures": len(api.webhook_failures),
+                                                   "last": api.webhook_failures[-3:]}),
+                                content_type="application/json")
+
         control = web.Application()
+        control.router.add_get("/webhooks", webhooks)
         control.router.add_get("/writes", writes)
         control.router.add_post("/apply", apply)
         control.router.add_get("/objects", objects)
@@ -165,12 +173,14 @@ class Rig:
     def log(self, name: str) -> str:
         return Path(self.workdir, name).read_text(errors="replace")[-3000:]
 
-    def fake_api(self, docs: list[dict], log: str = "fakeapi.log", tls: bool = False) -> dict:
-        """Start the fake API seeded with docs (HTTPS with tls); its ready line (kubeconfig, url, token, ca,
-        control, pid)."""
+    def fake_api(self, docs: list[dict], log: str = "fakeapi.log", tls: bool = False,
+                 pod_webhook: str | None = None) -> dict:
+        """Start the fake API seeded with docs (HTTPS with tls; pod_webhook: the url of a mutating webhook for
+        pods); its ready line (kubeconfig, url, token, ca, control, pid)."""
         path = os.path.join(self.workdir, "cluster.json")
         Path(path).write_bytes(orjson.dumps(docs))
-        argv = [sys.executable, str(HERE / "rig.py"), path, self.workdir] + (["--tls"] if tls else [])
+        argv = [sys.executable, str(HERE / "rig.py"), path, self.workdir] + (["--tls"] if tls else []) + \
+            (["--pod-webhook", pod_webhook] if pod_webhook else [])
         proc = self.start(argv, log, stdout=subprocess.PIPE)
         ready = orjson.loads(proc.stdout.readline() or b"{}")
         if "control" not in ready:
@@ -197,5 +207,7 @@ class Rig:
         self.procs = []
 
 
-if __name__ == "__main__":      # the fake API process: rig.py DOCS.json WORKDIR [--tls]
-    run_fake_api(sys.argv[1], sys.argv[2], "--tls" in sys.argv[3:])
+if __name__ == "__main__":      # the fake API process: rig.py DOCS.json WORKDIR [--tls] [--pod-webhook URL]
+    rest = sys.argv[3:]
+    run_fake_api(sys.argv[1], sys.argv[2], "--tls" in rest,
+                 rest[rest.index("--pod-webhook") + 1] if "--pod-webhook" in rest else None)
