@@ -113,7 +113,10 @@ async def test_a_head_that_must_preempt_starts_its_preemption_and_is_let_go_once
     assert await ungated(ext) == set()
     await ext.actions.settle()
     assert uid(low) not in state.pods                        # evicted (the snapshot writer deletes it)
+    apply(state, gated_pod("urgent", "2", at=9, priority=20))   # comes after the preemption, before high's filter
     assert await ungated(ext) == {"high"}
+    sent = {**high, "spec": {k: v for k, v in high["spec"].items() if k != "schedulingGates"}}
+    assert Verbs(ext).filter(sent, NODES)["NodeNames"], "the quota its preemption freed is its admission"
 
 
 async def test_a_pod_group_goes_whole_once_complete():

@@ -72,6 +72,13 @@ class Commit:
         """The admitted workload of the pod's Job (state.job_admissions), None for a pod of no admitted Job."""
         return self.state.job_admissions.get(pod.owner.uid) if pod.job and pod.owner is not None else None
 
+    def admitted_at_gate(self, uid: str) -> None:
+        """The pod's reservation (a preemption hold's) is its admission from now on: its gate is being removed, and
+        filter places it on that quota without deciding again (state.workloads.admitted_at_gate)."""
+        r = self.state.reservations.get(uid)
+        if r is not None:
+            r.gate = True
+
     def drop_reservation(self, uid: str) -> None:
         self.state.workloads.drop_reservation(uid)
 

@@ -92,7 +92,10 @@ def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, s
     held = state.holds.get(pod.uid)
     if held is not None:
         left = reclaim.victims_left(state, held)
-        return (WAITING_FOR_VICTIMS, left) if left else None
+        if left:
+            return WAITING_FOR_VICTIMS, left
+        commit.admitted_at_gate(pod.uid)    # the quota its preemption freed is its admission, as filter's would be
+        return None
     gate = ctx.ready_gate(pod)
     if gate:
         return PODS_READY_GATE, gate
