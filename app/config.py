@@ -15,7 +15,7 @@ API_VERSION = "quotient.dev/v1alpha1"
 KUEUE_CONFIG_GROUP = "config.kueue.x-k8s.io"
 KUEUE_CONFIG_VERSIONS = ("v1beta1", "v1beta2")
 # The parts of a Kueue Configuration Quotient reads; the rest (the controller manager's) it leaves, logged.
-# manageJobsWithoutQueueName is left too: Kueue scopes it by managedJobsNamespaceSelector and integrations,
+# manageJobsWithoutQueueName is left too: Kueue scopes it by managedJobsNamespaceSelector and each integration,
 # which Quotient does not have (its own Configuration's field applies to every pod of its profile).
 KUEUE_CONFIG_READ = ("resources", "waitForPodsReady", "fairSharing", "integrations")
 # Kueue's integrations.frameworks that Quotient implements: "pod", Kueue's plain-pod integration, whose pods the
@@ -222,7 +222,7 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
         raise ConfigError(f"integrations must be a mapping{_where(version)}")
     left += sorted(f"integrations.{k}" for k in set(integrations) - {"frameworks"})
     left += _integrations(cfg, integrations)
-    cfg.unused = tuple(left)
+    cfg.unused = tuple(sorted(left))
     cfg.exclude_resource_prefixes = _prefixes(resources)
     wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
     for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):

@@ -279,8 +279,8 @@ def test_kueues_other_frameworks_and_integrations_fields_are_kept_and_logged_as_
                             "externalFrameworks": ["Foo.v1.example.com"], "labelKeysToCopy": ["team"]}}
     cfg = decode_configuration(doc)
     assert cfg.gate_pods and cfg.frameworks == ("batch/job", "pod", "jobset.x-k8s.io/jobset")
-    assert cfg.unused == ("controller", "integrations.externalFrameworks", "integrations.labelKeysToCopy",
-                          "integrations.frameworks[batch/job]", "integrations.frameworks[jobset.x-k8s.io/jobset]")
+    assert cfg.unused == ("controller", "integrations.externalFrameworks", "integrations.frameworks[batch/job]",
+                          "integrations.frameworks[jobset.x-k8s.io/jobset]", "integrations.labelKeysToCopy")
     own = decode_configuration({"apiVersion": "quotient.dev/v1alpha1", "kind": "Configuration",
                                 "integrations": {"frameworks": ["pod", "batch/job"]}})
     assert own.gate_pods and own.unused == ("integrations.frameworks[batch/job]",)
