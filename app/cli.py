@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -49,7 +50,7 @@ def make_writer(api_client, state):
 
 async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversion=None) -> int:
     """List+watch the API server (--kubeconfig, else the pod's service account) and serve from that state;
-    conversion: the --conversion-port server, served beside the main one."""
+    conversion(gate_pods): makes the --conversion-port server, served beside the main one."""
     from .api.app import create_app
     from .api.exposure import is_loopback
     from .api.listeners import listen, serve_all, server
@@ -60,6 +61,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
     from .sync.watch import WatchSource
 
     config = load_configuration(args.config) if args.config else Configuration()
+    conversion = conversion(gate_pods=config.gate_pods) if conversion else None
     try:
         api_client = await make_api_client(args.kubeconfig)
     except Exception as e:      # kubernetes_asyncio's ConfigException, a missing file, no service account
@@ -79,7 +81,7 @@ async def serve_live(args: argparse.Namespace, tls: dict | None = None, conversi
                          reconcile_interval=config.reconcile_interval,
                          leading=(lambda: elector.leading) if elector else None, alive=lambda: health.alive,
                          clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
-                         identities=config.client_identities)
+                         identities=config.client_identities, gate_pods=config.gate_pods)
         main = server(app, args.host, args.port, args.log_level, tls or {}, limits=_limits(args))
         main.announce = lambda: logging.getLogger("quotient").info(
             "serving from the API server %s on %s:%d%s/{filter,prioritize,preempt,bind}; ready once every "
@@ -178,8 +180,9 @@ def serve(args: argparse.Namespace) -> int:
         conversion = None
         if args.conversion_port is not None:
             check_conversion_exposure(args.host, args.port, args.conversion_port, args.tls_cert)
-            # The serving certificate, no client certificates: kube-apiserver presents none to webhooks.
-            conversion = conversion_server(args.host, args.conversion_port, args.log_level,
+            # The serving certificate, no client certificates: kube-apiserver presents none to webhooks. Made
+            # once the Configuration is read: /mutate-pods gates pods as its integrations.frameworks say.
+            conversion = functools.partial(conversion_server, args.host, args.conversion_port, args.log_level,
                                            uvicorn_tls_options(args.tls_cert, args.tls_key, None), _limits(args))
         if args.view_port is not None:
             check_view_exposure(args.view_host, args.view_port, (args.port, args.conversion_port), args.tls_cert)
@@ -207,13 +210,14 @@ def serve(args: argparse.Namespace) -> int:
     state = scheduler.state
     main = server(create_app(scheduler, prefix, reconcile_interval=config.reconcile_interval,
                              clients_verified=bool(args.tls_client_ca), loopback_only=is_loopback(args.host),
-                             identities=config.client_identities),
+                             identities=config.client_identities, gate_pods=config.gate_pods),
                   args.host, args.port, args.log_level, tls, limits=_limits(args))
     main.announce = lambda: logging.getLogger("quotient").info(
         "serving snapshot %s: %d nodes, %d pods, %d ClusterQueues on %s://%s:%d%s/{filter,prioritize,preempt,bind}",
         path, len(state.nodes), len(state.pods), len(state.cluster_queues), "https" if tls else "http", args.host,
         args.port, prefix)
     view = _view(args, scheduler)
+    conversion = conversion(gate_pods=config.gate_pods) if conversion else None
     try:
         listen(main, conversion, view)
     except PortError as e:

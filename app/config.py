@@ -1,7 +1,7 @@
 """Quotient's Configuration: its own (quotient.dev/v1alpha1, strict: an unknown field is an error), or a Kueue
 Configuration pasted as it is (config.kueue.x-k8s.io v1beta1 or v1beta2), of which Quotient reads what it
-uses, under that version's names and defaults: waitForPodsReady, fairSharing and resources.excludeResourcePrefixes
-(apis/config/v1beta1 and v1beta2, configuration_types.go and defaults.go)."""
+uses, under that version's names and defaults: waitForPodsReady, fairSharing, resources.excludeResourcePrefixes and
+integrations.frameworks (apis/config/v1beta1 and v1beta2, configuration_types.go and defaults.go)."""
 from __future__ import annotations
 
 import logging
@@ -15,9 +15,15 @@ API_VERSION = "quotient.dev/v1alpha1"
 KUEUE_CONFIG_GROUP = "config.kueue.x-k8s.io"
 KUEUE_CONFIG_VERSIONS = ("v1beta1", "v1beta2")
 # The parts of a Kueue Configuration Quotient reads; the rest (the controller manager's) it leaves, logged.
-# manageJobsWithoutQueueName is left too: Kueue scopes it by managedJobsNamespaceSelector and integrations,
+# manageJobsWithoutQueueName is left too: Kueue scopes it by managedJobsNamespaceSelector and each integration,
 # which Quotient does not have (its own Configuration's field applies to every pod of its profile).
-KUEUE_CONFIG_READ = ("resources", "waitForPodsReady", "fairSharing")
+KUEUE_CONFIG_READ = ("resources", "waitForPodsReady", "fairSharing", "integrations")
+# Kueue's integrations.frameworks that Quotient implements: "pod", Kueue's plain-pod integration, whose pods the
+# mutating webhook POST /mutate-pods gates with kueue.x-k8s.io/admission until their quota admits them
+# (app/api/pod_gate.py). Job pods stay on the extender path whatever the list says; Kueue's other frameworks
+# (batch/job, jobset.x-k8s.io/jobset, kubeflow.org/..., ray.io/...) are kept and logged as unused.
+POD_FRAMEWORK = "pod"
+FRAMEWORKS = (POD_FRAMEWORK,)
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")     # Kueue's preemptionStrategies
 
 
@@ -94,8 +100,13 @@ class Configuration:
     wait_for_pods_ready: "WaitForPodsReady | None" = None
     # Who may call what on the main port when it verifies client certificates (--tls-client-ca).
     client_identities: tuple[ClientIdentity, ...] = DEFAULT_CLIENT_IDENTITIES
+    # Kueue's integrations.frameworks, as listed (Kueue's names).
+    frameworks: tuple[str, ...] = ()
+    # integrations.frameworks lists "pod": POST /mutate-pods gates plain pods with a queue label at CREATE.
+    gate_pods: bool = False
     raw: dict = field(default_factory=dict)
-    # A Kueue Configuration's fields that Quotient does not use (logged at start, so nothing is silently lost).
+    # A Kueue Configuration's fields, and integrations.frameworks of either kind, that Quotient does not use
+    # (logged at start, so nothing is silently lost).
     unused: tuple[str, ...] = ()
 
     def excluded(self, resource: str) -> bool:
@@ -104,7 +115,7 @@ class Configuration:
 
 _KNOWN = {"apiVersion", "kind", "metadata", "pathPrefix", "manageJobsWithoutQueueName",
           "reservationTimeout", "resources", "maxQueueScan", "learnedPodTimeout", "reconcileInterval", "watchStallTimeout",
-          "preemption", "fairSharing", "waitForPodsReady", "jobWaitTimeout", "clientIdentities"}
+          "preemption", "fairSharing", "waitForPodsReady", "jobWaitTimeout", "clientIdentities", "integrations"}
 PREEMPTION_MODES = ("Quota", "Priority", "Auto", "None")
 
 
@@ -150,7 +161,23 @@ def decode_configuration(doc: dict | None) -> Configuration:
     cfg.max_queue_scan = scan
     if "clientIdentities" in doc:
         cfg.client_identities = _client_identities(doc["clientIdentities"])
+    integrations = doc.get("integrations") or {}
+    if not isinstance(integrations, dict) or set(integrations) - {"frameworks"}:
+        raise ConfigError("integrations may only hold frameworks")
+    cfg.unused = _integrations(cfg, integrations)
     return cfg
+
+
+def _integrations(cfg: Configuration, integrations: dict) -> tuple[str, ...]:
+    """integrations.frameworks into cfg (frameworks, gate_pods); what Quotient leaves of them, for `unused`."""
+    frameworks = integrations.get("frameworks")
+    frameworks = [] if frameworks is None else frameworks
+    if not isinstance(frameworks, list) or not all(isinstance(f, str) for f in frameworks):
+        raise ConfigError("integrations.frameworks must be a list of strings (Kueue's framework names, "
+                          f"such as {POD_FRAMEWORK!r} or 'batch/job')")
+    cfg.frameworks = tuple(frameworks)
+    cfg.gate_pods = POD_FRAMEWORK in frameworks
+    return tuple(f"integrations.frameworks[{f}]" for f in frameworks if f not in FRAMEWORKS)
 
 
 def _client_identities(raw: object) -> tuple[ClientIdentity, ...]:
@@ -190,7 +217,12 @@ def _kueue_configuration(doc: dict, version: str) -> Configuration:
                           "Configuration)")
     left = sorted(set(doc) - set(KUEUE_CONFIG_READ) - {"apiVersion", "kind", "metadata"})
     left += sorted(f"resources.{k}" for k in set(resources) - {"excludeResourcePrefixes", "transformations"})
-    cfg.unused = tuple(left)
+    integrations = doc.get("integrations") or {}
+    if not isinstance(integrations, dict):
+        raise ConfigError(f"integrations must be a mapping{_where(version)}")
+    left += sorted(f"integrations.{k}" for k in set(integrations) - {"frameworks"})
+    left += _integrations(cfg, integrations)
+    cfg.unused = tuple(sorted(left))
     cfg.exclude_resource_prefixes = _prefixes(resources)
     wait, fair = doc.get("waitForPodsReady"), doc.get("fairSharing")
     for section, raw in (("waitForPodsReady", wait), ("fairSharing", fair)):
@@ -327,7 +359,9 @@ def load_configuration(path: str | None) -> Configuration:
 
 
 def log_unused(cfg: Configuration, where: str) -> None:
-    """Say which fields of a pasted Kueue Configuration Quotient leaves to Kueue."""
+    """Say which fields of a pasted Kueue Configuration (and which integrations.frameworks) Quotient leaves to
+    Kueue."""
     if cfg.unused:
-        logging.getLogger("quotient.config").info("%s: a Kueue Configuration; Quotient does not use %s", where,
+        kueue = "a Kueue Configuration; " if cfg.raw.get("apiVersion", API_VERSION) != API_VERSION else ""
+        logging.getLogger("quotient.config").info("%s: %sQuotient does not use %s", where, kueue,
                                                   ", ".join(cfg.unused))

@@ -5,8 +5,9 @@
 # quotient-viewer (people). Then the Secrets the variants mount, as cert-manager would make them (tls.crt,
 # tls.key, ca.crt): quotient-tls (Quotient), quotient-scheduler-tls (kube-scheduler), quotient-metrics-tls
 # (Prometheus); and the CA as the caBundle of the conversion webhook of Quotient's own CRDs (deploy/crds; never
-# Kueue's). Run it after `kubectl apply -k deploy/<variant>` (the namespace and CRDs then exist; the pods wait
-# for the Secrets).
+# Kueue's) and of the pod gate's MutatingWebhookConfiguration quotient-pod-gate (deploy/base/pod-gate.yaml).
+# Run it after `kubectl apply -k deploy/<variant>` (the namespace, CRDs and webhook configuration then exist;
+# the pods wait for the Secrets).
 #
 #   deploy/certs.sh [--namespace NS] [--dir DIR] [--days N] [--no-apply]
 #
@@ -88,4 +89,13 @@ if [ -z "$crds" ]; then
   echo "no CRDs of deploy/crds patched; once they are applied, set their caBundle:"
   echo "  for crd in \$(kubectl get crd -l app.kubernetes.io/name=quotient -o jsonpath='$webhook_crds'); do"
   echo "    kubectl patch crd \$crd --type merge -p '$patch'; done"
+fi
+# kube-apiserver verifies the pod gate's certificate against its MutatingWebhookConfiguration's caBundle (a
+# JSON patch: a merge patch would replace the whole webhooks list).
+gate_patch="[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"$bundle\"}]"
+if [ "$apply" = 1 ] && kubectl get mutatingwebhookconfiguration quotient-pod-gate >/dev/null; then
+  kubectl patch mutatingwebhookconfiguration quotient-pod-gate --type json -p "$gate_patch"
+else
+  echo "MutatingWebhookConfiguration quotient-pod-gate not patched; once it is applied, set its caBundle:"
+  echo "  kubectl patch mutatingwebhookconfiguration quotient-pod-gate --type json -p '$gate_patch'"
 fi

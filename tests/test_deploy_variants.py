@@ -11,7 +11,9 @@ kubectl that records its calls, and the certificates it writes are read with ope
 from __future__ import annotations
 
 import atexit
+import base64
 import functools
+import json
 import os
 import re
 import shutil
@@ -25,6 +27,7 @@ import pytest
 import yaml
 
 import kube_scheduler_config
+from app.config import decode_configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -212,9 +215,11 @@ class Certs:
     """The certificates in each Secret: secret -> {"cn", "sans", "issuer"}; "issuer" names the CA that signed the
     Secret's tls.crt, and "ca" the CA its ca.crt holds."""
 
-    def __init__(self, by_secret: dict[str, dict], files: dict[tuple[str, str], Path] | None = None):
+    def __init__(self, by_secret: dict[str, dict], files: dict[tuple[str, str], Path] | None = None,
+                 bundles: dict[str, str] | None = None):
         self.by_secret = by_secret
         self.files = files or {}        # (Secret, key) -> the file certs.sh wrote
+        self.bundles = bundles or {}    # MutatingWebhookConfiguration -> the caBundle certs.sh patched in (PEM)
 
     @classmethod
     def from_cert_manager(cls, objs: list[dict]) -> "Certs":
@@ -255,8 +260,13 @@ esac
                            "--days", "2"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PATH": f"{work / 'bin'}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr
-    out, files = {}, {}
+    out, files, bundles = {}, {}, {}
     for call in (work / "calls").read_text().splitlines():
+        gate = re.fullmatch(r"patch mutatingwebhookconfiguration (\S+) --type json -p (\S+)", call)
+        if gate:
+            (op,) = json.loads(gate.group(2))
+            assert (op["op"], op["path"]) == ("add", "/webhooks/0/clientConfig/caBundle"), op
+            bundles[gate.group(1)] = base64.b64decode(op["value"]).decode()
         m = re.match(rf"-n {re.escape(namespace)} create secret generic (\S+) --from-file=tls.crt=(\S+) "
                      r"--from-file=tls.key=\S+ --from-file=ca.crt=(\S+)", call)
         if m:
@@ -274,7 +284,7 @@ esac
             sans = set(re.findall(r"DNS:([^,\s]+)", text)) | set(re.findall(r"IP Address:([^,\s]+)", text))
             cn = re.search(r"CN=([^,]+)", subject)
             out[secret] = {"cn": cn.group(1) if cn else None, "sans": sans, "issuer": issuer, "ca": ca_subject}
-    return Certs(out, files)
+    return Certs(out, files, bundles)
 
 
 def quotient_side(objs: list[dict]) -> dict:
@@ -408,7 +418,8 @@ def test_each_variant_renders_as_shipped_with_cert_manager_and_quotients_crds(va
             "NetworkPolicy", "Certificate", "Issuer", "ConfigMap"} <= kinds
     assert one(objs, "Namespace")["metadata"]["name"] == "quotient-system"
     assert {o["metadata"].get("namespace") for o in objs if o["kind"] not in
-            ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding")} == {"quotient-system"}
+            ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+             "MutatingWebhookConfiguration")} == {"quotient-system"}
     assert "PodMonitor" not in kinds
     (c,) = one(objs, "Deployment", "quotient")["spec"]["template"]["spec"]["containers"]
     assert not any(a.startswith("--view-port") for a in c["args"])
@@ -451,13 +462,18 @@ def test_another_namespace_and_image_are_the_kustomization_fields_alone(variant,
         crd = next(o for o in render(variant, tls, namespace="team-x") if o["kind"] == "CustomResourceDefinition"
                    and o["spec"]["conversion"]["strategy"] == "Webhook")
         assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "team-x/quotient-serving"
+    gate = one(objs, "MutatingWebhookConfiguration", "quotient-pod-gate")
+    assert gate["webhooks"][0]["clientConfig"]["service"]["namespace"] == "team-x"
+    assert gate["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "team-x"]
+    if tls == "cert-manager":
+        assert gate["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "team-x/quotient-serving"
 
 
 def webhook_and_scrape_problems(objs: list[dict], certs: Certs) -> list[str]:
     """The CRDs' conversion webhook reaches every replica's conversion port over a certificate for its name, and
     the PodMonitor's certificate has role metrics and may connect."""
     q = quotient_side(objs)
-    out = []
+    out = pod_gate_problems(objs, certs)
     serving = certs.by_secret[q["serving"][0]]
     for crd in (o for o in objs if o["kind"] == "CustomResourceDefinition"):
         conversion = crd["spec"]["conversion"]
@@ -502,10 +518,122 @@ def webhook_and_scrape_problems(objs: list[dict], certs: Certs) -> list[str]:
     return out
 
 
+GATE_RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+             "scope": "Namespaced"}
+GATE_POLICY = {"admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Ignore",
+               "matchPolicy": "Equivalent", "reinvocationPolicy": "Never", "timeoutSeconds": 5}
+
+
+def pod_gate_problems(objs: list[dict], certs: Certs) -> list[str]:
+    """The pod gate (deploy/base/pod-gate.yaml) reaches every replica's webhook port at /mutate-pods over a
+    certificate for its name whose CA is its caBundle (cert-manager's injector or certs.sh's patch), asks only
+    about pod CREATEs with a queue label outside kube-system and Quotient's namespace, never blocks a pod, and
+    Quotient gates (its Configuration lists pod) and may remove the gate (pods patch)."""
+    q = quotient_side(objs)
+    gates = [o for o in objs if o["kind"] == "MutatingWebhookConfiguration"]
+    if [g["metadata"]["name"] for g in gates] != ["quotient-pod-gate"]:
+        return [f"expected one MutatingWebhookConfiguration quotient-pod-gate, got {gates}"]
+    (gate,) = gates
+    if len(gate["webhooks"]) != 1:
+        return [f"quotient-pod-gate has {len(gate['webhooks'])} webhooks, expected 1"]
+    (hook,) = gate["webhooks"]
+    out = [f"pod gate {k} is {hook.get(k)!r}, expected {v!r}" for k, v in GATE_POLICY.items() if hook.get(k) != v]
+    if hook.get("rules") != [GATE_RULE]:
+        out.append(f"pod gate rules {hook.get('rules')} are not pods CREATE in core v1")
+    if hook.get("objectSelector") != {"matchExpressions": [{"key": "kueue.x-k8s.io/queue-name",
+                                                            "operator": "Exists"}]}:
+        out.append(f"pod gate objectSelector {hook.get('objectSelector')} is not the queue label")
+    excluded = {v for e in hook.get("namespaceSelector", {}).get("matchExpressions", [])
+                if (e["key"], e["operator"]) == ("kubernetes.io/metadata.name", "NotIn") for v in e["values"]}
+    if not {"kube-system", q["namespace"]} <= excluded:
+        out.append(f"pod gate namespaceSelector excludes {sorted(excluded)}, not kube-system and {q['namespace']}")
+    ref = hook["clientConfig"].get("service") or {}
+    svc = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == ref.get("name")
+           and o["metadata"]["namespace"] == ref.get("namespace")]
+    if not svc or svc[0]["spec"]["selector"] != {"app.kubernetes.io/name": q["labels"]["app.kubernetes.io/name"]}:
+        out.append(f"pod gate Service {ref} is not every Quotient replica")
+    elif _service_port_reaches(svc[0], ref.get("port", 443), q["container"]) != int(q["args"]["--conversion-port"]):
+        out.append(f"pod gate port {ref.get('port')} is not --conversion-port")
+    if ref.get("path") != "/mutate-pods":
+        out.append(f"pod gate path {ref.get('path')} is not /mutate-pods")
+    serving_secret = q["serving"][0]
+    if f"{ref.get('name')}.{ref.get('namespace')}.svc" not in certs.by_secret[serving_secret]["sans"]:
+        out.append(f"{ref.get('name')}.{ref.get('namespace')}.svc is not a name of Quotient's certificate")
+    inject = gate["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from")
+    bundle = certs.bundles.get("quotient-pod-gate")
+    if (inject is None) == (bundle is None):
+        out.append(f"pod gate caBundle: inject-ca-from {inject!r} and certs.sh's patch {bundle is not None}: "
+                   "expected exactly one")
+    elif inject is not None:
+        ns, name = inject.split("/")
+        cert = [o for o in objs if o["kind"] == "Certificate" and o["metadata"]["name"] == name]
+        if not cert or ns != cert[0]["metadata"]["namespace"] or cert[0]["spec"]["secretName"] != serving_secret:
+            out.append(f"pod gate inject-ca-from {inject} is not Quotient's serving certificate")
+    elif bundle != certs.files[(serving_secret, "ca.crt")].read_text():
+        out.append("certs.sh's pod gate caBundle is not the CA of Quotient's serving certificate")
+    if "caBundle" in hook["clientConfig"]:
+        out.append("pod gate ships a caBundle: it is injected or patched in at install")
+    if not decode_configuration(q["config"]).gate_pods:
+        out.append("Quotient's Configuration does not list pod in integrations.frameworks: nothing is gated")
+    account = q["pod"]["serviceAccountName"]
+    bound = {b["roleRef"]["name"] for b in objs if b["kind"] == "ClusterRoleBinding"
+             and {"kind": "ServiceAccount", "name": account, "namespace": q["namespace"]} in b["subjects"]}
+    if not any(o["kind"] == "ClusterRole" and o["metadata"]["name"] in bound and any(
+            "" in r["apiGroups"] and "pods" in r["resources"] and "patch" in r["verbs"] for r in o["rules"])
+            for o in objs):
+        out.append(f"ServiceAccount {account} may not patch pods in every namespace: no gate can be removed")
+    return out
+
+
+def test_the_pod_gate_check_catches_each_way_it_can_go_wrong():
+    objs = render("second-scheduler")
+    certs = Certs.from_cert_manager(objs)
+    assert pod_gate_problems(objs, certs) == []
+
+    def broken(change) -> list[str]:
+        copy = yaml.safe_load(yaml.safe_dump(objs))
+        change(copy, one(copy, "MutatingWebhookConfiguration", "quotient-pod-gate")["webhooks"][0])
+        return pod_gate_problems(copy, certs)
+
+    def config(objs, hook):
+        cm = one(objs, "ConfigMap", "quotient-config")
+        cfg = yaml.safe_load(cm["data"]["config.yaml"])
+        cfg["integrations"]["frameworks"] = ["batch/job"]
+        cm["data"]["config.yaml"] = yaml.safe_dump(cfg)
+
+    def rbac(objs, hook):
+        for r in one(objs, "ClusterRole", "quotient")["rules"]:
+            if r["resources"] == ["pods"]:
+                r["verbs"] = [v for v in r["verbs"] if v != "patch"]
+
+    for change, message in [
+        (lambda o, h: h["clientConfig"]["service"].update(port=8888), "is not --conversion-port"),
+        (lambda o, h: h["clientConfig"]["service"].update(path="/convert"), "is not /mutate-pods"),
+        (lambda o, h: h["clientConfig"]["service"].update(name="quotient"), "is not every Quotient replica"),
+        (lambda o, h: h.update(failurePolicy="Fail"), "failurePolicy"),
+        (lambda o, h: h.update(timeoutSeconds=30), "timeoutSeconds"),
+        (lambda o, h: h["rules"][0].update(operations=["CREATE", "UPDATE"]), "not pods CREATE"),
+        (lambda o, h: h.pop("objectSelector"), "objectSelector"),
+        (lambda o, h: h["namespaceSelector"]["matchExpressions"][0].update(values=["kube-system"]),
+         "namespaceSelector excludes ['kube-system']"),
+        (lambda o, h: one(o, "MutatingWebhookConfiguration")["metadata"].pop("annotations"), "expected exactly one"),
+        (lambda o, h: one(o, "MutatingWebhookConfiguration")["metadata"]["annotations"].update(
+            {"cert-manager.io/inject-ca-from": "quotient-system/quotient-scheduler"}), "not Quotient's serving"),
+        (config, "does not list pod"),
+        (rbac, "may not patch pods"),
+    ]:
+        problems = broken(change)
+        assert any(message in p for p in problems), (message, problems)
+
+
 @pytest.mark.skipif(OPENSSL is None, reason="needs the openssl command")
 def test_certs_sh_makes_the_secrets_the_variants_mount_with_one_certificate_per_role():
-    certs = Certs.from_certs_sh("team-x").by_secret
+    made = Certs.from_certs_sh("team-x")
+    certs = made.by_secret
     assert set(certs) == {"quotient-tls", "quotient-scheduler-tls", "quotient-metrics-tls"}
+    # the pod gate's caBundle: the CA that signed the serving certificate, patched into its one webhook
+    assert set(made.bundles) == {"quotient-pod-gate"}
+    assert made.bundles["quotient-pod-gate"] == made.files[("quotient-tls", "ca.crt")].read_text()
     assert {"quotient.team-x.svc", "quotient.team-x.svc.cluster.local", "quotient-webhook.team-x.svc",
             "quotient-webhook.team-x.svc.cluster.local", "localhost", "127.0.0.1"} <= certs["quotient-tls"]["sans"]
     config = quotient_side(render("second-scheduler", "certs-sh"))["config"]
@@ -540,6 +668,8 @@ def test_the_cert_manager_component_makes_the_same_secrets_and_roles():
     assert len(webhook) == 4 and all("cert-manager.io/inject-ca-from" in c["metadata"]["annotations"] for c in webhook)
     assert all("annotations" not in c["metadata"] for c in crds if c not in webhook)  # strategy None: no webhook
     assert all("caBundle" not in c["spec"]["conversion"].get("webhook", {}).get("clientConfig", {}) for c in crds)
+    gate = one(objs, "MutatingWebhookConfiguration", "quotient-pod-gate")
+    assert gate["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": "quotient-system/quotient-serving"}
 
 
 def test_the_deployment_is_highly_available_as_the_interfaces_say():

@@ -159,7 +159,7 @@ def test_v1beta1_turns_features_on_with_enable_and_blocks_admission_by_default()
     w = cfg.wait_for_pods_ready
     assert (w.timeout, w.block_admission, w.recovery_timeout) == (300.0, True, None)    # Kueue v1beta1 defaults
     assert cfg.fair_sharing and cfg.preemption_strategies == ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-    assert cfg.unused == ("integrations", "namespace")
+    assert cfg.unused == ("integrations.frameworks[batch/job]", "namespace")
     off = decode_configuration(kueue_config("v1beta1", waitForPodsReady={"timeout": "10m"}))
     assert off.wait_for_pods_ready is None and off.fair_sharing is False                 # enable unset: off
 
@@ -318,4 +318,5 @@ def test_fields_left_to_kueue_are_listed_including_manage_jobs_without_queue_nam
                                             resources={"excludeResourcePrefixes": ["example.com/"],
                                                        "deviceClassMappings": []}))
     assert cfg.manage_jobs_without_queue_name is False and cfg.exclude_resource_prefixes == ("example.com/",)
-    assert cfg.unused == ("integrations", "manageJobsWithoutQueueName", "namespace", "resources.deviceClassMappings")
+    assert cfg.unused == ("integrations.frameworks[batch/job]", "manageJobsWithoutQueueName", "namespace",
+                          "resources.deviceClassMappings")

@@ -85,6 +85,7 @@ BUILTIN = {
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
     ("policy/v1", "PodDisruptionBudget"), ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
 }
 OTHER = {("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")}
 
@@ -810,11 +811,13 @@ def test_configmap_configuration_decodes_and_its_path_prefix_matches_the_extende
     cm = by_kind(BASE / "quotient.yaml")["ConfigMap"][0]
     config = yaml.safe_load(cm["data"]["config.yaml"])
     # One certificate per caller, each CN one role (the issue 33 interfaces, item 1).
+    # Kueue's plain-pod integration: the pod gate (deploy/base/pod-gate.yaml) gates pods with a queue label.
     assert config == {"apiVersion": "quotient.dev/v1alpha1", "kind": "Configuration", "pathPrefix": "/scheduler",
                       "clientIdentities": [{"role": r, "commonName": f"quotient-{r}"}
-                                           for r in ("scheduler", "metrics", "admin", "viewer")]}
+                                           for r in ("scheduler", "metrics", "admin", "viewer")],
+                      "integrations": {"frameworks": ["pod"]}}
     decoded = decode_configuration(config)
-    assert decoded.path_prefix == "/scheduler"
+    assert decoded.path_prefix == "/scheduler" and decoded.gate_pods and decoded.unused == ()
     assert sorted((i.role, i.common_name) for i in decoded.client_identities) == sorted(
         (r, f"quotient-{r}") for r in ("scheduler", "metrics", "admin", "viewer"))
     for name in ("http.yaml", "https.yaml", "main-scheduler.yaml"):
@@ -829,7 +832,8 @@ def test_namespaced_objects_live_in_quotient_system():
     none may live elsewhere (kustomize would move it too)."""
     (ns,) = documents(BASE / "namespace.yaml")
     assert ns["metadata"]["name"] == NAMESPACE
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                      "MutatingWebhookConfiguration"}
     for path, doc in all_docs():
         if "deploy" not in path.parts or doc["kind"] in cluster_scoped:
             assert "namespace" not in doc.get("metadata", {}) or doc["kind"] not in cluster_scoped
@@ -928,7 +932,9 @@ def test_rbac_grants_the_writes_quotient_makes_and_no_other():
                  ("policy", "poddisruptionbudgets", "watch"), ("scheduling.k8s.io", "priorityclasses", "watch")]:
         assert need in cluster, need
     writes = {g for g in cluster if g[2] not in ("get", "list", "watch")}
+    # ("", "pods", "patch"): the pod gate's kueue.x-k8s.io/admission removed from a pod Quotient admits.
     assert writes == {("", "pods/binding", "create"), ("", "pods/eviction", "create"), ("", "pods/status", "patch"),
+                      ("", "pods", "patch"),
                       ("events.k8s.io", "events", "create"), ("kueue.x-k8s.io", "clusterqueues/status", "update"),
                       ("kueue.x-k8s.io", "clusterqueues/status", "patch"),
                       ("kueue.x-k8s.io", "localqueues/status", "update"), ("kueue.x-k8s.io", "localqueues/status", "patch")}

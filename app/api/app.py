@@ -4,8 +4,9 @@ kube-scheduler calls filter for every pod with up to thousands of node names, so
 the verbs skip FastAPI's and Starlette's per-request machinery (middleware, Request,
 routing, Response objects): QuotientApp hands them to VerbApp, which reads the raw
 body, hands it to Verbs (decode, the Scheduler, encode), and answers its bytes; all it adds for metrics is one
-histogram observation per request. POST /convert, the CRD conversion webhook, takes the same lean path
-(app/api/convert.py; `quotient serve --conversion-port` also serves it alone on a port of its own).
+histogram observation per request. POST /convert, the CRD conversion webhook, and POST /mutate-pods, the pod
+gate's admission webhook, take the same lean path (app/api/convert.py; `quotient serve --conversion-port` also
+serves them alone on a port of their own).
 Everything else is an ordinary FastAPI route. The scheduler's background loops (app/scheduler/loops.py) run
 for the application's lifetime.
 """
@@ -31,7 +32,7 @@ from ..version import build_info
 from .debug import debug_router
 from .exposure import LoopbackHostOnly, foreign_host, refuse_host
 from .identity import Authorizer
-from .convert import PATH as CONVERT_PATH
+from .convert import PATHS as WEBHOOK_PATHS
 from .convert import ConvertApp
 from .limits import (LARGE_BODY, BodyLimit, BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse,
                      too_many_items)
@@ -53,7 +54,7 @@ class QuotientApp(FastAPI):
 
     verbs = None          # ASGI app answering the verb paths
     verb_paths: frozenset[str] = frozenset()
-    convert = ConvertApp()  # the conversion webhook, for callers this port admits (it changes no state)
+    convert = ConvertApp()  # the webhooks (/convert, /mutate-pods), for callers this port admits (no state changed)
     loopback_only = False   # on a loopback address: only requests addressed to a loopback name (LoopbackHostOnly)
     authorize = None        # with client certificates: each caller's role against the route (app/api/identity.py)
 
@@ -69,7 +70,7 @@ class QuotientApp(FastAPI):
                     return await answer(send, 403, forbidden)
             if scope["path"] in self.verb_paths:
                 return await self.verbs(scope, receive, send)
-            if scope["path"] == CONVERT_PATH:
+            if scope["path"] in WEBHOOK_PATHS:
                 return await self.convert(scope, receive, send)
         return await super().__call__(scope, receive, send)
 
@@ -126,14 +127,15 @@ class VerbApp:
 def create_app(scheduler: Scheduler, path_prefix: str = "", ready=lambda: True,
                reconcile_interval: float | None = None, leading=None, alive=lambda: True,
                clients_verified: bool = False, loopback_only: bool = False, readiness=lambda: "",
-               identities=None) -> FastAPI:
+               identities=None, gate_pods: bool = False) -> FastAPI:
     """The application; with reconcile_interval, Scheduler.reconcile runs that often in the background;
     with leading (leader election), only the leader answers the verbs (every synced replica is ready); alive says
     whether the state's source still runs (the live watch loop), for /livez; clients_verified: the
     server verifies client certificates, so each caller is held to its role (identities: the Configuration's
     clientIdentities, app/api/identity.py) and the routes that change state need admin; loopback_only:
     the server listens on a loopback address, so only requests addressed to a loopback name are answered
-    (app.api.exposure.LoopbackHostOnly); readiness: why the state's source is not ready, for /readyz ("stale: ...")."""
+    (app.api.exposure.LoopbackHostOnly); readiness: why the state's source is not ready, for /readyz ("stale: ...");
+    gate_pods: POST /mutate-pods gates plain pods (the Configuration's gate_pods, app/api/pod_gate.py)."""
 
     loops = background.Loops()
 
@@ -154,6 +156,7 @@ def create_app(scheduler: Scheduler, path_prefix: str = "", ready=lambda: True,
     app.verb_paths = frozenset(f"{prefix}/{verb}" for verb in VERBS)
     app.verbs = VerbApp(Verbs(scheduler), prefix, observers.metrics, leading)
     app.loopback_only = loopback_only
+    app.convert = ConvertApp(gate_pods)
     if clients_verified:
         app.authorize = Authorizer(identities or DEFAULT_CLIENT_IDENTITIES, prefix, observers.metrics.forbidden,
                                    observers.metrics.client_certificate_expiry)

@@ -1,11 +1,13 @@
-"""POST /convert: the CRD conversion webhook deploy/crds/crds.yaml names, for the Kueue kinds it serves in both
-kueue.x-k8s.io/v1beta1 and v1beta2 (app/objects/conversion.py does the converting).
+"""The webhook port's routes: POST /convert, the CRD conversion webhook deploy/crds/crds.yaml names, for the Kueue
+kinds it serves in both kueue.x-k8s.io/v1beta1 and v1beta2 (app/objects/conversion.py does the converting), and
+POST /mutate-pods, the mutating admission webhook deploy/base/pod-gate.yaml names, which holds plain pods behind
+Kueue's scheduling gate when the Configuration's integrations.frameworks lists "pod" (app/api/pod_gate.py).
 
-kube-apiserver sends an apiextensions.k8s.io/v1 ConversionReview and presents no client certificate, so
-`quotient serve --conversion-port` serves this alone on a port of its own (ConvertApp answers 404 for every
-other path): it reads and changes no state, so any caller may use it. A review that cannot be answered gets
-`result: {status: Failure, message}` (the API server shows the message to its client); a body that is not
-a ConversionReview with a uid gets a 400.
+kube-apiserver sends an apiextensions.k8s.io/v1 ConversionReview or an admission.k8s.io/v1 AdmissionReview and
+presents no client certificate, so `quotient serve --conversion-port` serves these two alone on a port of its own
+(ConvertApp answers 404 for every other path): they read and change no state, so any caller may use them. A
+conversion review that cannot be answered gets `result: {status: Failure, message}` (the API server shows the
+message to its client); an admission review is always allowed; a body that is not a review with a uid gets a 400.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import time
 
 import orjson
 
+from . import pod_gate
 from .convertworker import ANSWERED, CROWDED, ConversionWorker
 from .limits import BodyTooLarge, ClientGone, LargeBodies, answer, read_body, refuse, too_many_items
 from .review import review
@@ -22,8 +25,12 @@ from .wire import WireError
 
 log = logging.getLogger("quotient.api")
 PATH = "/convert"
+MUTATE_PODS_PATH = "/mutate-pods"
+PATHS = frozenset((PATH, MUTATE_PODS_PATH))
 # One review carries every object of a list the API server converts; a ClusterQueue is a few KiB.
 CONVERT_BODY = 32 * 2**20
+# An AdmissionReview carries one Pod (the API server stores none above 1.5 MiB) and the request's attributes.
+MUTATE_BODY = 3 * 2**20
 
 
 # A review larger than this (about 15 ClusterQueues) is decoded, converted and encoded in a child process
@@ -32,6 +39,9 @@ CONVERT_BODY = 32 * 2**20
 # and memory stays bounded.
 INLINE_BODY = 64 * 2**10
 _large = LargeBodies(INLINE_BODY)
+# Pods above INLINE_BODY are read one at a time too, apart from conversions: a gate decision never waits behind a
+# paced 32 MiB conversion (kube-apiserver gives this webhook 5 s, deploy/base/pod-gate.yaml).
+_large_pods = LargeBodies(INLINE_BODY)
 _worker = None
 
 
@@ -44,17 +54,24 @@ def worker():
 
 
 class ConvertApp:
-    """ASGI: POST /convert answers a ConversionReview; any other path is 404 (the conversion port serves
+    """ASGI: POST /convert answers a ConversionReview, POST /mutate-pods an AdmissionReview (gate_pods: the
+    Configuration's integrations.frameworks lists "pod"); any other path is 404 (the webhook port serves
     nothing else)."""
+
+    def __init__(self, gate_pods: bool = False):
+        self.gate_pods = gate_pods
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return
-        if scope["path"] != PATH:
-            return await answer(send, 404, orjson.dumps({"error": f"{scope['path']}: not found (this port serves "
-                                                               f"only POST {PATH})"}))
+        path = scope["path"]
+        if path not in PATHS:
+            return await answer(send, 404, orjson.dumps({"error": f"{path}: not found (this port serves only POST "
+                                                               f"{PATH} and POST {MUTATE_PODS_PATH})"}))
         if scope["method"] != "POST":
-            return await answer(send, 405, orjson.dumps({"error": "convert: use POST"}))
+            return await answer(send, 405, orjson.dumps({"error": f"{path[1:]}: use POST"}))
+        if path == MUTATE_PODS_PATH:
+            return await self._mutate_pods(scope, receive, send)
         try:
             async with _large.admit(scope):
                 large = _large.is_large(scope)
@@ -74,6 +91,22 @@ class ConvertApp:
             out = review(body)
         except WireError as e:
             return await answer(send, 400, orjson.dumps({"error": f"convert: {e}"}))
+        await answer(send, 200, out)
+
+    async def _mutate_pods(self, scope, receive, send) -> None:
+        try:
+            async with _large_pods.admit(scope):
+                body = await read_body(scope, receive, MUTATE_BODY)
+                crowded = too_many_items(body)
+                if crowded:
+                    return await answer(send, 413, orjson.dumps({"error": f"mutate-pods: {crowded}"}))
+                out = pod_gate.review(body, self.gate_pods)
+        except BodyTooLarge as e:
+            return await refuse(send, "mutate-pods", e.limit)
+        except ClientGone:
+            return None
+        except WireError as e:
+            return await answer(send, 400, orjson.dumps({"error": f"mutate-pods: {e}"}))
         await answer(send, 200, out)
 
     async def _converted_apart(self, body: bytes, send) -> None:

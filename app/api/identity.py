@@ -2,7 +2,8 @@
 of the caller's certificate (CN, O) has roles (the Configuration's clientIdentities), and each route needs one.
 
     scheduler  the verbs: POST <pathPrefix>/{filter,prioritize,preempt,bind}
-    viewer     GET /debug/*, /ui*, POST /debug/explain (and POST /convert, which reads and changes nothing)
+    viewer     GET /debug/*, /ui*, POST /debug/explain (and POST /convert and /mutate-pods, the webhooks, which
+               read and change nothing)
     admin      what viewer may, and every write: POST /debug/workloads/{key}/reactivate
     metrics    GET /metrics
 
@@ -103,7 +104,7 @@ class Authorizer:
                        for verb in ("filter", "prioritize", "preempt", "bind")})
         routes["/metrics"] = Route("/metrics", METRICS)
         for path in ("/debug/queues", "/debug/decisions", "/debug/workloads", "/debug/explain", "/ui", "/ui/",
-                     "/ui/decisions", "/ui/decisions/rows", "/convert"):
+                     "/ui/decisions", "/ui/decisions/rows", "/convert", "/mutate-pods"):
             routes[path] = Route(path, READS)
         self.routes = routes
         self.reactivate = Route("/debug/workloads/{key}/reactivate", ADMIN)

@@ -119,9 +119,10 @@ class _Beside(_Reloading):
 
 
 def conversion_server(host: str, port: int, log_level: str, tls: dict,
-                      limits: ConnectionLimits = ConnectionLimits()) -> uvicorn.Server:
-    """The conversion port: /convert only, `tls` without client certificates."""
-    srv = server(ConvertApp(), host, port, log_level, tls, cls=_Beside, limits=limits, lifespan="off")
+                      limits: ConnectionLimits = ConnectionLimits(), gate_pods: bool = False) -> uvicorn.Server:
+    """The conversion (webhook) port: /convert and /mutate-pods only (gate_pods: the Configuration's), `tls`
+    without client certificates."""
+    srv = server(ConvertApp(gate_pods), host, port, log_level, tls, cls=_Beside, limits=limits, lifespan="off")
     srv.flag = "--conversion-port"
     return srv
 
