@@ -15,6 +15,9 @@ class Gates:
     def __init__(self):
         self.issued: dict[str, float] = {}           # uid -> when its removal was issued (state.timer)
         self.group_tried: dict[object, float] = {}   # WorkloadKey -> when last decided
+        self.no_victims: dict[str, float] = {}       # head uid -> when a search for victims last found none
+        self._last_pass: tuple[int, float] = (-1, float("-inf"))    # (state.generation, state.timer) then
+        self._shown_at = float("-inf")
         self.ungated = 0
         self.failed = 0
         self._tasks: set[asyncio.Task] = set()
@@ -35,3 +38,32 @@ class Gates:
     async def settle(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def quiet(self, generation: int, now: float, within: float) -> bool:
+        """Nothing in the state changed since the last pass, less than `within` ago (what only time changes, a
+        refusal's memo or a hold running out, is seen after `within`); else this pass is noted as the last."""
+        last_generation, at = self._last_pass
+        if generation == last_generation and now - at < within:
+            return True
+        self._last_pass = (generation, now)
+        return False
+
+    def forget_shown(self, pods: dict, every: float = 1.0) -> None:
+        """Forget the removals the watch has shown (the pod ungated or gone), once a second at most."""
+        now = self._last_pass[1]
+        if now - self._shown_at < every:
+            return
+        self._shown_at = now
+        for uid in [u for u in self.issued if u not in pods or not pods[u].gated]:
+            del self.issued[uid]
+        for uid in [u for u in self.no_victims if u not in pods]:
+            del self.no_victims[uid]
+
+    def may_reclaim(self, uid: str, now: float, retry: float) -> bool:
+        """A head searches for victims again only `retry` after a search that found none: quota frees many times
+        a second in a busy cohort, and each search weighs every admitted pod."""
+        return now - self.no_victims.get(uid, float("-inf")) >= retry
+
+    def found_no_victims(self, uid: str, now: float) -> None:
+        self.no_victims[uid] = now
+

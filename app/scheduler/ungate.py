@@ -33,8 +33,10 @@ from .context import Context
 from .self_preemption import admit_group, reclaim_for
 
 log = logging.getLogger("quotient.ungate")
-UNGATE_INTERVAL = 0.05     # seconds between two passes: how late a pod whose quota frees is ungated at most
+UNGATE_INTERVAL = 0.2      # seconds between two passes: how late a pod whose quota frees is ungated at most
 GROUP_RETRY = 1.0          # seconds between two decisions for one waiting pod group (none is remembered per shape)
+RECLAIM_RETRY = 1.0        # seconds between two searches for victims for one head that found none
+QUIET_PASS = 1.0           # seconds a pass is skipped for while nothing in the state changed
 
 
 def ungate(ctx: Context) -> int:
@@ -44,8 +46,9 @@ def ungate(ctx: Context) -> int:
     if not queues.gated and not queues.not_held:
         return 0
     now = state.timer()
-    for uid in [u for u in gates.issued if u not in state.pods or not state.pods[u].gated]:
-        del gates.issued[uid]          # the watch shows it ungated (or gone)
+    if gates.quiet(state.generation, now, QUIET_PASS):
+        return 0                       # nothing changed since the last pass: it would decide the same
+    gates.forget_shown(state.pods)
     chosen = [state.pods[u] for u in queues.not_held if u in state.pods and gates.due(u, now)]
     if not freshness.stale(state):     # no admission on a stale state (the filter verb refuses SourceStale too)
         ctx.commit.expire()
@@ -111,13 +114,14 @@ def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, s
             return charge.rule, charge.reason
         commit.reserve(pod.uid, charge, ctx.reservation_timeout(pod), gate=True)
         return None
-    if may_reclaim(verdict) and not ctx.unseen(pod):
+    if may_reclaim(verdict) and not ctx.unseen(pod) and ctx.gates.may_reclaim(pod.uid, state.timer(), RECLAIM_RETRY):
         tried = reclaim_for(ctx, pod, verdict)
         for record in tried.records:
             ctx.books.record(record)
         commit.submit(tried.evictions)
         if tried.started:
             return PREEMPTING, tried.started
+        ctx.gates.found_no_victims(pod.uid, state.timer())
         commit.remember_refused(pod, verdict, offered, reclaim_tried=True)
         return verdict.rule, verdict.reason + tried.unfound
     commit.remember_refused(pod, verdict, offered)
