@@ -198,3 +198,15 @@ async def test_debug_says_what_a_gated_pod_waits_for():
     lost = Pod("lost").queue("nope").cpu("1").gated().obj()
     apply(state, lost)
     assert "not in a ClusterQueue's queue" in pod_view(state, ext.journal, "team-a", "lost")["statusDetail"]
+
+
+async def test_metrics_count_the_gated_pods_and_the_gates_removed():
+    from app.observe import attach
+    clock, state, ext = kit(quota=2)
+    observers = attach(ext)
+    apply(state, gated_pod("runs", "2", at=0), gated_pod("waits", "2", at=1), gated_pod("also", "2", at=2))
+    await ungated(ext)
+    text = observers.metrics.render().decode()
+    assert 'quotient_gated_pods{cluster_queue="cq"} 2.0' in text
+    assert "quotient_admission_gates_removed_total 1.0" in text
+    assert "quotient_admission_gate_removal_failures_total 0.0" in text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
+from .collectors import GateCollector
 from .logs import DecisionLog
 from .metrics import Metrics
 from .writes import ObservedWriter
@@ -29,6 +30,7 @@ def attach(scheduler) -> Observers:
     if found is not None:
         return found
     metrics = Metrics(scheduler.state, scheduler.refusals)
+    metrics.registry.register(GateCollector(scheduler.state, scheduler.gates))
     decision_log = DecisionLog(scheduler.journal)
     metrics.journal = scheduler.journal
     scheduler.journal.listeners.append(metrics.on_decision)

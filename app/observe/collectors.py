@@ -199,3 +199,33 @@ class StateCollector:
             overruns.add_metric([name], n)
         yield from (pending, reserving, admitted, share, cohort_share, status, nominal, borrowing, lending,
                     reservation, usage, expired, forgotten, waited, never, refused, overruns)
+
+
+class GateCollector:
+    """Kueue's admission gates (scheduler.ungate), read at scrape time: the pods waiting behind the gate per
+    ClusterQueue, and the gate removals written and failed (gates: the scheduler's Gates, read as plain counts)."""
+
+    def __init__(self, state, gates):
+        self.state, self.gates = state, gates
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        waiting = GaugeMetricFamily("quotient_gated_pods",
+                                    "Pods of the ClusterQueue that carry Kueue's admission gate kueue.x-k8s.io/admission: "
+                                    "kube-scheduler leaves them alone until Quotient admits them and removes it.",
+                                    labels=["cluster_queue"])
+        for cq, shapes in sorted(self.state.queues.gated.items()):
+            waiting.add_metric([cq], sum(len(entries) for entries in shapes.values()))
+        removed = CounterMetricFamily("quotient_admission_gates_removed",
+                                      "Admission gates Quotient removed (the pod admitted, or not Quotient's to hold).")
+        removed.add_metric([], self.gates.ungated)
+        failed = CounterMetricFamily("quotient_admission_gate_removal_failures",
+                                     "Admission gate removals the API refused or that failed; the pod's reservation ends "
+                                     "and a later pass decides it again.")
+        failed.add_metric([], self.gates.failed)
+        yield waiting
+        yield removed
+        yield failed
+
