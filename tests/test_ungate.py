@@ -210,3 +210,54 @@ async def test_metrics_count_the_gated_pods_and_the_gates_removed():
     assert 'quotient_gated_pods{cluster_queue="cq"} 2.0' in text
     assert "quotient_admission_gates_removed_total 1.0" in text
     assert "quotient_admission_gate_removal_failures_total 0.0" in text
+
+
+async def test_gated_pods_keep_their_place_in_the_cohort_however_long_they_wait():
+    """A gated pod is brought by every pass, not by kube-scheduler: it is never away (state.presence), so a pod
+    within its ClusterQueue's nominal quota comes before one that would borrow it, after 5 s as at once."""
+    from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
+    for waited in (0.5, 5.0):
+        clock = FakeClock()
+        objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("16").obj(),
+                ClusterQueue("a").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 0)).obj(),
+                ClusterQueue("b").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
+                LocalQueue("qa", "team-a").cluster_queue("a").obj(), LocalQueue("qb", "team-a").cluster_queue("b").obj()]
+        state = make_state(*objs, clock=clock)
+        ext = Scheduler(state, SnapshotWriter(state))
+        apply(state, Pod("borrower").queue("qa").cpu("4").created(0).gated().obj(),
+              Pod("owner").queue("qb").cpu("4").created(1).gated().obj())
+        clock.advance(waited)
+        assert await ungated(ext) == {"owner"}, waited
+        assert waiting(ext)["team-a/borrower"][0] == "NominalQuotaFirst", waited
+
+
+async def test_a_pod_let_go_whose_queue_stopped_since_is_decided_again_at_filter():
+    """Kueue cancels a reservation when its queue stops: the admission the gate's removal made does not stand."""
+    from builders import LocalQueue
+    clock, state, ext = kit(quota=4)
+    pod = gated_pod("p", "2")
+    apply(state, pod)
+    assert await ungated(ext) == {"p"}
+    apply(state, LocalQueue("q", "team-a").cluster_queue("cq").stop_policy("Hold").obj())
+    sent = {**pod, "spec": {k: v for k, v in pod["spec"].items() if k != "schedulingGates"}}
+    answer = Verbs(ext).filter(sent, NODES)
+    assert answer["NodeNames"] == [] and "stopPolicy Hold" in str(answer), answer
+
+
+async def test_a_refused_removal_for_a_group_member_releases_the_whole_group():
+    from app.act.writer import WriteError
+    clock, state, ext = kit(quota=4)
+    members = [Pod(f"g{i}").queue("q").cpu("1").label("kueue.x-k8s.io/pod-group-name", "g")
+               .annotation("kueue.x-k8s.io/pod-group-total-count", "2").created(i).gated().obj() for i in range(2)]
+    apply(state, *members)
+    real = ext.writer.ungate
+
+    async def refused(p):
+        if p.name == "g1":
+            raise WriteError("removing the admission gate: HTTP 403 Forbidden")
+        await real(p)
+    ext.writer.ungate = refused
+    ext.ungate()
+    await ext.gates.settle()
+    assert ext.gates.failed == 1
+    assert not any(uid(m) in state.holds or uid(m) in state.reservations for m in members)

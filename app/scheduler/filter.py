@@ -11,7 +11,7 @@ from dataclasses import replace
 import orjson
 
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
-from ..core.admission import Verdict, decide, may_reclaim
+from ..core.admission import Verdict, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
@@ -49,7 +49,7 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     if waiting:
         return refused(pod, WAITING_FOR_VICTIMS, waiting)
     charge = state.admitted.get(pod.uid)
-    gate_charge = state.workloads.admitted_at_gate(pod.uid) if charge is None else None
+    gate_charge = gate_admission(state, pod) if charge is None else None
     if charge is not None:   # already bound by Quotient: only its flavors' nodes
         verdict = Verdict(ALREADY_ADMITTED, True, cluster_queue=charge.cluster_queue)
         flavors = charge.flavors
@@ -106,6 +106,19 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
         pod=pod.key, outcome=verdict.rule, reason="", queue=verdict.cluster_queue, flavors=dict(flavors),
         offered=len(offered.names), nodes=len(passing), outside_flavor=len(offered.names) - len(passing),
         borrowing=bool(verdict.assignment and verdict.assignment.borrowing), tried=list(tried)))
+
+
+def gate_admission(state, pod: PodInfo):
+    """The charge reserved when the pod's admission gate was removed (scheduler.ungate), while that admission
+    stands: nothing it was decided on changed (state.workloads.admitted_at_gate), its LocalQueue and ClusterQueue
+    still admit (active, not stopped, its namespace selected: core.admission.resolve, as Kueue cancels a
+    reservation on a stopped queue) and the ClusterQueue is within quota. None: decided anew."""
+    charge = state.workloads.admitted_at_gate(pod.uid)
+    if charge is None:
+        return None
+    if resolve(state, Workload.of_pod(pod))[1] is not None:
+        return None
+    return charge if state.ledger.overrun(charge.cluster_queue) is None else None
 
 
 def _refusal(pod: PodInfo, r: Refuse, *records, queue: str, group: WorkloadKey | None = None,

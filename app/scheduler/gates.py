@@ -35,6 +35,11 @@ class Gates:
         at = self.issued.get(uid)
         return at is None or now - at > REISSUE_AFTER
 
+    def track(self, task: asyncio.Task) -> None:
+        """A removal being written: kept until it ends (settle waits for it)."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def settle(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
@@ -58,6 +63,8 @@ class Gates:
             del self.issued[uid]
         for uid in [u for u in self.no_victims if u not in pods]:
             del self.no_victims[uid]
+        for key in [k for k, at in self.group_tried.items() if now - at > 60.0]:
+            del self.group_tried[key]          # a group gone while gated (or decided long ago: decided anew)
 
     def may_reclaim(self, uid: str, now: float, retry: float) -> bool:
         """A head searches for victims again only `retry` after a search that found none: quota frees many times

@@ -25,15 +25,16 @@ from ..core.admission import decide, may_reclaim
 from ..core.decisions import Refuse
 from ..core.filtering import reservation
 from ..core.rules import PODS_READY_GATE, PREEMPTING, WAITING_FOR_VICTIMS
-from ..core.workload import Workload, WorkloadKey
+from ..core.workload import Workload, WorkloadKey, group_of
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
 from ..sync import freshness
 from .context import Context
+from .filter import gate_admission
 from .self_preemption import admit_group, reclaim_for
 
 log = logging.getLogger("quotient.ungate")
-UNGATE_INTERVAL = 0.2      # seconds between two passes: how late a pod whose quota frees is ungated at most
+UNGATE_INTERVAL = 0.2      # seconds between two passes (a pass is skipped while nothing changed: QUIET_PASS)
 GROUP_RETRY = 1.0          # seconds between two decisions for one waiting pod group (none is remembered per shape)
 RECLAIM_RETRY = 0.4        # seconds between two searches for victims for one head that found none (two passes)
 QUIET_PASS = 1.0           # seconds a pass is skipped for while nothing in the state changed
@@ -68,10 +69,12 @@ def _shape_heads(ctx: Context, cq_name: str, shape, entries: list[tuple], offere
     state, gates, out = ctx.state, ctx.gates, []
     if not isinstance(shape, WorkloadKey):      # (a pod's shape is a tuple too)
         for _, uid in entries:
-            if uid in gates.issued:
-                continue                    # its removal is on its way; its reservation keeps its quota
+            if not gates.due(uid, now):
+                continue                    # its removal is on its way (its reservation keeps its quota), or failed
             pod = state.pods[uid]
             why = _lone_pod(ctx, pod, offered)
+            if why is not None and why[0] == PODS_READY_GATE and not _blocks_admission(state):
+                continue                    # this workload backs off (waitForPodsReady); those behind it do not
             if why is not None:
                 state.queues.gate_waiting[(cq_name, shape)] = (pod.key, *why)
                 return out
@@ -92,6 +95,8 @@ def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, s
     """None when the pod is admitted now (its quota reserved, or its preemption's victims gone), else (rule,
     reason) it waits for, as filter would refuse it."""
     state, commit = ctx.state, ctx.commit
+    if gate_admission(state, pod) is not None:
+        return None                         # admitted by an earlier pass, its removal not shown yet: written again
     held = state.holds.get(pod.uid)
     if held is not None:
         left = reclaim.victims_left(state, held)
@@ -102,6 +107,7 @@ def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, s
     gate = ctx.ready_gate(pod)
     if gate:
         return PODS_READY_GATE, gate
+    commit.drop_reservation(pod.uid)        # a lapsed admission of an earlier pass is decided anew, as filter does
     known = state.blocked.lookup(state, pod, offered)
     if known is not None:
         return known.verdict.rule, known.verdict.reason
@@ -154,26 +160,34 @@ def _group(ctx: Context, key, head: PodInfo, now: float) -> list[PodInfo] | tupl
     return (WAITING_FOR_VICTIMS, left) if left else group
 
 
+def _blocks_admission(state) -> bool:
+    """waitForPodsReady's blockAdmission: a workload not yet ready holds every admission, so a refusal for it
+    stands for the pods behind too; otherwise it is one workload's requeue backoff."""
+    cfg = state.config.wait_for_pods_ready
+    return cfg is not None and cfg.block_admission
+
+
 def _issue(ctx: Context, pod: PodInfo, now: float) -> None:
+    """Write the gate's removal on the event loop, outside the pass that decided it."""
     gates = ctx.gates
     gates.issued[pod.uid] = now
     try:
-        task = asyncio.get_running_loop().create_task(_write(ctx, pod))
+        gates.track(asyncio.get_running_loop().create_task(_write(ctx, pod)))
     except RuntimeError:           # no event loop (a synchronous caller): the next pass issues it
         del gates.issued[pod.uid]
-        return
-    gates._tasks.add(task)
-    task.add_done_callback(gates._tasks.discard)
 
 
 async def _write(ctx: Context, pod: PodInfo) -> None:
+    """The removal written; refused or failed, what was kept for the pod ends (its reservation, its hold, and a
+    group member's whole group's), and it is decided again once REISSUE_AFTER has passed (gates.due)."""
     gates = ctx.gates
     try:
         await ctx.writer.ungate(pod)
-    except Exception as e:          # WriteError, or a bug: the reservation ends, and a later pass decides again
+    except Exception as e:          # WriteError, or a bug
         gates.failed += 1
-        gates.issued.pop(pod.uid, None)
-        ctx.commit.drop_reservation(pod.uid)
+        gates.issued[pod.uid] = ctx.state.timer()
+        key = group_of(pod)
+        ctx.commit.release(ctx.state.store.members(key) if key else [pod])
         log.warning("removing the admission gate of %s failed: %s", pod.key, e)
         return
     gates.ungated += 1

@@ -299,8 +299,8 @@ class ClusterState:
             charge.admitted_at, charge.admitted_from = pod.observed_admission()
         if pod.node_name or pod.terminal:
             queues.presence.forget(pod.uid)
-        elif old is None and pod.queue_name:
-            queues.presence.expect(pod.uid, self.timer())     # kube-scheduler tries a new pod at once (its activeQ)
+        elif pod.queue_name and (old is None or old.gated and not pod.gated):
+            queues.presence.expect(pod.uid, self.timer())     # kube-scheduler tries a new (or ungated) pod at once
         if pod.node_name and not pod.terminal:
             reservation = self.reservations.pop(pod.uid, None)
             if reservation is not None:

@@ -42,7 +42,7 @@ class Presence:
         self.expect(uid, self.timer() + backoff, attempts)
 
     def forget(self, uid: str) -> None:
-        """Bound, finished or gone."""
+        """Bound, finished or gone; or gated (scheduler.ungate brings it every pass: present while gated)."""
         self.tries.pop(uid, None)
         self._leave(uid)
 

@@ -64,6 +64,8 @@ class Queues:
         shape = walk_shape(pod)
         self.pending_of[pod.uid] = (cq.name, entry, shape)
         self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
+        if pod.gated:
+            self.presence.forget(pod.uid)     # brought by every ungate pass, not by kube-scheduler: always present
         self.presence.indexed(pod.uid)
         if pod.gated and pod.uid not in self.not_held:
             gated_shape = group_of(pod) or pod.shape
@@ -82,6 +84,7 @@ class Queues:
                 items.pop(i)
             if not items:
                 del shapes[shape]
+                self.gate_waiting.pop((cq_name, shape), None)
                 if not shapes:
                     del self.gated[cq_name]
         found = self.pending_of.pop(uid, None)
@@ -106,6 +109,7 @@ class Queues:
         self.gated.clear()
         self.gated_of.clear()
         self.not_held.clear()
+        self.gate_waiting.clear()
         self.presence.reset_index()
 
     def gate_wait(self, uid: str) -> tuple[str, str, str] | None:
