@@ -4,6 +4,7 @@ objects; a removal the API refuses ends the pod's reservation."""
 from __future__ import annotations
 
 from app.act.writer import WriteError
+from app.scheduler.gates import REISSUE_AFTER
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import uid
 from live import started, until
@@ -42,7 +43,7 @@ async def test_the_api_shows_the_gates_of_the_admitted_pods_removed_and_no_other
         assert gates(kit.api, "p2") == ["kueue.x-k8s.io/admission"]    # p0 runs, p1 holds its quota: still full
 
 
-async def test_a_removal_the_api_refuses_ends_the_reservation_and_is_decided_again(tmp_path, monkeypatch):
+async def test_a_removal_the_api_refuses_ends_the_reservation_and_is_decided_again_after_a_backoff(tmp_path, monkeypatch):
     pod = Pod("p").queue("q").cpu("2").gated().obj()
     async with started(tmp_path, (*objects(), pod)) as kit:
         gone = Pod("gone").queue("q").cpu("1").obj()
@@ -57,6 +58,10 @@ async def test_a_removal_the_api_refuses_ends_the_reservation_and_is_decided_aga
         await kit.ext.gates.settle()
         assert kit.ext.gates.failed == 1 and uid(pod) not in kit.state.reservations
         monkeypatch.setattr(kit.ext.writer, "ungate", real)
+        kit.ext.ungate()
+        await kit.ext.gates.settle()
+        assert gates(kit.api, "p") == ["kueue.x-k8s.io/admission"]        # backed off after the refusal
+        kit.clock.advance(REISSUE_AFTER + 0.1)
         kit.ext.ungate()
         await kit.ext.gates.settle()
         await until(lambda: gates(kit.api, "p") == [], what="the next pass removes the gate")
