@@ -356,9 +356,10 @@ def _pointer(path: str) -> list[str]:
     return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
 
 
-def _parent(doc, tokens: list[str], path: str):
+def _walk(doc, tokens: list[str], path: str):
+    """The node at the end of tokens (a JSON pointer's, or its parent's); JsonPatchError when it does not exist."""
     node = doc
-    for t in tokens[:-1]:
+    for t in tokens:
         if isinstance(node, dict) and t in node:
             node = node[t]
         elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
@@ -396,7 +397,7 @@ def apply_json_patch(doc, ops: list) -> object:
                 raise JsonPatchError("cannot remove the whole document")
             doc = _copy(op.get("value"))
             continue
-        parent, last = _parent(doc, tokens, path), tokens[-1]
+        parent, last = _walk(doc, tokens[:-1], path), tokens[-1]
         if isinstance(parent, dict):
             if kind != "add" and last not in parent:
                 raise JsonPatchError(f"path {path!r} does not exist")
@@ -423,15 +424,7 @@ def apply_json_patch(doc, ops: list) -> object:
 
 
 def _get_pointer(doc, path: str):
-    node = doc
-    for t in _pointer(path):
-        if isinstance(node, dict) and t in node:
-            node = node[t]
-        elif isinstance(node, list) and t.isdigit() and int(t) < len(node):
-            node = node[int(t)]
-        else:
-            raise JsonPatchError(f"path {path!r} does not exist")
-    return node
+    return _walk(doc, _pointer(path), path)
 
 
 @dataclass
