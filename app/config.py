@@ -102,12 +102,15 @@ class Configuration:
     client_identities: tuple[ClientIdentity, ...] = DEFAULT_CLIENT_IDENTITIES
     # Kueue's integrations.frameworks, as listed (Kueue's names).
     frameworks: tuple[str, ...] = ()
-    # integrations.frameworks lists "pod": POST /mutate-pods gates plain pods with a queue label at CREATE.
-    gate_pods: bool = False
     raw: dict = field(default_factory=dict)
     # A Kueue Configuration's fields, and integrations.frameworks of either kind, that Quotient does not use
     # (logged at start, so nothing is silently lost).
     unused: tuple[str, ...] = ()
+
+    @property
+    def gate_pods(self) -> bool:
+        """integrations.frameworks lists "pod": POST /mutate-pods gates plain pods with a queue label at CREATE."""
+        return POD_FRAMEWORK in self.frameworks
 
     def excluded(self, resource: str) -> bool:
         return any(resource.startswith(p) for p in self.exclude_resource_prefixes)
@@ -169,14 +172,13 @@ def decode_configuration(doc: dict | None) -> Configuration:
 
 
 def _integrations(cfg: Configuration, integrations: dict) -> tuple[str, ...]:
-    """integrations.frameworks into cfg (frameworks, gate_pods); what Quotient leaves of them, for `unused`."""
+    """integrations.frameworks into cfg.frameworks; what Quotient leaves of them, for `unused`."""
     frameworks = integrations.get("frameworks")
     frameworks = [] if frameworks is None else frameworks
     if not isinstance(frameworks, list) or not all(isinstance(f, str) for f in frameworks):
         raise ConfigError("integrations.frameworks must be a list of strings (Kueue's framework names, "
                           f"such as {POD_FRAMEWORK!r} or 'batch/job')")
     cfg.frameworks = tuple(frameworks)
-    cfg.gate_pods = POD_FRAMEWORK in frameworks
     return tuple(f"integrations.frameworks[{f}]" for f in frameworks if f not in FRAMEWORKS)
 
 

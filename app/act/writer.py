@@ -6,9 +6,8 @@ accepted them would, so `quotient serve` on a snapshot behaves end to end.
 """
 from __future__ import annotations
 
-from typing import Protocol
-
 from dataclasses import replace
+from typing import Protocol
 
 from ..objects.pod import ADMISSION_GATE, PodInfo
 

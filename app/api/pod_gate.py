@@ -30,7 +30,7 @@ import base64
 import orjson
 
 from ..objects.pod import ADMISSION_GATE, QUEUE_LABEL
-from .wire import WireError, json_object
+from .wire import WireError, review_request
 
 REVIEW_API = "admission.k8s.io/v1"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
@@ -40,12 +40,7 @@ TERMINAL = ("Succeeded", "Failed")
 def review(body: bytes, gate_pods: bool) -> bytes:
     """The AdmissionReview answering `body`: always allowed, with the JSONPatch that gates the pod when it should be
     gated; WireError when `body` is not an admission.k8s.io/v1 AdmissionReview with a uid to answer."""
-    doc = json_object(body)
-    request = doc.get("request")
-    uid = request.get("uid") if isinstance(request, dict) else None
-    if not isinstance(uid, str) or not uid:
-        raise WireError(f"not an AdmissionReview: no request.uid (kube-apiserver sends {REVIEW_API} "
-                        "AdmissionReview {request: {uid, kind, operation, object}})")
+    doc, request, uid = review_request(body, "an AdmissionReview", REVIEW_API, "uid, kind, operation, object")
     if (doc.get("apiVersion"), doc.get("kind")) != (REVIEW_API, "AdmissionReview"):
         raise WireError(f"expected a {REVIEW_API} AdmissionReview, got {doc.get('apiVersion')!r:.80} "
                         f"{doc.get('kind')!r:.80}: set admissionReviewVersions: [v1] in the webhook configuration")

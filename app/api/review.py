@@ -11,7 +11,7 @@ import orjson
 
 from ..objects.conversion import ConversionError, convert
 from ..objects.kueue import GROUP, VERSIONS
-from .wire import WireError, json_object
+from .wire import review_request
 
 log = logging.getLogger("quotient.api")
 REVIEW_API = "apiextensions.k8s.io/v1"
@@ -20,12 +20,7 @@ KUEUE_VERSIONS = tuple(f"{GROUP}/{v}" for v in VERSIONS)
 
 def review(body: bytes) -> bytes:
     """The ConversionReview answering `body`; WireError when it is not a review with a uid to answer."""
-    doc = json_object(body)
-    request = doc.get("request")
-    uid = request.get("uid") if isinstance(request, dict) else None
-    if not isinstance(uid, str) or not uid:
-        raise WireError(f"not a ConversionReview: no request.uid (kube-apiserver sends {REVIEW_API} "
-                         "ConversionReview {request: {uid, desiredAPIVersion, objects}})")
+    doc, request, uid = review_request(body, "a ConversionReview", REVIEW_API, "uid, desiredAPIVersion, objects")
     try:
         converted = _converted(doc, request)
     except ConversionError as e:

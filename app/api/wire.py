@@ -34,6 +34,20 @@ def json_object(raw: bytes) -> dict:
     return body
 
 
+def review_request(raw: bytes, review: str, api_version: str, fields: str) -> tuple[dict, dict, str]:
+    """A review kube-apiserver sends a webhook (a ConversionReview, an AdmissionReview): the document, its request
+    and the request's uid, which the answer must carry; WireError when there is no uid to answer. review names it
+    with its article ("a ConversionReview"), fields what its request holds."""
+    doc = json_object(raw)
+    request = doc.get("request")
+    uid = request.get("uid") if isinstance(request, dict) else None
+    if not isinstance(uid, str) or not uid:
+        kind = review.split(" ", 1)[1]
+        raise WireError(f"not {review}: no request.uid (kube-apiserver sends {api_version} {kind} "
+                        f"{{request: {{{fields}}}}})")
+    return doc, request, uid
+
+
 def _pod(body: dict) -> dict:
     pod = body.get("Pod")
     if not isinstance(pod, dict):

@@ -213,19 +213,18 @@ class GateCollector:
 
     def collect(self):
         waiting = GaugeMetricFamily("quotient_gated_pods",
-                                    "Pods of the ClusterQueue that carry Kueue's admission gate kueue.x-k8s.io/admission: "
-                                    "kube-scheduler leaves them alone until Quotient admits them and removes it.",
-                                    labels=["cluster_queue"])
+                                    "Pods of the ClusterQueue that carry Kueue's admission gate "
+                                    "kueue.x-k8s.io/admission: kube-scheduler leaves them alone until Quotient "
+                                    "admits them and removes it.", labels=["cluster_queue"])
         for cq, shapes in sorted(self.state.queues.gated.items()):
             waiting.add_metric([cq], sum(len(entries) for entries in shapes.values()))
         removed = CounterMetricFamily("quotient_admission_gates_removed",
                                       "Admission gates Quotient removed (the pod admitted, or not Quotient's to hold).")
         removed.add_metric([], self.gates.ungated)
         failed = CounterMetricFamily("quotient_admission_gate_removal_failures",
-                                     "Admission gate removals the API refused or that failed; the pod's reservation ends "
-                                     "and a later pass decides it again.")
+                                     "Admission gate removals the API refused or that failed; the pod's reservation "
+                                     "ends and a later pass decides it again.")
         failed.add_metric([], self.gates.failed)
         yield waiting
         yield removed
         yield failed
-

@@ -14,8 +14,8 @@ from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
 from ..core.admission import Verdict, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
-from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING, SOURCE_STALE,
-                          WAITING_FOR_VICTIMS)
+from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING,
+                          SOURCE_STALE, WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo

@@ -53,9 +53,8 @@ class Gates:
         self._last_pass = (generation, now)
         return False
 
-    def forget_shown(self, pods: dict, every: float = 1.0) -> None:
+    def forget_shown(self, pods: dict, now: float, every: float = 1.0) -> None:
         """Forget the removals the watch has shown (the pod ungated or gone), once a second at most."""
-        now = self._last_pass[1]
         if now - self._shown_at < every:
             return
         self._shown_at = now
@@ -73,4 +72,3 @@ class Gates:
 
     def found_no_victims(self, uid: str, now: float) -> None:
         self.no_victims[uid] = now
-

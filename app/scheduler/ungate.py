@@ -49,7 +49,7 @@ def ungate(ctx: Context) -> int:
     now = state.timer()
     if gates.quiet(state.generation, now, QUIET_PASS):
         return 0                       # nothing changed since the last pass: it would decide the same
-    gates.forget_shown(state.pods)
+    gates.forget_shown(state.pods, now)
     chosen = [state.pods[u] for u in queues.not_held if u in state.pods and gates.due(u, now)]
     if not freshness.stale(state):     # no admission on a stale state (the filter verb refuses SourceStale too)
         ctx.commit.expire()
@@ -122,9 +122,7 @@ def _lone_pod(ctx: Context, pod: PodInfo, offered: OfferedNodes) -> tuple[str, s
         return None
     if may_reclaim(verdict) and not ctx.unseen(pod) and ctx.gates.may_reclaim(pod.uid, state.timer(), RECLAIM_RETRY):
         tried = reclaim_for(ctx, pod, verdict)
-        for record in tried.records:
-            ctx.books.record(record)
-        commit.submit(tried.evictions)
+        _commit(ctx, tried)
         if tried.started:
             return PREEMPTING, tried.started
         ctx.gates.found_no_victims(pod.uid, state.timer())
@@ -143,21 +141,25 @@ def _group(ctx: Context, key, head: PodInfo, now: float) -> list[PodInfo] | tupl
     if refusal is not None:
         ctx.commit.release(members.released_by(refusal, group))
         return refusal.rule, refusal.reason
-    waiting = [m for m in group if not m.node_name and m.uid not in state.holds]
+    waiting = gangs.pending_members(state, group)
     if waiting:
         if now - gates.group_tried.get(key, float("-inf")) < GROUP_RETRY:
             return None
         gates.group_tried[key] = now
-        admission = admit_group(ctx, head, key, gangs.pending_members(state, group), set())
-        for record in admission.records:
-            ctx.books.record(record)
-        ctx.commit.submit(admission.evictions)
-        unheld = any(not m.node_name and m.uid not in state.holds for m in group)
-        if unheld and isinstance(admission.decision, Refuse):      # (admitted, a member's answer is its node)
-            return admission.decision.rule, admission.decision.reason
+        admission = admit_group(ctx, head, key, waiting, set())
+        _commit(ctx, admission)
+        if gangs.pending_members(state, group) and isinstance(admission.decision, Refuse):
+            return admission.decision.rule, admission.decision.reason    # (admitted: a member's answer is its node)
     gates.group_tried.pop(key, None)
     left = next((w for w in (reclaim.victims_left(state, state.holds.get(m.uid)) for m in group) if w), "")
     return (WAITING_FOR_VICTIMS, left) if left else group
+
+
+def _commit(ctx: Context, decided) -> None:
+    """A preemption decided here (self_preemption.Reclaimed): its records booked, its evictions written at once."""
+    for record in decided.records:
+        ctx.books.record(record)
+    ctx.commit.submit(decided.evictions)
 
 
 def _blocks_admission(state) -> bool:

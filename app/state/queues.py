@@ -21,6 +21,13 @@ from .presence import Presence
 from .store import Store
 
 
+def _remove(items: list[tuple], entry: tuple) -> None:
+    """Take entry out of a sorted list of queue entries, if it is there."""
+    i = bisect.bisect_left(items, entry)
+    if i < len(items) and items[i] == entry:
+        items.pop(i)
+
+
 class Queues:
     def __init__(self, config: Configuration, store: Store, timer: Callable[[], float],
                  reservations: dict, requeues: dict[str, RequeueRecord]):
@@ -79,9 +86,7 @@ class Queues:
             cq_name, shape, entry = gated
             shapes = self.gated[cq_name]
             items = shapes[shape]
-            i = bisect.bisect_left(items, entry)
-            if i < len(items) and items[i] == entry:
-                items.pop(i)
+            _remove(items, entry)
             if not items:
                 del shapes[shape]
                 self.gate_waiting.pop((cq_name, shape), None)
@@ -92,10 +97,7 @@ class Queues:
             return
         self.presence.unindexed(uid)
         cq_name, entry, shape = found
-        items = self.pending.get(cq_name, [])
-        i = bisect.bisect_left(items, entry)
-        if i < len(items) and items[i] == entry:
-            items.pop(i)
+        _remove(self.pending.get(cq_name, []), entry)
         shapes = self.pending_shapes[cq_name]
         shapes[shape] -= 1
         if not shapes[shape]:
