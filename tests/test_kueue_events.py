@@ -41,7 +41,6 @@ def rebuilt_alike(state: ClusterState) -> None:
         fp["bound"] = {name: {fr: v for fr, v in n.bound.items() if v} for name, n in state.tree.queues.items()}
         fp["reservations"] = {uid: r.charge for uid, r in state.reservations.items()}
         fp["pending_of"] = dict(state.queues.pending_of)
-        fp["pending_shapes"] = {cq: dict(c) for cq, c in state.pending_shapes.items() if c}
         fp["jobs"] = {uid: (r.size, r.charge, r.spare, r.started) for uid, r in state.job_admissions.items()}
         return fp
     before = seen()

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from app.core.gangs import walk_shape
 from app.state.presence import MAX_BACKOFF, OVERDUE
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import apply, delete, make_state, uid
@@ -62,7 +63,8 @@ def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
         names = sorted(pods)
         if op < 0.25 or not names:
             name = f"p{step}"
-            pods[name] = Pod(name).queue(rng.choice(["lq", "lq2"])).cpu("2").priority(rng.choice([0, 10])).obj()
+            pods[name] = Pod(name).queue(rng.choice(["lq", "lq2"])).cpu(rng.choice(["2", "3", "4"])).priority(
+                rng.choice([0, 10])).obj()
             apply(state, pods[name])
         elif op < 0.55:
             p = pods[rng.choice(names)]
@@ -85,6 +87,32 @@ def test_present_pods_are_the_pending_pods_not_away_whatever_happens(seed):
             apply(state, LocalQueue("lq2", "team-a").cluster_queue(rng.choice(["cq", "cq2"])).obj())
         for cq in ("cq", "cq2"):
             assert [p.uid for p in state.queues.present_pending(cq)] == brute_force(state, cq), f"step {step}"
+            sets_aside = {u: rng.random() < 0.3 for u in brute_force(state, cq)}
+            assert skipping_walk(state, cq, sets_aside) == skipping_brute_force(state, cq, sets_aside), f"step {step}"
+
+
+def skipping_walk(state, cq: str, sets_aside: dict) -> list[str]:
+    """A walk that passes over shapes as admission's walks do: after some pods, their shape is put in skip."""
+    skip: set = set()
+    out = []
+    for p in state.queues.present_pending(cq, skip=skip):
+        out.append(p.uid)
+        if sets_aside[p.uid]:
+            skip.add(walk_shape(p))
+    return out
+
+
+def skipping_brute_force(state, cq: str, sets_aside: dict) -> list[str]:
+    skip: set = set()
+    out = []
+    for u in brute_force(state, cq):
+        p = state.pods[u]
+        if walk_shape(p) in skip:
+            continue
+        out.append(u)
+        if sets_aside[u]:
+            skip.add(walk_shape(p))
+    return out
 
 
 def test_what_is_kept_stays_as_short_as_what_is_due_when_nothing_reads_it():

@@ -45,11 +45,12 @@ class Verdict:
     managed: bool = True           # False: pod has no queue and passes untouched
     cluster_queue: str = ""
     assignment: Assignment | None = None
+    holds_from: tuple | None = None   # a refusal that stands from this queue place on, ahead of the pod (queue_ahead)
 
 
 def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
-            assignment: Assignment | None = None) -> Verdict:
-    return Verdict(rule, False, reason, resolvable, True, cq, assignment)
+            assignment: Assignment | None = None, holds_from: tuple | None = None) -> Verdict:
+    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from)
 
 
 def preemption_could_help(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
@@ -174,19 +175,21 @@ def job_refusal(state: JobsView, pod: PodInfo) -> Verdict | None:
 
 
 def _ahead(state: AdmissionView, workload: Workload | None, cq: ClusterQueue,
-           present: bool = False) -> Iterator[Workload]:
+           present: bool = False, skip: set | frozenset = frozenset()) -> Iterator[Workload]:
     """Pending workloads (a lone pod, or a pod group once) ahead of workload in the ClusterQueue's order
-    (all of them when workload is None; with present, only those kube-scheduler brings now: PresenceView.away).
+    (all of them when workload is None; with present, only those kube-scheduler brings now: PresenceView.away,
+    less those of a shape the caller has put in skip).
     A group that cannot be admitted (members missing, or naming different queues) holds nothing and is
     passed over."""
     own = group_of(workload.template) if workload is not None else None
     uid = workload.uid if workload is not None else None
     cfg = state.config.wait_for_pods_ready
     before = workload_order(state, workload) if workload is not None else None
-    walk = state.queues.present_pending if present else state.queues.pending_pods
+    walk = state.queues.present_pending(cq.name, before, skip) if present else \
+        state.queues.pending_pods(cq.name, before=before)
 
     def others() -> Iterator[PodInfo]:
-        for other in walk(cq.name, before=before):
+        for other in walk:
             if cfg is not None and state.requeues and refusal(state.requeues.get(requeue_key(other)), cfg,
                                                               state.clock(), "")[0]:
                 continue        # backing off or deactivated: it is not admitted first, so it holds nothing
@@ -202,7 +205,7 @@ def pending_workloads(state: AdmissionView, cq: ClusterQueue) -> Iterator[Worklo
     return _ahead(state, None, cq)
 
 
-def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list) -> str:
+def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list) -> tuple[str, tuple | None]:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
     BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (PresenceView.away);
     under StrictFIFO every one, as the strategy promises.
@@ -213,12 +216,18 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, char
 
     A pod of a shape (PodInfo.shape) that did not fit is not assigned again further down: the charges only
     grow along the walk, so no later pod of that shape fits either, and a queue of thousands costs one
-    assignment per shape past the pods that fit."""
+    assignment per shape past the pods that fit.
+
+    Returns why StrictFIFO blocks the workload ("" when nothing does), and the place of the first pod of the
+    workload's own shape when it did not fit: that pod is refused as this workload will be, on the same walk, so
+    the refusal stands from its place on (state.blocked answers the pods of the shape from there)."""
     passed_over: set = set()
+    reached: set = set()                 # shapes of which a pod fitted
+    own, holds_from = workload.shape, None
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
-        for other in _ahead(state, workload, cq, present=not strict):   # one backing off keeps no quota meanwhile
-            shape = other.shape
+        for other in _ahead(state, workload, cq, present=not strict, skip=passed_over):   # (one backing off
+            shape = other.shape                                                        # keeps no quota meanwhile)
             if shape in passed_over:
                 continue
             if resolve(state, other)[1] is not None:
@@ -227,13 +236,16 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, char
             a = assign(state, other, cq)
             if a.mode == FIT:
                 _charge_one_more(overlay, charges, (cq.name, a.usage, other.key_text))
+                reached.add(shape)
             elif strict:
                 why = a.reasons[-1] if a.reasons else "it does not fit"
                 return (f"StrictFIFO: {other.key_text} is ahead in ClusterQueue {cq.name} and does not fit "
-                        f"({why}); pods behind it wait")
+                        f"({why}); pods behind it wait"), None
             else:
                 passed_over.add(shape)
-    return ""
+                if shape == own and shape not in reached:
+                    holds_from = state.queues.queue_key(other.template)
+    return "", holds_from
 
 
 def _charge_one_more(overlay: Overlay, charges: list, one: tuple[str, dict[FR, int], str]) -> None:
@@ -276,10 +288,8 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
     with virtual_charges(state, charges) as overlay:
         for other_cq, current in _cohort_queues(state, cq):
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
-            shapes = state.pending_shapes.get(current.name, ())
-            for other in _workloads(state, state.queues.present_pending(current.name)):   # one backing off keeps nothing
-                if len(passed_over) >= len(shapes):
-                    break                    # every shape of its queue is passed over: so is every pod left
+            walk = state.queues.present_pending(current.name, skip=passed_over)     # one backing off keeps nothing
+            for other in _workloads(state, walk):
                 shape = other.shape
                 if shape in passed_over:
                     continue
@@ -405,7 +415,7 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
-    blocked = queue_ahead(state, workload, cq, charges)
+    blocked, holds_from = queue_ahead(state, workload, cq, charges)
     if blocked:
         return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
@@ -414,11 +424,12 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
-                       cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, workload, cq), a)
+                       cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, workload, cq), a,
+                       holds_from)
     if a.mode == PREEMPT:
         ahead = _ahead_note(charges)
         return _refuse(QUOTA_EXCEEDED, "; ".join(a.reasons) + ahead, cq.name,
-                       preemption_could_help(state, workload, cq), a)
+                       preemption_could_help(state, workload, cq), a, holds_from)
     if a.borrowing and cq.cohort:
         refusal = _first_in_cohort(state, workload, cq, a, level, charges, offered)
         if refusal is not None:

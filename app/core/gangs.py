@@ -27,9 +27,10 @@ def node_masks(members: list[PodInfo], nodes: list, misfit):
 
 
 def walk_shape(pod: PodInfo) -> object:
-    """What a walk of queue order passes over alike (PodInfo.shape): a pod group's member is its own, since its
-    members are admitted together or not at all (a workload's: core.workload.Workload.shape)."""
-    return pod.uid if group_of(pod) else pod.shape
+    """What a walk of queue order passes over alike (PodInfo.shape): a pod group's members are their group's, one
+    workload admitted together or not at all; the value core.workload.Workload.shape gives, which walks skip."""
+    key = group_of(pod)
+    return str(key) if key else pod.shape
 
 
 def pending_members(state: GroupView, members: list[PodInfo]) -> list[PodInfo]:

@@ -130,7 +130,6 @@ class QueueView(Protocol):
     cohorts: dict[str, Cohort]
     local_queues: dict[str, LocalQueue]
     pending: dict                           # ClusterQueue -> its pending pods in queue order
-    pending_shapes: dict                    # ClusterQueue -> Counter of its pending pods' shapes
     store: StoreReads                       # namespace labels, the pod's LocalQueue
     queues: QueueReads                      # the walks in queue order
 

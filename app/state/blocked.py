@@ -122,6 +122,8 @@ class BlockedQueues:
         if key is None or key[0] != verdict.cluster_queue:
             return
         place = state.queues.queue_key(pod)
+        if verdict.holds_from is not None and verdict.holds_from < place:
+            place = verdict.holds_from      # a pod of its shape ahead was refused on the same walk (queue_ahead)
         old = self._by.get(key)
         if old is not None and old.place < place and self._holds(state, old, key[0]):
             return          # one ahead of it stands already, and covers more

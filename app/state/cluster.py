@@ -96,7 +96,7 @@ class ClusterState:
         self.reservations, self.holds = workloads.reservations, workloads.holds
         self.job_admissions, self.job_waits = jobs.job_admissions, jobs.job_waits
         self.readiness, self.requeues = self.pods_ready.readiness, self.pods_ready.requeues
-        self.pending, self.pending_shapes = self.queues.pending, self.queues.pending_shapes
+        self.pending = self.queues.pending
         self.blocked = self.queues.blocked
         self.assumed, self.learned = self.bindings.assumed, self.learned_pods.learned
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import Callable
+from typing import Callable, Iterator
 
 MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBackoffSeconds: 1)
 OVERDUE = 1.0          # a pod not tried this long after it was due (or new) is away until it is
@@ -25,8 +25,10 @@ class Presence:
         self.tries: dict[str, tuple[int, float]] = {}  # pending pod uid -> (attempts, when it is due)
         self._arrivals: list[tuple[float, str]] = []   # (due, uid), stale ones skipped
         self._leavings: list[tuple[float, str]] = []   # (due + OVERDUE, uid), stale ones skipped
-        self._present: dict[str, list[tuple]] = {}     # ClusterQueue -> its present pods' entries, in order
-        self._where: dict[str, tuple[str, tuple]] = {}  # uid -> (ClusterQueue, entry) while present
+        # ClusterQueue -> shape (core.gangs.walk_shape) -> its present pods' entries, in order: a walk passes over
+        # a shape it has set aside without stepping through its pods (walk)
+        self._present: dict[str, dict[object, list[tuple]]] = {}
+        self._where: dict[str, tuple[str, object, tuple]] = {}  # uid -> (ClusterQueue, shape, entry) while present
 
     # ---- what kube-scheduler did -------------------------------------------------
     def expect(self, uid: str, due: float, attempts: int = 0) -> None:
@@ -78,10 +80,29 @@ class Presence:
         found = self.tries.get(uid)
         return found is None or self.timer() <= found[1] + OVERDUE
 
-    def present(self, cq_name: str) -> list[tuple]:
-        """The present pods' entries of the ClusterQueue, in queue order, as of now."""
+    def walk(self, cq_name: str, last: tuple, skip: set) -> Iterator[tuple]:
+        """The present pods' entries of the ClusterQueue up to `last`, in queue order, as of now, but those of a
+        shape in `skip`: a shape the caller adds to it after an entry of that shape is left at once, so a walk
+        that passes over shapes costs the entries it takes (and log of the shapes), not every pod behind them."""
         self._advance()
-        return self._present.get(cq_name, [])
+        by_shape = self._present.get(cq_name)
+        if not by_shape:
+            return
+        heap = [(items[0], shape) for shape, items in by_shape.items() if items and items[0] <= last]
+        heapq.heapify(heap)                 # (entries hold the uid: no two compare equal, shapes never compared)
+        while heap:
+            entry, shape = heap[0]
+            if shape not in skip:
+                yield entry
+            if shape in skip:
+                heapq.heappop(heap)
+                continue
+            items = by_shape.get(shape, ())
+            i = bisect.bisect_right(items, entry)        # (found again: the list may have changed meanwhile)
+            if i < len(items) and items[i] <= last:
+                heapq.heapreplace(heap, (items[i], shape))
+            else:
+                heapq.heappop(heap)
 
     # ---- inside ----------------------------------------------------------------------
     def _advance(self) -> None:
@@ -105,15 +126,19 @@ class Presence:
         found = self._entry_of(uid)
         if found is None:
             return
-        cq_name, entry = found[0], found[1]
-        bisect.insort(self._present.setdefault(cq_name, []), entry)
-        self._where[uid] = (cq_name, entry)
+        cq_name, entry, shape = found[0], found[1], found[2]
+        bisect.insort(self._present.setdefault(cq_name, {}).setdefault(shape, []), entry)
+        self._where[uid] = (cq_name, shape, entry)
 
     def _leave(self, uid: str) -> None:
         found = self._where.pop(uid, None)
         if found is None:
             return
-        items = self._present.get(found[0], [])
-        i = bisect.bisect_left(items, found[1])
-        if i < len(items) and items[i] == found[1]:
+        cq_name, shape, entry = found
+        by_shape = self._present.get(cq_name, {})
+        items = by_shape.get(shape, [])
+        i = bisect.bisect_left(items, entry)
+        if i < len(items) and items[i] == entry:
             items.pop(i)
+        if not items:
+            by_shape.pop(shape, None)

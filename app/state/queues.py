@@ -35,7 +35,6 @@ class Queues:
         self._reservations, self._requeues = reservations, requeues    # the workloads' own dicts, read here
         self.pending: dict[str, list[tuple]] = {}       # ClusterQueue -> sorted [(order key, uid)]
         self.pending_of: dict[str, tuple[str, tuple, object]] = {}    # uid -> (ClusterQueue, entry, shape)
-        self.pending_shapes: dict[str, Counter] = {}    # ClusterQueue -> its pending pods' shapes (a group's: uids)
         self.pending_left: Counter = Counter()    # ClusterQueue -> pending pods that left its queue unadmitted
         self.blocked = BlockedQueues()            # refusals remembered per pod shape (state.blocked)
         # Pods that carry Kueue's admission gate (PodInfo.gated), waiting for scheduler.ungate: per ClusterQueue,
@@ -70,7 +69,6 @@ class Queues:
         bisect.insort(self.pending.setdefault(cq.name, []), entry)
         shape = walk_shape(pod)
         self.pending_of[pod.uid] = (cq.name, entry, shape)
-        self.pending_shapes.setdefault(cq.name, Counter())[shape] += 1
         if pod.gated:
             self.presence.forget(pod.uid)     # brought by every ungate pass, not by kube-scheduler: always present
         self.presence.indexed(pod.uid)
@@ -96,17 +94,11 @@ class Queues:
         if found is None:
             return
         self.presence.unindexed(uid)
-        cq_name, entry, shape = found
-        _remove(self.pending.get(cq_name, []), entry)
-        shapes = self.pending_shapes[cq_name]
-        shapes[shape] -= 1
-        if not shapes[shape]:
-            del shapes[shape]
+        _remove(self.pending.get(found[0], []), found[1])
 
     def reset(self) -> None:
         """Empty every queue (a rebuild indexes every pod again)."""
         self.pending.clear()
-        self.pending_shapes.clear()
         self.pending_of.clear()                # (the same dict: Presence reads it)
         self.gated.clear()
         self.gated_of.clear()
@@ -129,18 +121,17 @@ class Queues:
             if uid not in self._reservations:
                 yield self.store.pods[uid]
 
-    def present_pending(self, cq_name: str, before: tuple | None = None) -> Iterator[PodInfo]:
-        """pending_pods(cq_name, before) less those away, from the present pods alone (state.presence)."""
+    def present_pending(self, cq_name: str, before: tuple | None = None,
+                        skip: set | frozenset = frozenset()) -> Iterator[PodInfo]:
+        """pending_pods(cq_name, before) less those away, from the present pods alone (state.presence), less those
+        of a shape (core.gangs.walk_shape) in `skip`, which the caller may add to as it walks (Presence.walk)."""
         items = self.pending.get(cq_name, ())
         end = bisect.bisect_left(items, (before,)) if before is not None else len(items)
         end = min(end, self.config.max_queue_scan)
         if not end:
             return
-        last = items[end - 1]
         reservations, pods = self._reservations, self.store.pods
-        for entry in list(self.presence.present(cq_name)):
-            if entry > last:
-                break
+        for entry in self.presence.walk(cq_name, items[end - 1], skip):
             if entry[1] not in reservations:
                 yield pods[entry[1]]
 
