@@ -3,10 +3,17 @@ behind it are answered from it, without a walk of the queue; anything that frees
 second is enough for the next ask to be decided anew; and an admission is never answered from it."""
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from app.act.writer import SnapshotWriter
+from app.core.admission import decide
+from app.core.rules import QUOTA_EXCEEDED, STRICT_FIFO
+from app.core.workload import Workload
 from app.scheduler.scheduler import Scheduler
 from app.state.blocked import MAX_AGE
-from builders import Pod
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import Verbs, apply, delete, make_state, one_queue, uid
 
 NODES = ("n1", "n2")
@@ -110,3 +117,83 @@ def test_a_pod_ahead_that_leaves_unadmitted_frees_what_it_was_counted_for():
     assert "as decided for team-a/b" in reason(c_answer)
     delete(state, ahead)                                                          # deleted while pending
     assert verbs.filter(c, NODES)["NodeNames"], "the 2 cpu it was counted for are free again"
+
+
+def test_a_quota_refusal_stands_while_less_than_it_lacked_frees():
+    """A busy cohort frees a little every moment (issue 32): a pod that lacks 3 cpu is not decided again each time
+    one frees, only once 3 have (what is available grows by no more than what frees)."""
+    clock, state, verbs, runs = kit()
+    big = [Pod(f"big-{i}").queue("q").cpu("3").created_at(f"2026-01-01T00:00:0{i}Z").obj() for i in range(3)]
+    for p in big:
+        apply(state, p)
+    assert verbs.filter(big[0], NODES)["NodeNames"] == []
+    apply(state, {**runs[0], "status": {"phase": "Succeeded"}})                   # 1 of the 3 it lacks frees
+    hits = state.blocked.hits
+    assert "as decided for team-a/big-0" in reason(verbs.filter(big[1], NODES))
+    assert state.blocked.hits == hits + 1
+    for r in runs[1:3]:                                                           # 3 freed: decided anew
+        apply(state, {**r, "status": {"phase": "Succeeded"}})
+    assert verbs.filter(big[2], NODES)["NodeNames"], "3 cpu free for a 3-cpu pod"
+
+
+def test_the_refusal_of_a_pod_ahead_stands_only_while_less_than_that_pod_lacked_frees():
+    """first (2 cpu) lacks 1; middle (1 cpu) fits after it; last, of first's shape, then lacks 2. The refusal
+    kept from last's decision stands from first's place on, so it must be kept with first's 1, not last's 2."""
+    clock, state, verbs, runs = kit(running=3)
+    first = Pod("first").queue("q").cpu("2").created_at("2026-01-01T00:00:01Z").obj()
+    middle = Pod("middle").queue("q").cpu("1").created_at("2026-01-01T00:00:02Z").obj()
+    last = Pod("last").queue("q").cpu("2").created_at("2026-01-01T00:00:03Z").obj()
+    for p in (first, middle, last):
+        apply(state, p)
+    assert verbs.filter(last, NODES)["NodeNames"] == []
+    apply(state, {**runs[0], "status": {"phase": "Succeeded"}})                   # 1 cpu frees: first fits now
+    assert verbs.filter(first, NODES)["NodeNames"], "2 cpu free for first, whatever last lacked"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_remembered_refusal_never_stands_for_a_pod_a_decision_would_admit(seed):
+    """Whatever frees, starts or arrives in a cohort, a pod answered from a remembered refusal is one that a decision
+    of its own refuses too (the memo may only spare work, never withhold an admission). The clock stands still:
+    what only time changes (a pod ahead no longer brought by kube-scheduler) is seen within MAX_AGE, by design.
+    Quota refusals only: a cohort-order refusal (NominalQuotaFirst) of a pod stands, as in Kueue, for the pods of its
+    shape behind it, where a decision of its own may count the refused pod ahead as admitted first, and then find
+    the cohort's pods within their nominal quota no longer fit ahead of it."""
+    rng = random.Random(seed)
+    clock = Clock()
+    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("1000").obj()]
+    for q in ("a", "b", "c"):
+        objs += [ClusterQueue(q).cohort("co").resource_group(FlavorQuotas("default-flavor").resource(
+                     "cpu", rng.choice([2, 4, 6]), borrowing=rng.choice([None, 2]))).obj(),
+                 LocalQueue(f"lq-{q}", "team-a").cluster_queue(q).obj()]
+    state = make_state(*objs, clock=clock)
+    running, pending, answered = [], [], 0
+    for step in range(400):
+        op = rng.random()
+        if op < 0.25:                      # a pod starts where its ClusterQueue has room within its nominal quota
+            q, cpu = rng.choice("abc"), rng.choice([1, 2])
+            node = state.ledger.quota_node(q)
+            if node.usage.get(("default-flavor", "cpu"), 0) + cpu * 1000 <= node.subtree[("default-flavor", "cpu")]:
+                p = Pod(f"run-{step}").queue(f"lq-{q}").cpu(str(cpu)).node("n1").obj()
+                apply(state, p)
+                running.append(p)
+        elif op < 0.45 and running:
+            apply(state, {**running.pop(rng.randrange(len(running))), "status": {"phase": "Succeeded"}})
+        elif op < 0.65:
+            cpu = rng.choice([1, 2, 3, 4])
+            p = Pod(f"p-{step}").queue(f"lq-{rng.choice('abc')}").cpu(str(cpu)).priority(rng.choice([0, 10])) \
+                .created(step).obj()
+            apply(state, p)
+            pending.append(p)
+        elif op < 0.7 and pending:
+            delete(state, pending.pop(rng.randrange(len(pending))))
+        if not pending:
+            continue
+        pod = state.pods[uid(rng.choice(pending))]
+        memo = state.blocked.lookup(state, pod)
+        fresh = decide(state, Workload.of_pod(pod))
+        if memo is not None and memo.verdict.rule in (QUOTA_EXCEEDED, STRICT_FIFO):
+            answered += 1
+            assert not fresh.admit, (step, pod.name, memo.pod, memo.verdict.reason)
+        elif not fresh.admit:
+            state.blocked.remember(state, pod, fresh)
+    assert answered > 20                   # the memo was asked, and answered, often enough to tell

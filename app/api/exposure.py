@@ -9,6 +9,7 @@ certificates unless the admin says so with INSECURE_FLAG.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 
@@ -24,7 +25,9 @@ class ExposureError(ValueError):
     """`quotient serve` would let any caller that reaches the port change state."""
 
 
+@functools.lru_cache(maxsize=256)
 def is_loopback(host: str) -> bool:
+    """(Asked of every request's Host: parsed once per name.)"""
     if host == "localhost":
         return True
     try:

@@ -24,7 +24,7 @@ from .gangs import waiting_members
 from .readiness import refusal, requeue_key, workload_order
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
-from .resource_node import FR, QuotaNode
+from .resource_node import FR, QuotaNode, available
 from ..objects.quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
@@ -46,11 +46,13 @@ class Verdict:
     cluster_queue: str = ""
     assignment: Assignment | None = None
     holds_from: tuple | None = None   # a refusal that stands from this queue place on, ahead of the pod (queue_ahead)
+    short: dict | None = None         # (flavor, resource) -> how much more the pod needed than was available (_short)
+    counted: bool = False             # the refusal counted pending pods ahead of it, as admitted first (decide)
 
 
 def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
-            assignment: Assignment | None = None, holds_from: tuple | None = None) -> Verdict:
-    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from)
+            assignment: Assignment | None = None, holds_from: tuple | None = None, short: dict | None = None) -> Verdict:
+    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from, short)
 
 
 def preemption_could_help(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
@@ -205,7 +207,8 @@ def pending_workloads(state: AdmissionView, cq: ClusterQueue) -> Iterator[Worklo
     return _ahead(state, None, cq)
 
 
-def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list) -> tuple[str, tuple | None]:
+def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue,
+                charges: list) -> tuple[str, tuple[tuple, dict | None] | None]:
     """Pods ahead in the ClusterQueue's order take their quota first, as Kueue admits heads in order: under
     BestEffortFIFO those kube-scheduler brings now, not one backing off from a refusal (PresenceView.away);
     under StrictFIFO every one, as the strategy promises.
@@ -218,12 +221,13 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, char
     grow along the walk, so no later pod of that shape fits either, and a queue of thousands costs one
     assignment per shape past the pods that fit.
 
-    Returns why StrictFIFO blocks the workload ("" when nothing does), and the place of the first pod of the
-    workload's own shape when it did not fit: that pod is refused as this workload will be, on the same walk, so
-    the refusal stands from its place on (state.blocked answers the pods of the shape from there)."""
+    Returns why StrictFIFO blocks the workload ("" when nothing does), and the place and shortfall (_short) of
+    the first pod of the workload's own shape when it did not fit: that pod is refused as this workload will be,
+    on the same walk, so the refusal stands from its place on (state.blocked answers the pods of the shape from
+    there), for as long as less than that pod lacked frees (it lacks no more than this workload)."""
     passed_over: set = set()
     reached: set = set()                 # shapes of which a pod fitted
-    own, holds_from = workload.shape, None
+    own, holds = workload.shape, None
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
         for other in _ahead(state, workload, cq, present=not strict, skip=passed_over):   # (one backing off
@@ -244,8 +248,8 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue, char
             else:
                 passed_over.add(shape)
                 if shape == own and shape not in reached:
-                    holds_from = state.queues.queue_key(other.template)
-    return "", holds_from
+                    holds = (state.queues.queue_key(other.template), _short(state, other, cq))
+    return "", holds
 
 
 def _charge_one_more(overlay: Overlay, charges: list, one: tuple[str, dict[FR, int], str]) -> None:
@@ -406,6 +410,29 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
+def _short(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> dict[FR, int] | None:
+    """How much more of each (flavor, resource) the workload needs than its ClusterQueue has available (with the
+    pods ahead charged), when each resource it asks for has one flavor to take; None when a resource could take
+    another flavor, or nothing falls short. Freeing quota raises what is available by at most what was freed,
+    and the pods ahead only take more, so the refusal stands until at least this much of one of them frees
+    (state.blocked; issue 32: a busy cohort frees a little every moment, and each heads' refusal was decided
+    again for each)."""
+    node = state.ledger.quota_node(cq.name)
+    short: dict[FR, int] = {}
+    for group in cq.resource_groups:
+        asked = [r for r in group.covered if r in workload.requests]
+        if not asked:
+            continue
+        if len(group.flavors) != 1:
+            return None
+        flavor = group.flavors[0].name
+        for r in asked:
+            gap = workload.requests[r] - available(node, (flavor, r))
+            if gap > 0:
+                short[(flavor, r)] = gap
+    return short or None
+
+
 def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | None = None) -> Verdict:
     """Decide whether the workload may be admitted now; offered: the nodes kube-scheduler offers (None: any node)."""
     cq, refusal = resolve(state, workload)
@@ -415,21 +442,34 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
-    blocked, holds_from = queue_ahead(state, workload, cq, charges)
+    verdict = _decide_in_order(state, workload, cq, charges, offered)
+    if charges and not verdict.admit:
+        verdict.counted = True      # (more usage elsewhere may stop them fitting, and free what they were counted for)
+    return verdict
+
+
+def _decide_in_order(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list,
+                     offered: OfferedNodes | None) -> Verdict:
+    """decide, after the pods ahead of the workload in its ClusterQueue's and its cohort's order: those counted
+    as admitted first are added to charges."""
+    blocked, holds = queue_ahead(state, workload, cq, charges)
     if blocked:
         return _refuse(STRICT_FIFO, blocked, cq.name)
     with virtual_charges(state, charges):
         a = assign(state, workload, cq, offered)
         level = borrowing_level(state.ledger.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
+        if holds is None:           # (a pod of its shape ahead that did not fit: this one does not either)
+            holds = (None, _short(state, workload, cq) if a.mode != FIT else None)
+    holds_from, short = holds
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",
                        cq.name, not (a.unresolvable or a.no_nodes) and preemption_could_help(state, workload, cq), a,
-                       holds_from)
+                       holds_from, short)
     if a.mode == PREEMPT:
         ahead = _ahead_note(charges)
         return _refuse(QUOTA_EXCEEDED, "; ".join(a.reasons) + ahead, cq.name,
-                       preemption_could_help(state, workload, cq), a, holds_from)
+                       preemption_could_help(state, workload, cq), a, holds_from, short)
     if a.borrowing and cq.cohort:
         refusal = _first_in_cohort(state, workload, cq, a, level, charges, offered)
         if refusal is not None:

@@ -7,7 +7,10 @@ order never sooner: so once a pod is refused for quota or queue order, every pod
 refused for the same reason, for as long as nothing has freed quota in its cohort tree since:
 
 - no ClusterQueue of the tree plans with less usage than then (a pod finished, a reservation or hold ended,
-  victims chosen);
+  victims chosen), or, for a pod quota refused, less than it lacked of some resource has freed in the tree
+  (core.admission._short: what is available grows by no more than what frees);
+- for a refusal that counted pods ahead as admitted first, no ClusterQueue of the tree plans with more usage
+  either: a pod counted ahead may then no longer fit, and what it was counted for is free again;
 - no pending pod of the tree left its queue other than by binding (deleted, finished, relabelled), so no
   pod ahead that was counted is gone;
 - no Kueue object, namespace, class, Job, PodGroup or PodDisruptionBudget changed (policy_generation),
@@ -46,6 +49,8 @@ class Blocked:
     policy: tuple              # (policy_generation, membership_generation, the decisions' tree) then
     at: float                  # state.timer then
     reclaim_tried: bool        # the verdict allowed preemption and none was found
+    short: dict | None = None  # what the refused pod lacked per (flavor, resource) (core.admission._short)
+    counted: bool = False      # it counted pods ahead as admitted first (core.admission.Verdict.counted)
 
 
 def _tree_queues(state, cq_name: str) -> list:
@@ -105,12 +110,19 @@ class BlockedQueues:
         queues = _tree_queues(state, cq_name)
         if sum(state.queues.pending_left[q.name] for q in queues) != b.left:
             return False
+        freed: dict = {}
         for node, then in b.usage:
             usage = node.usage
+            if b.counted and any(v > then.get(fr, 0) for fr, v in usage.items()):
+                return False    # a pod counted ahead may no longer fit, and free what it was counted for
             for fr, v in then.items():
-                if usage.get(fr, 0) < v:
-                    return False
-        return True
+                now = usage.get(fr, 0)
+                if now < v:
+                    freed[fr] = freed.get(fr, 0) + v - now
+        if not freed:
+            return True
+        short = b.short         # a quota refusal stands while less of some resource it lacked has freed
+        return short is not None and any(freed.get(fr, 0) < gap for fr, gap in short.items())
 
     def remember(self, state, pod, verdict, offered: OfferedNodes | None = None,
                  reclaim_tried: bool = False) -> None:
@@ -132,7 +144,7 @@ class BlockedQueues:
         queues = _tree_queues(state, key[0])
         self._by[key] = Blocked(place, pod.key, verdict, [(q, dict(q.usage)) for q in queues],
                                 sum(state.queues.pending_left[q.name] for q in queues), self._policy(state),
-                                state.timer(), reclaim_tried)
+                                state.timer(), reclaim_tried, verdict.short, verdict.counted)
 
     def forget(self) -> None:
         self._by.clear()
