@@ -9,7 +9,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter
 from app.core.admission import decide
-from app.core.rules import QUOTA_EXCEEDED, STRICT_FIFO
+from app.core.rules import NOMINAL_QUOTA_FIRST
 from app.core.workload import Workload
 from app.scheduler.scheduler import Scheduler
 from app.state.blocked import MAX_AGE
@@ -155,9 +155,11 @@ def test_a_remembered_refusal_never_stands_for_a_pod_a_decision_would_admit(seed
     """Whatever frees, starts or arrives in a cohort, a pod answered from a remembered refusal is one that a decision
     of its own refuses too (the memo may only spare work, never withhold an admission). The clock stands still:
     what only time changes (a pod ahead no longer brought by kube-scheduler) is seen within MAX_AGE, by design.
-    Quota refusals only: a cohort-order refusal (NominalQuotaFirst) of a pod stands, as in Kueue, for the pods of its
-    shape behind it, where a decision of its own may count the refused pod ahead as admitted first, and then find
-    the cohort's pods within their nominal quota no longer fit ahead of it."""
+    But for a refusal that counted pods ahead as admitted first (Verdict.counted) once usage grew in the tree: one
+    of them may then stop fitting and free what it was counted for, which the memo does not watch (state.blocked).
+    And but for a pod behind one refused for cohort order: the memo refuses it too, as Kueue would (the refused pod
+    ahead is not admitted first), where a decision of its own counts that pod ahead as admitted first, and may then
+    find that the cohort's pods within their nominal quota no longer fit before it."""
     rng = random.Random(seed)
     clock = Clock()
     objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("1000").obj()]
@@ -191,9 +193,39 @@ def test_a_remembered_refusal_never_stands_for_a_pod_a_decision_would_admit(seed
         pod = state.pods[uid(rng.choice(pending))]
         memo = state.blocked.lookup(state, pod)
         fresh = decide(state, Workload.of_pod(pod))
-        if memo is not None and memo.verdict.rule in (QUOTA_EXCEEDED, STRICT_FIFO):
+        grew = memo is not None and any(v > then.get(fr, 0) for node, then in memo.usage for fr, v in node.usage.items())
+        behind = memo is not None and memo.verdict.rule == NOMINAL_QUOTA_FIRST and memo.pod != pod.key
+        if memo is not None and not (memo.verdict.counted and grew) and not behind:
             answered += 1
             assert not fresh.admit, (step, pod.name, memo.pod, memo.verdict.reason)
         elif not fresh.admit:
             state.blocked.remember(state, pod, fresh)
     assert answered > 20                   # the memo was asked, and answered, often enough to tell
+
+
+def test_a_cohort_order_refusal_stands_while_less_than_it_lacked_frees():
+    """A borrower refused because a pod within its own nominal quota comes first in the cohort (NominalQuotaFirst)
+    lacks 2 cpu once that pod is counted; 1 freeing in the cohort cannot change that (more room only lets more
+    pods come first), 2 can."""
+    clock = Clock()
+    state = make_state(Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("64").obj(),
+                       ClusterQueue("a").cohort("co").resource_group(
+                           FlavorQuotas("default-flavor").resource("cpu", 2)).obj(),
+                       ClusterQueue("b").cohort("co").resource_group(
+                           FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
+                       LocalQueue("qa", "team-a").cluster_queue("a").obj(),
+                       LocalQueue("qb", "team-a").cluster_queue("b").obj(), clock=clock)
+    verbs = Verbs(Scheduler(state, SnapshotWriter(state)))
+    runs = [Pod(f"run-{i}").queue("qa").cpu("1").node("n1").obj() for i in range(2)]
+    owner = Pod("owner").queue("qb").cpu("4").created(0).obj()
+    borrowers = [Pod(f"borrower-{i}").queue("qa").cpu("2").created(1 + i).obj() for i in range(2)]
+    for p in (*runs, owner, *borrowers):
+        apply(state, p)
+    assert "within their own nominal quota come first" in reason(verbs.filter(borrowers[0], ["n1"]))
+    apply(state, {**runs[0], "status": {"phase": "Succeeded"}})                   # 1 of the 2 it lacks frees
+    hits, misses = state.blocked.hits, state.blocked.misses
+    assert "as decided for team-a/borrower-0" in reason(verbs.filter(borrowers[1], ["n1"]))
+    assert (state.blocked.hits, state.blocked.misses) == (hits + 1, misses)
+    apply(state, {**runs[1], "status": {"phase": "Succeeded"}})                   # 2 freed: decided anew, and
+    assert verbs.filter(borrowers[1], ["n1"])["NodeNames"] == ["n1"]              # within a's own quota now
+    assert state.blocked.misses == misses + 1                                     # (borrower-0 backs off)

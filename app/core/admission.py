@@ -372,10 +372,13 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
     def fits_after() -> Assignment | None:
+        nonlocal short
         with virtual_charges(state, charges):
             again = assign(state, workload, cq, offered)
+            short = _short(state, workload, cq) if again.mode != FIT else None
         return None if again.mode == FIT else again
 
+    short = None
     holders, by_share = served_first(state, cq, a.usage, charges, level)
     again = fits_after() if holders else None
     if again is not None:
@@ -392,7 +395,7 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
                            f"cohort tree go first, whatever their priority and age: {shown}", cq.name, False, again)
         return _refuse(NOMINAL_QUOTA_FIRST, f"ClusterQueue {cq.name} would borrow, but pending pods "
                        f"within their own nominal quota come first in cohort {cq.cohort}: {_shown(names)}",
-                       cq.name, False, again)
+                       cq.name, False, again, short=short)   # (the pods first only grow as more frees: _short)
     kept = reserved_for_heads(state, cq, charges)
     again = fits_after() if kept else None
     if again is not None:

@@ -7,10 +7,12 @@ order never sooner: so once a pod is refused for quota or queue order, every pod
 refused for the same reason, for as long as nothing has freed quota in its cohort tree since:
 
 - no ClusterQueue of the tree plans with less usage than then (a pod finished, a reservation or hold ended,
-  victims chosen), or, for a pod quota refused, less than it lacked of some resource has freed in the tree
-  (core.admission._short: what is available grows by no more than what frees);
-- for a refusal that counted pods ahead as admitted first, no ClusterQueue of the tree plans with more usage
-  either: a pod counted ahead may then no longer fit, and what it was counted for is free again;
+  victims chosen), or, for a pod refused for quota or for cohort order (NominalQuotaFirst), less than it lacked
+  of some resource has freed in the tree (core.admission._short: what is available grows by no more than what
+  frees, and the pods counted first only grow);
+- (a refusal that counted pods ahead as admitted first can clear when usage grows elsewhere and one of them
+  stops fitting, freeing what it was counted for: more usage is not watched, since a busy cohort's usage grows
+  every moment, and such a refusal is decided again within MAX_AGE, like what only time changes);
 - no pending pod of the tree left its queue other than by binding (deleted, finished, relabelled), so no
   pod ahead that was counted is gone;
 - no Kueue object, namespace, class, Job, PodGroup or PodDisruptionBudget changed (policy_generation),
@@ -50,7 +52,6 @@ class Blocked:
     at: float                  # state.timer then
     reclaim_tried: bool        # the verdict allowed preemption and none was found
     short: dict | None = None  # what the refused pod lacked per (flavor, resource) (core.admission._short)
-    counted: bool = False      # it counted pods ahead as admitted first (core.admission.Verdict.counted)
 
 
 def _tree_queues(state, cq_name: str) -> list:
@@ -113,8 +114,6 @@ class BlockedQueues:
         freed: dict = {}
         for node, then in b.usage:
             usage = node.usage
-            if b.counted and any(v > then.get(fr, 0) for fr, v in usage.items()):
-                return False    # a pod counted ahead may no longer fit, and free what it was counted for
             for fr, v in then.items():
                 now = usage.get(fr, 0)
                 if now < v:
@@ -144,7 +143,7 @@ class BlockedQueues:
         queues = _tree_queues(state, key[0])
         self._by[key] = Blocked(place, pod.key, verdict, [(q, dict(q.usage)) for q in queues],
                                 sum(state.queues.pending_left[q.name] for q in queues), self._policy(state),
-                                state.timer(), reclaim_tried, verdict.short, verdict.counted)
+                                state.timer(), reclaim_tried, verdict.short)
 
     def forget(self) -> None:
         self._by.clear()
