@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..objects.kueue import ClusterQueue
 from ..objects.offered_nodes import OfferedNodes
@@ -275,7 +275,8 @@ def _cohort_queues(state: AdmissionView, cq: ClusterQueue) -> Iterator[tuple[Clu
 
 
 def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: list,
-                 mine: BorrowingLevel | None = None) -> tuple[list[tuple[str, BorrowingLevel]], bool]:
+                 mine: BorrowingLevel | None = None,
+                 enough: Callable[[], bool] | None = None) -> tuple[list[tuple[str, BorrowingLevel]], bool]:
     """Pending pods of other ClusterQueues in the cohort tree that Kueue admits before this borrowing pod.
 
     Kueue orders by borrowing level before priority and age: those within their own nominal quota
@@ -283,14 +284,19 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
     level) come first. With fair sharing, those within nominal quota and those whose ClusterQueue's
     share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
     A pod group counts once, as one workload (_workloads).
-    They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first)."""
+    They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first). With
+    enough, the walk stops once it says those found are enough (the pod no longer fits after them)."""
     node = state.ledger.quota_node(cq.name)
     fair = state.config.fair_sharing
     share = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
     height = mine.height if mine is not None else 1
     holders, by_share = [], False
+    nominal_only = not fair and height == 1      # only pods within their own nominal quota can come first
     with virtual_charges(state, charges) as overlay:
         for other_cq, current in _cohort_queues(state, cq):
+            if nominal_only and _at_nominal(current):
+                continue                     # every pod of it would borrow: none comes first (one asking nothing
+                                             # would charge nothing, so it changes no verdict)
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
             walk = state.queues.present_pending(current.name, skip=passed_over)     # one backing off keeps nothing
             for other in _workloads(state, walk):
@@ -311,9 +317,17 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
                     _charge_one_more(overlay, charges, (other_cq.name, a.usage, other.key_text))
                     holders.append((other.key_text, level))
                     by_share = by_share or lower
+                    if enough is not None and enough():
+                        return holders, by_share
                 else:
                     passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
     return holders, by_share
+
+
+def _at_nominal(node: QuotaNode) -> bool:
+    """The ClusterQueue uses all of its nominal quota of every flavor and resource, or more (charges included)."""
+    usage = node.usage
+    return all(usage.get(fr, 0) >= nominal for fr, nominal in node.subtree.items())
 
 
 def _workloads(state: AdmissionView, pods: Iterator[PodInfo]) -> Iterator[Workload]:
@@ -379,7 +393,10 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
         return None if again.mode == FIT else again
 
     short = None
-    holders, by_share = served_first(state, cq, a.usage, charges, level)
+    enough = None
+    if not state.config.fair_sharing and level.height == 1:     # (then every pod first is within its nominal quota)
+        enough = partial(_lacks, state, workload, cq)          # the refusal is sure: the walk need go no further
+    holders, by_share = served_first(state, cq, a.usage, charges, level, enough)
     again = fits_after() if holders else None
     if again is not None:
         names = [key for key, _ in holders]
@@ -411,6 +428,12 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
 
 def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
+
+
+def _lacks(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
+    """The workload no longer fits (_short), with what is charged now; never said of one that could take another
+    flavor."""
+    return _short(state, workload, cq) is not None
 
 
 def _short(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> dict[FR, int] | None:
