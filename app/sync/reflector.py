@@ -30,6 +30,7 @@ import orjson
 from .apiserver import Absent, Gone, WatchError, get, status_error
 from .discovery import rediscovered
 from .resources import Resource
+from .stall import StallGuard
 from .known_objects import key_of
 
 log = logging.getLogger("quotient.sync.watch")
@@ -144,7 +145,7 @@ class Reflector:
             log.info("relisted %s: ready again", res.plural)
 
     async def until_stalled(self, step):
-        """Await step (the watch's answer, or its next line) for as long as the resource may stay silent; a watch
+        """Await step (the watch's answer; its lines: StallGuard) for as long as the resource may stay silent; a watch
         that shows neither an event nor a bookmark within stall_timeout of the last it showed (an API server or a
         proxy that holds the connection open and sends nothing) raises WatchError("stalled"): it is relisted."""
         limit, seen, now = self.source.health.stall_timeout, self.kind_state.seen, time.monotonic()
@@ -155,8 +156,11 @@ class Reflector:
         except TimeoutError:
             if not deadline.expired():
                 raise               # the request's own timeout (read_timeout): not a stall
-        raise WatchError(STALLED, f"neither an event nor a bookmark for {limit:g}s "
-                                  f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
+        raise self.stall_error()
+
+    def stall_error(self) -> WatchError:
+        return WatchError(STALLED, f"neither an event nor a bookmark for {self.source.health.stall_timeout:g}s "
+                                   f"(bookmarks are asked for; kube-apiserver sends one about every minute)")
 
     async def went_back_since(self) -> str:
         """Before a watch resumes (after an interruption, or after the server ended the last one: a restore may
@@ -211,27 +215,32 @@ class Reflector:
                 raise await status_error(resp, res)
             k.reconnecting = ""
             content = resp.content
-            while True:
-                try:
-                    line = await self.until_stalled(content.readline())
-                except asyncio.TimeoutError:
-                    raise WatchError("watch idle", f"nothing for {s.read_timeout:g}s") from None
-                except (aiohttp.ClientError, ConnectionError) as e:
-                    raise WatchError("connection dropped", f"{type(e).__name__}: {e}") from None
-                except ValueError as e:         # a line longer than the read buffer
-                    raise WatchError("undecodable event", str(e)) from None
-                if not line:
-                    return progressed           # the server ended the watch (timeoutSeconds)
-                if not line.endswith(b"\n"):
-                    raise WatchError("connection dropped", "stream ended in the middle of an event")
-                if not line.strip():
-                    continue
-                try:
-                    event = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    raise WatchError("undecodable event", repr(line[:200])) from None
-                self.handle(event)
-                progressed = True
+            with StallGuard(s.health.stall_timeout, lambda: k.seen) as guard:
+                while True:
+                    try:
+                        line = await content.readline()
+                    except asyncio.CancelledError:
+                        if guard.stalled():
+                            raise self.stall_error() from None
+                        raise
+                    except asyncio.TimeoutError:
+                        raise WatchError("watch idle", f"nothing for {s.read_timeout:g}s") from None
+                    except (aiohttp.ClientError, ConnectionError) as e:
+                        raise WatchError("connection dropped", f"{type(e).__name__}: {e}") from None
+                    except ValueError as e:         # a line longer than the read buffer
+                        raise WatchError("undecodable event", str(e)) from None
+                    if not line:
+                        return progressed           # the server ended the watch (timeoutSeconds)
+                    if not line.endswith(b"\n"):
+                        raise WatchError("connection dropped", "stream ended in the middle of an event")
+                    if not line.strip():
+                        continue
+                    try:
+                        event = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        raise WatchError("undecodable event", repr(line[:200])) from None
+                    self.handle(event)
+                    progressed = True
         finally:
             if k.stream is resp:
                 k.stream = None
