@@ -49,8 +49,8 @@ def test_the_walk_that_stops_early_decides_as_the_whole_walk(seed, monkeypatch):
     calls = counted_assigns(monkeypatch)
     short = [decide(state, Workload.of_pod(p)) for p in pods]
     few = len(calls)
-    monkeypatch.setattr(admission, "_at_nominal", lambda node: False)
-    monkeypatch.setattr(admission, "_lacks", lambda *a: False)
+    monkeypatch.setattr(admission, "at_nominal", lambda node: False)
+    monkeypatch.setattr(admission, "lacks", lambda *a: False)
     whole = [decide(state, Workload.of_pod(p)) for p in pods]
     assert [(v.rule, v.admit, v.cluster_queue) for v in short] == [(v.rule, v.admit, v.cluster_queue) for v in whole]
     assert few <= len(calls) - few

@@ -10,7 +10,6 @@ could ever help (kube-scheduler's FailedNodes) or not (FailedAndUnresolvable).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Iterator
 
@@ -24,35 +23,20 @@ from .gangs import waiting_members
 from .readiness import refusal, requeue_key, workload_order
 from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
 from .overlay import Overlay
-from .resource_node import FR, QuotaNode, available
+from .resource_node import FR, QuotaNode
+from .shortfall import at_nominal, lacks, shortfall
+from .stop_policy import local_queue_stopped
 from ..objects.quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
-                    CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, INVALID_JOB, JOB_NOT_SEEN,
-                    LOCAL_QUEUE_NOT_FOUND, LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST,
+                    CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, LOCAL_QUEUE_NOT_FOUND,
+                    LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST,
                     NO_FLAVOR_NODES, NO_QUEUE_NAME, QUOTA_EXCEEDED, STRICT_FIFO, STRICT_FIFO_RESERVATION,
                     WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
-from .view import AdmissionView, JobsView
+from .view import AdmissionView
+from .verdict import Verdict, refuse as _refuse
+from .job_refusal import job_refusal
 from .workload import Workload, group_of
-
-
-@dataclass(slots=True)
-class Verdict:
-    rule: str                      # short name of the deciding rule, e.g. QuotaExceeded (core.rules)
-    admit: bool = False
-    reason: str = ""
-    resolvable: bool = False       # True: preemption could help (FailedNodes)
-    managed: bool = True           # False: pod has no queue and passes untouched
-    cluster_queue: str = ""
-    assignment: Assignment | None = None
-    holds_from: tuple | None = None   # a refusal that stands from this queue place on, ahead of the pod (queue_ahead)
-    short: dict | None = None         # (flavor, resource) -> how much more the pod needed than was available (_short)
-    counted: bool = False             # the refusal counted pending pods ahead of it, as admitted first (decide)
-
-
-def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
-            assignment: Assignment | None = None, holds_from: tuple | None = None, short: dict | None = None) -> Verdict:
-    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from, short)
 
 
 def preemption_could_help(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
@@ -133,49 +117,6 @@ def resolve(state: AdmissionView, workload: Workload) -> tuple[ClusterQueue | No
     return cq, None
 
 
-def local_queue_stopped(lq) -> str:
-    """Why a LocalQueue with a stopPolicy admits nothing: Kueue's workload controller
-    (reconcileOnLocalQueueActiveState) keeps its workloads inadmissible ("LocalQueue X is stopped") and its
-    LocalQueue controller takes the queue out of the queueing system, checked before its ClusterQueue."""
-    drains = "; its admitted pods are evicted" if lq.stop_policy == "HoldAndDrain" else \
-        "; its admitted pods run to completion"
-    return (f"LocalQueue {lq.key} is stopped (stopPolicy {lq.stop_policy}){drains}; admission resumes when "
-            "its stopPolicy is set to None")
-
-
-def job_refusal(state: JobsView, pod: PodInfo) -> Verdict | None:
-    """A pod of a batch/v1 Job Quotient has not seen, while Jobs are a source and their list is complete: the Job
-    may only be late (the Job and Pod watches are not ordered), so the pod waits for it, config.job_wait_timeout
-    from when the Job's first pod was seen (state job_waits; not from each filter), rather than pass unmanaged.
-    After that the Job is missing, not late (deleted with --cascade=orphan, or an owner reference another tool
-    wrote), and the pod is judged by the pod rules: a plain pod of the LocalQueue its own label names (no label:
-    not managed). Kueue refuses no such pod: its pod webhook (pkg/controller/jobs/pod/pod_webhook.go, Default;
-    IsPodOwnerManagedByKueue) leaves a pod whose controller's kind has an enabled integration to that
-    integration, by the owner reference alone, and the Job integration has no Job to make a Workload of, so the
-    pod is neither gated nor refused and runs in no quota. Quotient charges it to its ClusterQueue instead: a pod
-    the API shows running is never quota that nobody counts. A Job Kueue's webhook would refuse
-    (objects.job.decode_job's problem) admits none of its pods."""
-    owner = pod.owner
-    if owner is None or not owner.is_batch_job or not owner.uid:
-        return None
-    job = state.jobs.get(owner.uid)
-    if job is None:
-        since = state.job_waits.get(owner.uid) if state.jobs_listed else None
-        bound = state.config.job_wait_timeout
-        left = bound - (state.timer() - since) if since is not None else 0.0
-        if left <= 0:
-            return None
-        return _refuse(JOB_NOT_SEEN, f"Job {pod.namespace}/{owner.name}, the pod's owner, is not known to Quotient "
-                       "yet: the API's Job list does not have it, and its watch event may be late; the pod waits "
-                       f"for it up to {bound:g}s from when the Job's first pod was seen ({left:.1f}s left), then is "
-                       "judged as a plain pod of its LocalQueue")
-    if job.problem and pod.job:
-        return _refuse(INVALID_JOB, f"Job {job.key}: {job.problem}; fix the Job")
-    if job.refused and pod.job:
-        return _refuse(job.refused[0], f"Job {job.key}: {job.refused[1]}")
-    return None
-
-
 def _ahead(state: AdmissionView, workload: Workload | None, cq: ClusterQueue,
            present: bool = False, skip: set | frozenset = frozenset()) -> Iterator[Workload]:
     """Pending workloads (a lone pod, or a pod group once) ahead of workload in the ClusterQueue's order
@@ -221,7 +162,7 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     grow along the walk, so no later pod of that shape fits either, and a queue of thousands costs one
     assignment per shape past the pods that fit.
 
-    Returns why StrictFIFO blocks the workload ("" when nothing does), and the place and shortfall (_short) of
+    Returns why StrictFIFO blocks the workload ("" when nothing does), and the place and shortfall (core.shortfall) of
     the first pod of the workload's own shape when it did not fit: that pod is refused as this workload will be,
     on the same walk, so the refusal stands from its place on (state.blocked answers the pods of the shape from
     there), for as long as less than that pod lacked frees (it lacks no more than this workload)."""
@@ -248,7 +189,7 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue,
             else:
                 passed_over.add(shape)
                 if shape == own and shape not in reached:
-                    holds = (state.queues.queue_key(other.template), _short(state, other, cq))
+                    holds = (state.queues.queue_key(other.template), shortfall(state, other, cq))
     return "", holds
 
 
@@ -294,7 +235,7 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
     nominal_only = not fair and height == 1      # only pods within their own nominal quota can come first
     with virtual_charges(state, charges) as overlay:
         for other_cq, current in _cohort_queues(state, cq):
-            if nominal_only and _at_nominal(current):
+            if nominal_only and at_nominal(current):
                 continue                     # every pod of it would borrow: none comes first (one asking nothing
                                              # would charge nothing, so it changes no verdict)
             passed_over: set = set()         # shapes that cannot come first: none behind them can (queue_ahead)
@@ -322,12 +263,6 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
                 else:
                     passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
     return holders, by_share
-
-
-def _at_nominal(node: QuotaNode) -> bool:
-    """The ClusterQueue uses all of its nominal quota of every flavor and resource, or more (charges included)."""
-    usage = node.usage
-    return all(usage.get(fr, 0) >= nominal for fr, nominal in node.subtree.items())
 
 
 def _workloads(state: AdmissionView, pods: Iterator[PodInfo]) -> Iterator[Workload]:
@@ -386,16 +321,13 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     """A borrowing pod goes after what its cohort admits first (served_first), and leaves alone the
     quota blocked StrictFIFO heads keep (reserved_for_heads); the refusal names them, or None."""
     def fits_after() -> Assignment | None:
-        nonlocal short
         with virtual_charges(state, charges):
             again = assign(state, workload, cq, offered)
-            short = _short(state, workload, cq) if again.mode != FIT else None
         return None if again.mode == FIT else again
 
-    short = None
     enough = None
     if not state.config.fair_sharing and level.height == 1:     # (then every pod first is within its nominal quota)
-        enough = partial(_lacks, state, workload, cq)          # the refusal is sure: the walk need go no further
+        enough = partial(lacks, state, workload, cq)          # the refusal is sure: the walk need go no further
     holders, by_share = served_first(state, cq, a.usage, charges, level, enough)
     again = fits_after() if holders else None
     if again is not None:
@@ -412,7 +344,7 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
                            f"cohort tree go first, whatever their priority and age: {shown}", cq.name, False, again)
         return _refuse(NOMINAL_QUOTA_FIRST, f"ClusterQueue {cq.name} would borrow, but pending pods "
                        f"within their own nominal quota come first in cohort {cq.cohort}: {_shown(names)}",
-                       cq.name, False, again, short=short)   # (the pods first only grow as more frees: _short)
+                       cq.name, False, again)
     kept = reserved_for_heads(state, cq, charges)
     again = fits_after() if kept else None
     if again is not None:
@@ -430,35 +362,6 @@ def _amounts(usage: dict) -> str:
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
-def _lacks(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
-    """The workload no longer fits (_short), with what is charged now; never said of one that could take another
-    flavor."""
-    return _short(state, workload, cq) is not None
-
-
-def _short(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> dict[FR, int] | None:
-    """How much more of each (flavor, resource) the workload needs than its ClusterQueue has available (with the
-    pods ahead charged), when each resource it asks for has one flavor to take; None when a resource could take
-    another flavor, or nothing falls short. Freeing quota raises what is available by at most what was freed,
-    and the pods ahead only take more, so the refusal stands until at least this much of one of them frees
-    (state.blocked; issue 32: a busy cohort frees a little every moment, and each heads' refusal was decided
-    again for each)."""
-    node = state.ledger.quota_node(cq.name)
-    short: dict[FR, int] = {}
-    for group in cq.resource_groups:
-        asked = [r for r in group.covered if r in workload.requests]
-        if not asked:
-            continue
-        if len(group.flavors) != 1:
-            return None
-        flavor = group.flavors[0].name
-        for r in asked:
-            gap = workload.requests[r] - available(node, (flavor, r))
-            if gap > 0:
-                short[(flavor, r)] = gap
-    return short or None
-
-
 def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | None = None) -> Verdict:
     """Decide whether the workload may be admitted now; offered: the nodes kube-scheduler offers (None: any node)."""
     cq, refusal = resolve(state, workload)
@@ -468,10 +371,7 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
-    verdict = _decide_in_order(state, workload, cq, charges, offered)
-    if charges and not verdict.admit:
-        verdict.counted = True      # (more usage elsewhere may stop them fitting, and free what they were counted for)
-    return verdict
+    return _decide_in_order(state, workload, cq, charges, offered)
 
 
 def _decide_in_order(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list,
@@ -485,7 +385,7 @@ def _decide_in_order(state: AdmissionView, workload: Workload, cq: ClusterQueue,
         a = assign(state, workload, cq, offered)
         level = borrowing_level(state.ledger.quota_node(cq.name), a.usage) if a.borrowing else BorrowingLevel()
         if holds is None:           # (a pod of its shape ahead that did not fit: this one does not either)
-            holds = (None, _short(state, workload, cq) if a.mode != FIT else None)
+            holds = (None, shortfall(state, workload, cq) if a.mode != FIT else None)
     holds_from, short = holds
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
@@ -507,21 +407,3 @@ def may_reclaim(verdict: Verdict) -> bool:
     """Quota refused the pod, and a flavor where preemption finds candidates was assigned."""
     return (verdict.rule == QUOTA_EXCEEDED and verdict.resolvable and verdict.assignment is not None
             and verdict.assignment.mode == PREEMPT)
-
-
-def drained(state: AdmissionView) -> list[tuple[PodInfo, str, str]]:
-    """Pods to evict because their LocalQueue or their ClusterQueue has stopPolicy HoldAndDrain (Kueue evicts
-    its admitted workloads: LocalQueueStopped, checked first as Kueue's workload controller does, else
-    ClusterQueueStopped), as (pod, ClusterQueue, reason); pods already terminating are not asked twice."""
-    out = []
-    for uid, charge in state.admitted.items():
-        pod = state.pods.get(uid)
-        if pod is None or pod.deleting:
-            continue
-        lq = state.local_queues.get(f"{pod.namespace}/{pod.queue_name}") if pod.queue_name else None
-        cq = state.cluster_queues.get(charge.cluster_queue)
-        if lq is not None and lq.stop_policy == "HoldAndDrain":
-            out.append((pod, charge.cluster_queue, LOCAL_QUEUE_STOPPED))
-        elif cq is not None and cq.stop_policy == "HoldAndDrain":
-            out.append((pod, cq.name, CLUSTER_QUEUE_STOPPED))
-    return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
-from .admission import decide, local_queue_stopped
+from .admission import decide
+from .stop_policy import local_queue_stopped
 from .drift import changed_since
 from .flavors import Charge
 from .placement import shortfall

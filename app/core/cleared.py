@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from . import gangs
-from .admission import decide, job_refusal, may_reclaim
+from .admission import decide, may_reclaim
+from .job_refusal import job_refusal
 from .decisions import QUOTA_RULES
 from .flavors import Charge
 from .gang_admission import group_over_quota
@@ -59,7 +60,7 @@ def cleared_cause(state: ClearedView, pod: PodInfo, rule: str, reason: str, hold
         verdict = decide(state, Workload.of_group(key, pending))
     else:
         if state.blocked.lookup(state, pod) is not None:
-            return ""          # one of its shape ahead of it is refused, and nothing has freed since (state.blocked)
+            return ""          # its shape's refusal stands at its place, and not enough has freed since (state.blocked)
         verdict = decide(state, Workload.of_pod(pod))
         if not may_reclaim(verdict):
             state.blocked.remember(state, pod, verdict)

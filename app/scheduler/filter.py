@@ -18,6 +18,7 @@ from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, 
                           SOURCE_STALE, WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
 from ..objects.offered_nodes import OfferedNodes
+from ..objects.quantity import format_quantity
 from ..objects.pod import PodInfo
 from ..sync import freshness
 from .context import Context
@@ -59,7 +60,7 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
     else:
         commit.drop_reservation(pod.uid)
         known = state.blocked.lookup(state, pod, offered)
-        if known is not None:          # one of its shape ahead of it was refused, and nothing has freed since
+        if known is not None:          # one of its shape was refused on a walk past it, and not enough has freed since
             return _behind(pod, known, offered)
         verdict = decide(state, Workload.of_pod(pod), offered)
         flavors = verdict.assignment.flavors if verdict.assignment else {}
@@ -128,13 +129,21 @@ def _refusal(pod: PodInfo, r: Refuse, *records, queue: str, group: WorkloadKey |
         pod=pod.key, outcome=r.rule, reason=r.reason, queue=queue, group=str(group) if group else None), cluster_queue=cluster_queue)
 
 
+def _since(known) -> str:
+    """Why the refusal still stands (state.blocked), in the answer's words."""
+    if not known.short:
+        return "nothing has freed quota in its cohort since"
+    lacked = ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(known.short.items()))
+    return f"nothing but less than it lacked ({lacked}) has freed in its cohort since"
+
+
 def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
-    """A refusal that stands for a pod of the same shape at or ahead of this one (state.blocked): answered
+    """A refusal that stands for this pod's shape from a place at or ahead of it (state.blocked): answered
     as it was decided, preemption included (none was found then), naming the pod it was decided for."""
     v = known.verdict
     reason = v.reason if known.pod == pod.key else (
-        f"{v.reason} (as decided for {known.pod}, of the same requests and priority and ahead of this pod in "
-        f"ClusterQueue {v.cluster_queue}; nothing has freed quota in its cohort since)")
+        f"{v.reason} (as decided for {known.pod}, of the same requests and priority in ClusterQueue "
+        f"{v.cluster_queue}, on a walk of its queue that reached this pod; {_since(known)})")
     return refused(pod, v.rule, reason, FilterRecord(
         pod=pod.key, outcome=v.rule, reason=reason, queue=v.cluster_queue, resolvable=v.resolvable,
         offered=len(offered.names), tried=list(v.assignment.reasons) if v.assignment else []),

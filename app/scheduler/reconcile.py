@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core import gangs, readiness, reclaim
-from ..core.admission import decide, drained, may_reclaim
+from ..core.admission import decide, may_reclaim
+from ..core.stop_policy import drained
 from ..core.decisions import Evict
 from ..core.workload import Workload, group_of
 from ..core.rules import GROUP_PREEMPTING, LOCAL_QUEUE_STOPPED

@@ -4,15 +4,16 @@ kube-scheduler asks about every pending pod again after its backoff, so a backlo
 about hundreds of times a second, and deciding each from scratch walks its queue and its cohort (issue 32).
 Two pods of one shape (PodInfo.shape) in one ClusterQueue fit, or do not, alike, and the later one in queue
 order never sooner: so once a pod is refused for quota or queue order, every pod of its shape behind it is
-refused for the same reason, for as long as nothing has freed quota in its cohort tree since:
+refused for the same reason, for as long as not enough has freed quota in its cohort tree since:
 
 - no ClusterQueue of the tree plans with less usage than then (a pod finished, a reservation or hold ended,
-  victims chosen), or, for a pod refused for quota or for cohort order (NominalQuotaFirst), less than it lacked
-  of some resource has freed in the tree (core.admission._short: what is available grows by no more than what
-  frees, and the pods counted first only grow);
+  victims chosen), or, for a pod refused for quota with one flavor to take per resource, only what it lacked
+  has freed in the tree, and less of each than it lacked (core.admission._short);
 - (a refusal that counted pods ahead as admitted first can clear when usage grows elsewhere and one of them
-  stops fitting, freeing what it was counted for: more usage is not watched, since a busy cohort's usage grows
-  every moment, and such a refusal is decided again within MAX_AGE, like what only time changes);
+  stops fitting, freeing what it was counted for, and a cohort-order refusal when a pod arrives in another
+  ClusterQueue ahead of one counted first there and leaves it no room: neither is watched, since a busy cohort's
+  usage and queues move every moment, and such a refusal is decided again within MAX_AGE, like what only time
+  changes);
 - no pending pod of the tree left its queue other than by binding (deleted, finished, relabelled), so no
   pod ahead that was counted is gone;
 - no Kueue object, namespace, class, Job, PodGroup or PodDisruptionBudget changed (policy_generation),
@@ -120,8 +121,8 @@ class BlockedQueues:
                     freed[fr] = freed.get(fr, 0) + v - now
         if not freed:
             return True
-        short = b.short         # a quota refusal stands while less of some resource it lacked has freed
-        return short is not None and any(freed.get(fr, 0) < gap for fr, gap in short.items())
+        short = b.short         # a quota refusal stands while only what it lacked has freed, less of each
+        return short is not None and all(fr in short and v < short[fr] for fr, v in freed.items())
 
     def remember(self, state, pod, verdict, offered: OfferedNodes | None = None,
                  reclaim_tried: bool = False) -> None:
