@@ -8,7 +8,7 @@ refused for the same reason, for as long as not enough has freed quota in its co
 
 - no ClusterQueue of the tree plans with less usage than then (a pod finished, a reservation or hold ended,
   victims chosen), or, for a pod refused for quota with one flavor to take per resource, only what it lacked
-  has freed in the tree, and less of each than it lacked (core.admission._short);
+  has freed in the tree, and less of each than it lacked (core.shortfall);
 - (a refusal that counted pods ahead as admitted first can clear when usage grows elsewhere and one of them
   stops fitting, freeing what it was counted for, and a cohort-order refusal when a pod arrives in another
   ClusterQueue ahead of one counted first there and leaves it no room: neither is watched, since a busy cohort's
@@ -52,7 +52,7 @@ class Blocked:
     policy: tuple              # (policy_generation, membership_generation, the decisions' tree) then
     at: float                  # state.timer then
     reclaim_tried: bool        # the verdict allowed preemption and none was found
-    short: dict | None = None  # what the refused pod lacked per (flavor, resource) (core.admission._short)
+    short: dict | None = None  # what the refused pod lacked per (flavor, resource) (core.shortfall)
 
 
 def _tree_queues(state, cq_name: str) -> list:
