@@ -30,13 +30,17 @@ from ..objects.quantity import format_quantity
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
                     CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, LOCAL_QUEUE_NOT_FOUND,
-                    LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST,
+                    LOCAL_QUEUE_STOPPED, NAMESPACE_NOT_SELECTED, NOMINAL_QUOTA_FIRST, INVALID_JOB, JOB_NOT_SEEN,
                     NO_FLAVOR_NODES, NO_QUEUE_NAME, QUOTA_EXCEEDED, STRICT_FIFO, STRICT_FIFO_RESERVATION,
                     WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
-from .view import AdmissionView
-from .verdict import Verdict, refuse as _refuse
-from .job_refusal import job_refusal
+from .view import AdmissionView, JobsView
+from .verdict import Verdict
 from .workload import Workload, group_of
+
+
+def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
+            assignment: Assignment | None = None, holds_from: tuple | None = None, short: dict | None = None) -> Verdict:
+    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from, short)
 
 
 def preemption_could_help(state: AdmissionView, workload: Workload, cq: ClusterQueue) -> bool:
@@ -115,6 +119,39 @@ def resolve(state: AdmissionView, workload: Workload) -> tuple[ClusterQueue | No
     if workload.refused:        # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
         return cq, _refuse(workload.refused[0], workload.refused[1], cq.name)
     return cq, None
+
+
+def job_refusal(state: JobsView, pod: PodInfo) -> Verdict | None:
+    """A pod of a batch/v1 Job Quotient has not seen, while Jobs are a source and their list is complete: the Job
+    may only be late (the Job and Pod watches are not ordered), so the pod waits for it, config.job_wait_timeout
+    from when the Job's first pod was seen (state job_waits; not from each filter), rather than pass unmanaged.
+    After that the Job is missing, not late (deleted with --cascade=orphan, or an owner reference another tool
+    wrote), and the pod is judged by the pod rules: a plain pod of the LocalQueue its own label names (no label:
+    not managed). Kueue refuses no such pod: its pod webhook (pkg/controller/jobs/pod/pod_webhook.go, Default;
+    IsPodOwnerManagedByKueue) leaves a pod whose controller's kind has an enabled integration to that
+    integration, by the owner reference alone, and the Job integration has no Job to make a Workload of, so the
+    pod is neither gated nor refused and runs in no quota. Quotient charges it to its ClusterQueue instead: a pod
+    the API shows running is never quota that nobody counts. A Job Kueue's webhook would refuse
+    (objects.job.decode_job's problem) admits none of its pods."""
+    owner = pod.owner
+    if owner is None or not owner.is_batch_job or not owner.uid:
+        return None
+    job = state.jobs.get(owner.uid)
+    if job is None:
+        since = state.job_waits.get(owner.uid) if state.jobs_listed else None
+        bound = state.config.job_wait_timeout
+        left = bound - (state.timer() - since) if since is not None else 0.0
+        if left <= 0:
+            return None
+        return _refuse(JOB_NOT_SEEN, f"Job {pod.namespace}/{owner.name}, the pod's owner, is not known to Quotient "
+                       "yet: the API's Job list does not have it, and its watch event may be late; the pod waits "
+                       f"for it up to {bound:g}s from when the Job's first pod was seen ({left:.1f}s left), then is "
+                       "judged as a plain pod of its LocalQueue")
+    if job.problem and pod.job:
+        return _refuse(INVALID_JOB, f"Job {job.key}: {job.problem}; fix the Job")
+    if job.refused and pod.job:
+        return _refuse(job.refused[0], f"Job {job.key}: {job.refused[1]}")
+    return None
 
 
 def _ahead(state: AdmissionView, workload: Workload | None, cq: ClusterQueue,

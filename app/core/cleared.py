@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from ..objects.pod import PodInfo
 from . import gangs
-from .admission import decide, may_reclaim
-from .job_refusal import job_refusal
+from .admission import decide, job_refusal, may_reclaim
 from .decisions import QUOTA_RULES
 from .flavors import Charge
 from .gang_admission import group_over_quota

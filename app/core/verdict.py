@@ -18,8 +18,3 @@ class Verdict:
     assignment: Assignment | None = None
     holds_from: tuple | None = None   # a refusal that stands from this queue place on, ahead of the pod (queue_ahead)
     short: dict | None = None         # (flavor, resource) -> how much more the pod needed than was available (core.shortfall)
-
-
-def refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
-            assignment: Assignment | None = None, holds_from: tuple | None = None, short: dict | None = None) -> Verdict:
-    return Verdict(rule, False, reason, resolvable, True, cq, assignment, holds_from, short)

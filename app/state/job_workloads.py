@@ -55,7 +55,7 @@ class JobWorkloads:
     def wait_for_job(self, pod: PodInfo) -> None:
         """A pending pod of a batch/v1 Job the Job list (complete: jobs_listed) does not have. The Job may only be
         late, as the Job and Pod watches are not ordered: its pods wait for it config.job_wait_timeout from when
-        its first pod was seen (core.job_refusal), once per Job; a Job already found missing is not
+        its first pod was seen (core.admission.job_refusal), once per Job; a Job already found missing is not
         waited for again."""
         owner = pod.owner
         if owner is None or not owner.is_batch_job or not owner.uid or not self.cluster.jobs_listed \
@@ -83,7 +83,7 @@ class JobWorkloads:
 
     def expire_job_waits(self) -> int:
         """End the waits older than config.job_wait_timeout: such a Job is missing, not late, and its pods are
-        judged by the pod rules from now on (core.job_refusal reads the same bound, so a decision never
+        judged by the pod rules from now on (core.admission.job_refusal reads the same bound, so a decision never
         depends on when this runs); counted once per Job. Job uids whose pods are all gone are forgotten."""
         now, bound, expired = self.timer(), self.config.job_wait_timeout, 0
         owned = self.store.owned
