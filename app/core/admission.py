@@ -263,7 +263,8 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
     share would stay below this one's ("准入过程中,Kueue 优先从份额值最低的 ClusterQueue 中准入").
     A pod group counts once, as one workload (_workloads).
     They are charged virtually; returns (each with its borrowing level, whether fair sharing put any first). With
-    enough, the walk stops once it says those found are enough (the pod no longer fits after them)."""
+    enough, the walk stops once it says those found are enough (the pod no longer fits after them), when only pods
+    within their own nominal quota can come first (flat order, no fair sharing: the rule named cannot change)."""
     node = state.ledger.quota_node(cq.name)
     fair = state.config.fair_sharing
     share = dominant_resource_share(node, cq.fair_weight, usage)[0] if fair else 0
@@ -295,7 +296,7 @@ def served_first(state: AdmissionView, cq: ClusterQueue, usage: dict, charges: l
                     _charge_one_more(overlay, charges, (other_cq.name, a.usage, other.key_text))
                     holders.append((other.key_text, level))
                     by_share = by_share or lower
-                    if enough is not None and enough():
+                    if nominal_only and enough is not None and enough():
                         return holders, by_share
                 else:
                     passed_over.add(shape)   # it borrows as far, or further, with more charged: so do the rest
@@ -362,9 +363,7 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
             again = assign(state, workload, cq, offered)
         return None if again.mode == FIT else again
 
-    enough = None
-    if not state.config.fair_sharing and level.height == 1:     # (then every pod first is within its nominal quota)
-        enough = partial(lacks, state, workload, cq)          # the refusal is sure: the walk need go no further
+    enough = partial(lacks, state, workload, cq)          # the refusal is sure: the walk need go no further
     holders, by_share = served_first(state, cq, a.usage, charges, level, enough)
     again = fits_after() if holders else None
     if again is not None:
@@ -385,7 +384,7 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     kept = reserved_for_heads(state, cq, charges)
     again = fits_after() if kept else None
     if again is not None:
-        shown = "; ".join(f"StrictFIFO ClusterQueue {q} keeps {_amounts(keep)} for its head {head}, which needs "
+        shown = "; ".join(f"StrictFIFO ClusterQueue {q} keeps {amounts(keep)} for its head {head}, which needs "
                           f"preemption and cannot be sure to reclaim (reclaimWithinCohort "
                           f"{state.cluster_queues[q].preemption.reclaim_within_cohort}, not Any)"
                           for q, head, keep in kept[:3])
@@ -395,7 +394,8 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     return None
 
 
-def _amounts(usage: dict) -> str:
+def amounts(usage: dict) -> str:
+    """Quota per (flavor, resource) in the words refusals use: "3 cpu of flavor default"."""
     return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
@@ -408,13 +408,6 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
     if overrun is not None:      # a bound pod's change took the queue above quota (core.drift)
         return _refuse(CLUSTER_QUEUE_OVER_QUOTA, overrun.refusal(), cq.name)
     charges: list = []
-    return _decide_in_order(state, workload, cq, charges, offered)
-
-
-def _decide_in_order(state: AdmissionView, workload: Workload, cq: ClusterQueue, charges: list,
-                     offered: OfferedNodes | None) -> Verdict:
-    """decide, after the pods ahead of the workload in its ClusterQueue's and its cohort's order: those counted
-    as admitted first are added to charges."""
     blocked, holds = queue_ahead(state, workload, cq, charges)
     if blocked:
         return _refuse(STRICT_FIFO, blocked, cq.name)

@@ -11,14 +11,13 @@ from dataclasses import replace
 import orjson
 
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
-from ..core.admission import Verdict, decide, may_reclaim, resolve
+from ..core.admission import Verdict, amounts, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING,
                           SOURCE_STALE, WAITING_FOR_VICTIMS)
 from ..journal import FilterRecord
 from ..objects.offered_nodes import OfferedNodes
-from ..objects.quantity import format_quantity
 from ..objects.pod import PodInfo
 from ..sync import freshness
 from .context import Context
@@ -133,8 +132,7 @@ def _since(known) -> str:
     """Why the refusal still stands (state.blocked), in the answer's words."""
     if not known.short:
         return "nothing has freed quota in its cohort since"
-    lacked = ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(known.short.items()))
-    return f"nothing but less than it lacked ({lacked}) has freed in its cohort since"
+    return f"nothing but less than it lacked ({amounts(known.short)}) has freed in its cohort since"
 
 
 def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:

@@ -18,6 +18,13 @@ MAX_BACKOFF = 10.0     # kube-scheduler's podMaxBackoffSeconds (its podInitialBa
 OVERDUE = 1.0          # a pod not tried this long after it was due (or new) is away until it is
 
 
+def remove_entry(items: list[tuple], entry: tuple) -> None:
+    """Take entry out of a sorted list of queue entries, if it is there."""
+    i = bisect.bisect_left(items, entry)
+    if i < len(items) and items[i] == entry:
+        items.pop(i)
+
+
 class Presence:
     def __init__(self, timer: Callable[[], float], entry_of: Callable[[str], tuple | None]):
         self.timer = timer
@@ -137,8 +144,6 @@ class Presence:
         cq_name, shape, entry = found
         by_shape = self._present.get(cq_name, {})
         items = by_shape.get(shape, [])
-        i = bisect.bisect_left(items, entry)
-        if i < len(items) and items[i] == entry:
-            items.pop(i)
+        remove_entry(items, entry)
         if not items:
             by_shape.pop(shape, None)

@@ -17,15 +17,8 @@ from ..core.workload import group_of
 from ..core.readiness import RequeueRecord, queue_order, requeue_key
 from ..objects.pod import PodInfo
 from .blocked import BlockedQueues
-from .presence import Presence
+from .presence import Presence, remove_entry
 from .store import Store
-
-
-def _remove(items: list[tuple], entry: tuple) -> None:
-    """Take entry out of a sorted list of queue entries, if it is there."""
-    i = bisect.bisect_left(items, entry)
-    if i < len(items) and items[i] == entry:
-        items.pop(i)
 
 
 class Queues:
@@ -84,7 +77,7 @@ class Queues:
             cq_name, shape, entry = gated
             shapes = self.gated[cq_name]
             items = shapes[shape]
-            _remove(items, entry)
+            remove_entry(items, entry)
             if not items:
                 del shapes[shape]
                 self.gate_waiting.pop((cq_name, shape), None)
@@ -94,7 +87,7 @@ class Queues:
         if found is None:
             return
         self.presence.unindexed(uid)
-        _remove(self.pending.get(found[0], []), found[1])
+        remove_entry(self.pending.get(found[0], []), found[1])
 
     def reset(self) -> None:
         """Empty every queue (a rebuild indexes every pod again)."""
