@@ -493,6 +493,7 @@ class FakeApiServer:
         self._release = asyncio.Event()
         self._resume = asyncio.Event()
         self.paused: list[str] = []
+        self.hanging = 0                # requests a "hang" fault holds now
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task] = set()
         self.port = 0
@@ -777,7 +778,11 @@ class FakeApiServer:
         return await handler(request)
 
     async def _hang(self) -> web.Response:
-        await self._release.wait()
+        self.hanging += 1
+        try:
+            await self._release.wait()
+        finally:
+            self.hanging -= 1
         return _status(503, "ServiceUnavailable", "released")
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:

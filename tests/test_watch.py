@@ -71,7 +71,7 @@ async def test_initial_list_builds_state_and_gates_readiness(fake_api, api_clien
         app = create_app(extender, ready=lambda: source.health.ready)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             await until(lambda: any(p.endswith("/pods") for _, p, _ in fake_api.requests), what="pods listed")
-            await asyncio.sleep(0.1)
+            await until(lambda: fake_api.hanging, what="the clusterqueues list held")
             assert not source.health.ready
             assert (await http.get("/readyz")).status_code == 503
             assert not state.cluster_queues        # nothing half-applied while one list is missing
@@ -415,7 +415,8 @@ async def test_serve_kubeconfig_end_to_end(fake_api, tmp_path):
                 assert proc.returncode is None and time.monotonic() < deadline, log_path.read_text()
                 await asyncio.sleep(0.1)
             assert await status("/readyz") == 503
-            fake_api.release()
+            await until(lambda: fake_api.hanging, timeout=15, what="the clusterqueues list held")
+            fake_api.release()                      # frees only the requests held by then
             deadline = time.monotonic() + 15
             while await status("/readyz") != 200:
                 assert time.monotonic() < deadline, log_path.read_text()
