@@ -124,7 +124,8 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
              request is carried out first (a write that lands, whose answer says it failed)
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
 api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
-resourceVersion newer than the server's answers 504 "Too large resource version".
+resourceVersion newer than the server's answers 504 "Too large resource version". A restore is a restart
+(api.restart()): every open connection is cut, and a request read but not yet served never is.
 Faults are consumed in the order they were added; api.clear_faults() drops those not yet used. A fault
 given agent="..." applies only to requests whose User-Agent contains it: one client partitioned from the
 API server while others reach it (set ApiClient.user_agent per client).
@@ -714,6 +715,22 @@ class FakeApiServer:
         self.compacted = self.rv
         self.history.clear()
         self.drop_watches()
+        self.restart()
+
+    def restart(self) -> None:
+        """The API server process restarts: every open connection is cut, and a request it had read but not yet
+        served (a Binding sent just before, held by a "pause" fault) is never served: its client sees the
+        connection end and must ask the restarted server again."""
+        if self._runner is None or self._runner.server is None:
+            return
+        for connection in self._runner.server.connections:
+            if connection.transport is not None:
+                connection.transport.abort()
+
+    @staticmethod
+    def _cut(request: web.Request) -> bool:
+        """The request's connection was cut (restart) before it was served."""
+        return request.transport is None or request.transport.is_closing()
 
     def drop_watches(self) -> None:
         """Cut every open watch now (as an apiserver restart would)."""
@@ -811,6 +828,8 @@ class FakeApiServer:
                 code = f.params.get("answer")
                 return _status(code, "InternalError", f"injected error {code} after the write") if code else response
             await self._pause(request.path)
+            if self._cut(request):
+                return _status(503, "ServiceUnavailable", "the server restarted")      # read by no one
             f = self._take_fault(k.plural, verb, sub, agent)      # faults added meanwhile apply to this request
         if f is not None:
             if f.action == "hang":
@@ -829,6 +848,8 @@ class FakeApiServer:
         body = None
         if request.method in ("POST", "PUT", "PATCH"):
             raw = await request.read()
+            if self._cut(request):
+                return _status(503, "ServiceUnavailable", "the server restarted")      # read by no one
             try:
                 body = orjson.loads(raw) if raw else None
             except orjson.JSONDecodeError:

@@ -26,6 +26,7 @@ from ..objects.errors import InvalidObject
 from ..objects.pod import ADMISSION_GATE, PodInfo, decode_pod
 from ..observe.localqueue_status import local_queue_statuses
 from ..observe.status import already_written, cluster_queue_statuses
+from ..sync import freshness
 from .post import ApiPoster
 from .writer import OutcomeUnknown, WriteError
 
@@ -74,6 +75,13 @@ def _same_for_quota(pod: PodInfo, current: dict | None) -> bool:
     return now.labels == pod.labels and now.requests == pod.requests and now.owner == pod.owner
 
 
+def _went_back(decided: str, now: str) -> str:
+    """Why the API's version of a pod shows the server went back: older than the one Quotient decided on."""
+    if decided.isdigit() and now.isdigit() and int(now) < int(decided):
+        return f"the API shows an older version of the pod than {decided} (restored from a backup)"
+    return ""
+
+
 def _is_pdb_refusal(e: ApiException) -> bool:
     return e.status == 429 and "disruption" in (e.body or "").lower()
 
@@ -93,9 +101,15 @@ class KubeWriter:
         self.failures: Counter = Counter()
         self._announced: set[tuple[str, str]] = set()    # (pod uid, reason): condition and Event written
 
-    async def _retry(self, what: str, call):
-        """call() with retries on what may pass; ApiException for the rest, WriteError after the last try."""
+    async def _retry(self, what: str, call, again=None):
+        """call() with retries on what may pass; ApiException for the rest, WriteError after the last try.
+        again(): why call() must not be made again ("" when it may), asked before each retry."""
+        error = ""
         for attempt in range(RETRIES):
+            why = again() if attempt and again is not None else ""
+            if why:
+                self.failures[what.split(" ")[0]] += 1
+                raise WriteError(f"{error}; not sent again: {why}")
             try:
                 return await self._bounded(call())
             except ApiException as e:
@@ -119,20 +133,32 @@ class KubeWriter:
         server checks atomically with the write (pods/binding: storage preconditions UID and ResourceVersion):
         a pod whose queue label or requests changed after bind's last look is not bound on a decision made for
         another pod, however late the watch is. A conflict where nothing quota reads changed (kube-scheduler's
-        own nominatedNodeName or a status write moved the version) is written once more on the newer version."""
+        own nominatedNodeName or a status write moved the version) is written once more on the newer version.
+
+        A Binding is sent again (a retry, or on a newer version) only while no watch broke since the decision
+        (freshness.changed_since) and the pod's version has not gone back: an API server restarted from a backup
+        may show a finished pod running again, and a Binding decided on the state before would pass its own
+        preconditions there. kube-scheduler then asks again, and the pod is decided on the restored state."""
         path = f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}/binding"
         version = pod.resource_version
+        taken = freshness.mark(self.state)
+
+        def again() -> str:
+            return freshness.changed_since(self.state, taken)
         for attempt in range(2):
-            lost, current = await self._write_binding(pod, node, path, version)
+            lost, current = await self._write_binding(pod, node, path, version, again)
             if lost is None:
                 return
             shown = _node_of(pod, current)
             if shown == node:
                 return
-            if attempt == 0 and shown == "" and version and current["metadata"].get("resourceVersion") != version \
-                    and _same_for_quota(pod, current):
-                version = current["metadata"].get("resourceVersion") or ""
-                continue
+            now = (current["metadata"].get("resourceVersion") or "") if shown == "" else ""
+            if attempt == 0 and shown == "" and version and now != version and _same_for_quota(pod, current):
+                why = again() or _went_back(version, now)
+                if not why:
+                    version = now
+                    continue
+                lost += f"; not sent again on its version {now}: {why}"
             break
         self.failures["binding"] += 1
         where = "the API has no such pod" if shown is None else f"the pod is bound to {shown}" if shown else \
@@ -140,17 +166,18 @@ class KubeWriter:
                                       ", and its labels, owner or requests changed since Quotient decided on it")
         raise WriteError(f"binding {pod.key} to {node}: {lost}; read back: {where}")
 
-    async def _write_binding(self, pod: PodInfo, node: str, path: str, version: str) -> tuple[str | None, dict | None]:
-        """One Binding, retried on what may pass: (None, None) when the API answered that it is written, else what
-        went wrong and the pod as a read shows it now (None: no such pod). WriteError on a definite refusal,
-        OutcomeUnknown when the read fails too."""
+    async def _write_binding(self, pod: PodInfo, node: str, path: str, version: str,
+                             again) -> tuple[str | None, dict | None]:
+        """One Binding, retried on what may pass while again() says nothing against it: (None, None) when the API
+        answered that it is written, else what went wrong and the pod as a read shows it now (None: no such pod).
+        WriteError on a definite refusal, OutcomeUnknown when the read fails too."""
         meta = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
         if version:
             meta["resourceVersion"] = version
         body = orjson.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                              "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         try:
-            await self._retry(f"binding {pod.key}", lambda: self._post(path, body))
+            await self._retry(f"binding {pod.key}", lambda: self._post(path, body), again)
             return None, None
         except ApiException as e:
             if e.status != 409:

@@ -43,3 +43,21 @@ def refusal(state, pod) -> str:
         return ""
     why = stale(state)
     return f"{SOURCE_STALE}: {why}; the pod is admitted once the state is fresh again" if why else ""
+
+
+def mark(state) -> int:
+    """How many watches of state's live source have broken so far (0 without one): taken when a write is decided."""
+    source = _sources.get(state) if state is not None else None     # a writer without a state
+    return source.breaks if source is not None else 0
+
+
+def changed_since(state, taken: int) -> str:
+    """Why a write decided at mark `taken` must not be sent again ("" when it may): a watch broke since, as every
+    one does when the API server restarts (restored from a backup, even: the state the write was decided on may be
+    gone, and a Binding sent again would pass its own preconditions), or the source is stale now."""
+    source = _sources.get(state) if state is not None else None     # a writer without a state
+    if source is None:
+        return ""
+    if source.breaks != taken:
+        return "a watch of the API server broke since Quotient decided (it may have restarted, from a backup even)"
+    return source.staleness()

@@ -25,6 +25,9 @@ class SourceHealth:
         self.listed = False                 # the first lists of every resource applied
         self.task: asyncio.Task | None = None   # the source's loop
         self.beat = 0.0                     # monotonic time of the last beat
+        # Watches that broke (a cut connection, an error, a 410), all kinds together: a write decided before one
+        # is not sent again after it, as the API server may have restarted from a backup (sync.freshness).
+        self.breaks = 0
 
     def started(self, task: asyncio.Task) -> None:
         """task is the source's loop, running from now."""

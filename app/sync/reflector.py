@@ -113,10 +113,12 @@ class Reflector:
                 s.apply_lists([(res, (None, ""))])     # none served: absent, never stale
                 continue
             except Gone as e:
+                s.health.breaks += 1
                 s.count_error(res, "expired", str(e) or "410 Gone")
                 k.stale = "expired"
                 continue                            # relist at once: nothing to wait for
             except WatchError as e:
+                s.health.breaks += 1
                 s.count_error(res, e.cause, e.detail)
                 if e.cause in RESUMABLE:
                     k.reconnecting = e.cause
