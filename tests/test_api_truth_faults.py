@@ -301,7 +301,8 @@ async def test_every_fault_mixed_with_racing_binds_never_leaves_the_api_above_qu
             mine = fingerprint(kit.state)
             diff = {k: (mine[k], fresh[k]) for k in fresh if mine[k] != fresh[k]}
             raise AssertionError(f"seed {SEED}: the state differs from a fresh list: {_short(diff)}; "
-                                 f"assumed {kit.state.assumed}, held back {list(kit.state.bindings.held_back)}") from None
+                                 f"assumed {kit.state.assumed}, held back {list(kit.state.bindings.held_back)}\n"
+                                 + run.explain()) from None
 
 
 def _over_queues(found: list[str]) -> set[str]:
