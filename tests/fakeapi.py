@@ -729,7 +729,8 @@ class FakeApiServer:
 
     @staticmethod
     def _cut(request: web.Request) -> bool:
-        """The request's connection was cut (restart) before it was served."""
+        """The request's connection is gone before it was served: a restart cut it, or its client gave up (a
+        paused write whose client timed out is then never served, as if the server dropped it with the client)."""
         return request.transport is None or request.transport.is_closing()
 
     def drop_watches(self) -> None:

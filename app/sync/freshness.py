@@ -52,9 +52,11 @@ def mark(state) -> int:
 
 
 def changed_since(state, taken: int) -> str:
-    """Why a write decided at mark `taken` must not be sent again ("" when it may): a watch broke since, as every
-    one does when the API server restarts (restored from a backup, even: the state the write was decided on may be
-    gone, and a Binding sent again would pass its own preconditions), or the source is stale now."""
+    """Why a write decided at mark `taken` must not be sent again ("" when it may): a watch broke since, as watches
+    do when the API server restarts (restored from a backup, even: the state the write was decided on may be gone,
+    and a Binding sent again would pass its own preconditions), or the source is stale now. A watch the restarting
+    server ends cleanly counts only once its reconnect fails (504, or the canary read): a retry inside that window
+    is not caught here; the read-back version check in act.kube catches the rewrite path."""
     source = _sources.get(state) if state is not None else None     # a writer without a state
     if source is None:
         return ""
