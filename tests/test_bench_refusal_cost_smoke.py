@@ -11,6 +11,9 @@ import bench_refusal_cost as bench  # noqa: E402
 
 
 def test_every_asked_pod_is_refused_and_most_answers_are_remembered():
-    result = bench.run(300, 400, churn=10, frees=40)
+    backlog = bench.Backlog(300, churn=10, frees=40)
+    backlog.round(40, timed=False)
+    backlog.round(400)
+    result = backlog.result()
     assert result["refused"] == result["asks"] == 400
     assert result["blocked_hits"] > result["asks"] / 2, result

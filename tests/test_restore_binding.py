@@ -20,7 +20,16 @@ import pytest
 def objects(running, waiting):
     return (Namespace("team-a").obj(), Node("n1").cpu("64").obj(), ResourceFlavor("default-flavor").obj(),
             ClusterQueue("cq-b").resource_group(FlavorQuotas("default-flavor").resource("cpu", "2")).obj(),
-            LocalQueue("lq-b", "team-a").cluster_queue("cq-b").obj(), running, waiting)
+            LocalQueue("lq-b", "team-a").cluster_queue("cq-b").obj(), running, waiting,
+            ClusterQueue("cq-a").resource_group(FlavorQuotas("default-flavor").resource("cpu", "4")).obj(),
+            LocalQueue("lq-a", "team-a").cluster_queue("cq-a").obj())
+
+
+async def keep_a_connection(kit) -> None:
+    """A Binding in another queue first: the next one goes on the kept-alive connection it leaves."""
+    first = Pod("first").queue("lq-a").cpu("1").obj()
+    await kit.deliver(first)
+    assert kit.filter(first)["NodeNames"] == ["n1"] and await kit.bind(first) == ""
 
 
 async def finish_after_backup(kit, running: dict, nominate: dict | None = None):
@@ -52,14 +61,18 @@ async def restore_under_the_binding(kit, waiting: dict, backup) -> str:
     return await asyncio.wait_for(bind, 20)
 
 
-@pytest.mark.parametrize("nominated", [False, True], ids=["same-version", "status-written-after-the-backup"])
-async def test_a_binding_cut_by_a_restore_is_not_sent_again_to_the_restored_server(tmp_path, nominated):
+@pytest.mark.parametrize("nominated,reused", [(False, False), (True, False), (False, True)],
+                         ids=["same-version", "status-written-after-the-backup", "on-a-kept-alive-connection"])
+async def test_a_binding_cut_by_a_restore_is_not_sent_again_to_the_restored_server(tmp_path, nominated, reused):
     """same-version: the waiting pod is unchanged since the backup, so a Binding sent again would pass its
     preconditions. status-written-after-the-backup: the restored pod has an older resourceVersion, same for quota:
-    the version-only conflict path must not take it for kube-scheduler's own write and bind on it."""
+    the version-only conflict path must not take it for kube-scheduler's own write and bind on it.
+    on-a-kept-alive-connection: the poster does not send it again at once on a fresh connection (act.post)."""
     running = Pod("running").queue("lq-b").cpu("2").node("n1").phase("Running").obj()
     waiting = Pod("waiting").queue("lq-b").cpu("2").obj()
     async with started(tmp_path, objects(running, waiting)) as kit:
+        if reused:
+            await keep_a_connection(kit)
         backup = await finish_after_backup(kit, running, waiting if nominated else None)
         error = await restore_under_the_binding(kit, waiting, backup)
         assert bound_cpu(kit.api, "lq-b") == 2000, (error, kit.api.get("Pod", "team-a", "waiting")["spec"])

@@ -6,9 +6,10 @@ tracing hooks for every call (issue 19, tests/bench/bench_throughput.py). Here a
 of bytes and a response the status line, headers and a Content-Length (or chunked) body, on the
 same TLS settings as the kubeconfig's ApiClient (CA, client certificate, server name, verification).
 A proxy is not spoken here: with one configured, KubeWriter posts through the ApiClient instead.
-A write that fails on a kept-alive connection (the server closed it while idle) is sent again once on a
-fresh one, as HTTP clients do; for a Binding that the server did take, the repeat is answered 409 and
-KubeWriter.bind reads a 409 naming its own node as success.
+A write that fails on a kept-alive connection is not sent again here: the server may have read it before the
+connection went (a restart, even from a backup), and, as Go's net/http does for a POST, whether to send it again
+is the caller's (KubeWriter._retry, after its backoff and its check that no watch broke meanwhile). An idle
+connection already seen closed is never written to (_spent); the next write opens a fresh one.
 """
 from __future__ import annotations
 
@@ -89,10 +90,7 @@ class ApiPoster:
             if _spent(*conn):
                 conn[1].close()
                 continue
-            try:
-                return await self._exchange(conn, head, body)
-            except OSError:      # PostError included: _exchange turns a short read into one
-                break            # the server closed it while idle: one fresh connection, as any client does
+            return await self._exchange(conn, head, body)
         conn = await asyncio.open_connection(self.host, self.port, ssl=self.tls, server_hostname=self.server_name,
                                              limit=MAX_BODY)
         return await self._exchange(conn, head, body)

@@ -46,7 +46,7 @@ RESUMABLE = frozenset({"timeout", "watch idle", "connection failed", "connection
 # (restored from a backup), so resourceVersions are being reused and the relist trusts none of them.
 WENT_BACK = "http 504"
 # The read of a watch's canary (went_back_since) failed: whether the server went back is unknown, so the kind is
-# relisted instead of resumed.
+# relisted instead of resumed, trusting no resourceVersion (a restored server hands its versions out again).
 CANARY_UNREAD = "canary unread"
 
 
@@ -140,7 +140,7 @@ class Reflector:
         """List the kind again and reconcile the state with it; ready again once every stale kind is relisted."""
         s, res, k = self.source, self.res, self.kind_state
         items, rv = await s.list_kind(res)
-        s.apply_lists([(res, (items, rv))], went_back=k.stale == WENT_BACK)
+        s.apply_lists([(res, (items, rv))], went_back=k.stale in (WENT_BACK, CANARY_UNREAD))
         why, k.stale = k.stale, ""
         s.count_relist(res, why)
         if not s.health.stale():
