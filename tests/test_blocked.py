@@ -13,6 +13,7 @@ from app.core.rules import QUOTA_EXCEEDED, STRICT_FIFO
 from app.core.workload import Workload
 from app.scheduler.scheduler import Scheduler
 from app.state.blocked import MAX_AGE
+from app.state.presence import OVERDUE
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import Verbs, apply, delete, make_state, one_queue, uid
 
@@ -90,6 +91,21 @@ def test_a_pod_ahead_that_the_walk_refused_is_answered_from_the_refusal():
     assert "as decided for" not in reason(verbs.filter(third, NODES))
     hits = state.blocked.hits
     assert "as decided for team-a/third" in reason(verbs.filter(first, NODES))
+    assert "as decided for team-a/third" in reason(verbs.filter(second, NODES))
+    assert state.blocked.hits == hits + 2
+
+
+def test_with_nothing_ahead_taking_quota_the_refusal_stands_for_its_shape_ahead_too():
+    """first and second are away (kube-scheduler does not bring them: not tried within OVERDUE), so third's walk
+    charged nothing ahead of it: first and second, asked later, see no more ahead and are refused alike, from
+    the refusal (before, each pod ahead of the decided one was decided again: issue 32's refusal cost)."""
+    clock, state, verbs, _ = kit()
+    first, second, third = pending(state, "first", "second", "third")
+    clock.now += OVERDUE + 0.5
+    assert "as decided for" not in reason(verbs.filter(third, NODES))
+    hits = state.blocked.hits
+    answer = reason(verbs.filter(first, NODES))
+    assert "as decided for team-a/third" in answer and "with nothing ahead of it taking quota" in answer, answer
     assert "as decided for team-a/third" in reason(verbs.filter(second, NODES))
     assert state.blocked.hits == hits + 2
 

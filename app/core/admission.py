@@ -34,7 +34,7 @@ from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLU
                     NO_FLAVOR_NODES, NO_QUEUE_NAME, QUOTA_EXCEEDED, STRICT_FIFO, STRICT_FIFO_RESERVATION,
                     WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import AdmissionView, JobsView
-from .verdict import Verdict
+from .verdict import QUEUE_HEAD, Verdict
 from .workload import Workload, group_of
 
 
@@ -417,6 +417,8 @@ def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | Non
         if holds is None:           # (a pod of its shape ahead that did not fit: this one does not either)
             holds = (None, shortfall(state, workload, cq) if a.mode != FIT else None)
     holds_from, short = holds
+    if not charges:
+        holds_from = QUEUE_HEAD     # nothing ahead took quota: every pod of its shape is refused alike
     if a.mode == NOFIT:
         return _refuse(NO_FLAVOR_NODES if a.no_nodes else QUOTA_EXCEEDED,
                        "; ".join(a.reasons) or f"no flavor of ClusterQueue {cq.name} fits",

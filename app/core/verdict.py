@@ -6,6 +6,11 @@ from dataclasses import dataclass
 
 from .flavors import Assignment
 
+# A refusal's place when nothing ahead of the pod took quota on its walk: a pod of its shape anywhere in the queue
+# sees no more ahead of it (those ahead of the decided pod are fewer still), so it is refused alike. Below every
+# queue place (state.queues.queue_key: a non-empty tuple).
+QUEUE_HEAD: tuple = ()
+
 
 @dataclass(slots=True)
 class Verdict:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import orjson
 
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
-from ..core.admission import Verdict, amounts, decide, may_reclaim, resolve
+from ..core.admission import QUEUE_HEAD, Verdict, amounts, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING,
@@ -139,9 +139,11 @@ def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
     """A refusal that stands for this pod's shape from a place at or ahead of it (state.blocked): answered
     as it was decided, preemption included (none was found then), naming the pod it was decided for."""
     v = known.verdict
+    walk = "with nothing ahead of it taking quota" if known.place == QUEUE_HEAD else \
+        "on a walk of its queue that reached this pod"
     reason = v.reason if known.pod == pod.key else (
         f"{v.reason} (as decided for {known.pod}, of the same requests and priority in ClusterQueue "
-        f"{v.cluster_queue}, on a walk of its queue that reached this pod; {_since(known)})")
+        f"{v.cluster_queue}, {walk}; {_since(known)})")
     return refused(pod, v.rule, reason, FilterRecord(
         pod=pod.key, outcome=v.rule, reason=reason, queue=v.cluster_queue, resolvable=v.resolvable,
         offered=len(offered.names), tried=list(v.assignment.reasons) if v.assignment else []),
