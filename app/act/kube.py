@@ -107,8 +107,7 @@ class KubeWriter:
         error = ""
         for attempt in range(RETRIES):
             why = again() if attempt and again is not None else ""
-            if why:
-                self.failures[what.split(" ")[0]] += 1
+            if why:                     # (counted by the caller, which reads the outcome back)
                 raise WriteError(f"{error}; not sent again: {why}")
             try:
                 return await self._bounded(call())
