@@ -18,6 +18,7 @@ from ..objects.pod import PodInfo
 from ..sync import freshness
 from .bind import settle_bindings
 from .context import Context
+from .gates import RECLAIM_RETRY
 from .self_preemption import admit_group, reclaim_for
 
 STATUS_INTERVAL = 10.0       # seconds between ClusterQueue status writes
@@ -55,7 +56,8 @@ def reclaim_for_heads(ctx: Context, evictions: list[Evict]) -> int:
     """Self-driven reclaim for the head of each ClusterQueue's pending pods, its evictions added to evictions.
     When no node has room, kube-scheduler never calls filter, and its own dry run proposes only lower-priority
     victims: a pod that must reclaim from equal-priority pods (reclaimWithinCohort: Any, fair sharing) would
-    wait for ever. Returns how many preemptions were started."""
+    wait for ever. A gated head shares the ungate pass's memo of a search that found no victims (gates.RECLAIM_RETRY).
+    Returns how many preemptions were started."""
     state, started = ctx.state, 0
     if freshness.stale(state):
         return 0        # no eviction is decided on a stale state
@@ -68,11 +70,16 @@ def reclaim_for_heads(ctx: Context, evictions: list[Evict]) -> int:
                 _commit(ctx, admission, evictions)
                 started += getattr(admission.decision, "rule", "") == GROUP_PREEMPTING
             continue
+        now = state.timer()
+        if head.gated and not ctx.gates.may_reclaim(head.uid, now, RECLAIM_RETRY):
+            continue        # a search for it found no victims less than RECLAIM_RETRY ago (the ungate pass's or ours)
         verdict = decide(state, Workload.of_pod(head))
         if may_reclaim(verdict):
             tried = reclaim_for(ctx, head, verdict)
             _commit(ctx, tried, evictions)
             started += bool(tried.started)
+            if head.gated and not tried.started:
+                ctx.gates.found_no_victims(head.uid, now)
     return started
 
 

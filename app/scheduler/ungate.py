@@ -31,13 +31,12 @@ from ..objects.pod import PodInfo
 from ..sync import freshness
 from .context import Context
 from .filter import gate_admission
+from .gates import RECLAIM_RETRY
 from .self_preemption import admit_group, reclaim_for
 
 log = logging.getLogger("quotient.ungate")
 UNGATE_INTERVAL = 0.2      # seconds between two passes (a pass is skipped while nothing changed: QUIET_PASS)
 GROUP_RETRY = 1.0          # seconds between two decisions for one waiting pod group (none is remembered per shape)
-RECLAIM_RETRY = 1.0        # seconds between two searches for victims for one head that found none: as often as
-                           # kube-scheduler retries a refused pod at the soonest (podInitialBackoffSeconds)
 QUIET_PASS = 1.0           # seconds a pass is skipped for while nothing in the state changed
 
 
