@@ -7,11 +7,10 @@ import asyncio
 from ..objects.offered_nodes import OfferedNodes
 
 REISSUE_AFTER = 5.0        # seconds: a gate removal whose watch event has not come by then is written again
-
-
 RECLAIM_RETRY = 1.0        # seconds between two searches for victims for one gated head that found none (the ungate
                            # pass's or the reconcile's): as often as kube-scheduler retries a refused pod at the soonest
                            # (podInitialBackoffSeconds)
+
 
 class Gates:
     """The gate removals issued and not yet shown by the watch, and counts for /metrics."""

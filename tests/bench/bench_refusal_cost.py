@@ -171,18 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     for b in backlogs:
         b.round(args.asks // 10, timed=False)
     rounds = max(1, args.rounds)
+    prof = None
+    if args.profile:
+        import cProfile
+        prof = cProfile.Profile()
     for r in range(rounds):
         for b in backlogs:
             share = args.asks // rounds + (1 if r < args.asks % rounds else 0)
-            if args.profile and b is backlogs[-1]:
-                import cProfile
-                prof = cProfile.Profile() if r == 0 else prof
+            if prof is not None and b is backlogs[-1]:
                 prof.enable()
                 b.round(share)
                 prof.disable()
             else:
                 b.round(share)
-    if args.profile:
+    if prof is not None:
         import pstats
         pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
     results = [b.result() for b in backlogs]
