@@ -27,6 +27,7 @@ from ..objects.pod import ADMISSION_GATE, PodInfo, decode_pod
 from ..observe.localqueue_status import local_queue_statuses
 from ..observe.status import already_written, cluster_queue_statuses
 from ..sync import freshness
+from ..sync.known_objects import older
 from .post import ApiPoster
 from .writer import OutcomeUnknown, WriteError
 
@@ -77,7 +78,7 @@ def _same_for_quota(pod: PodInfo, current: dict | None) -> bool:
 
 def _went_back(decided: str, now: str) -> str:
     """Why the API's version of a pod shows the server went back: older than the one Quotient decided on."""
-    if decided.isdigit() and now.isdigit() and int(now) < int(decided):
+    if older(now, decided):
         return f"the API shows an older version of the pod than {decided} (restored from a backup)"
     return ""
 

@@ -45,9 +45,14 @@ def refusal(state, pod) -> str:
     return f"{SOURCE_STALE}: {why}; the pod is admitted once the state is fresh again" if why else ""
 
 
+def _source_of(state):
+    """The live source feeding state, None without one (a snapshot, or a writer given no state)."""
+    return _sources.get(state) if state is not None else None
+
+
 def mark(state) -> int:
     """How many watches of state's live source have broken so far (0 without one): taken when a write is decided."""
-    source = _sources.get(state) if state is not None else None     # a writer without a state
+    source = _source_of(state)
     return source.breaks if source is not None else 0
 
 
@@ -57,7 +62,7 @@ def changed_since(state, taken: int) -> str:
     and a Binding sent again would pass its own preconditions), or the source is stale now. A watch the restarting
     server ends cleanly counts only once its reconnect fails (504, or the canary read): a retry inside that window
     is not caught here; the read-back version check in act.kube catches the rewrite path."""
-    source = _sources.get(state) if state is not None else None     # a writer without a state
+    source = _source_of(state)
     if source is None:
         return ""
     if source.breaks != taken:
