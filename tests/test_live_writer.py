@@ -334,3 +334,37 @@ async def test_a_proxy_the_environment_names_is_kept(tmp_path, monkeypatch):
         assert client.rest_client.proxy is None
     finally:
         await client.close()
+
+
+async def test_a_gate_removal_is_one_patch_that_keeps_other_gates_and_names_its_pod(fake):
+    """Issue 32: the gate's removal is written as ready bytes on Quotient's own connections (as the Binding is),
+    a strategic merge patch that deletes Kueue's gate alone; the pod's uid is its precondition, so a pod
+    recreated under the name is not ungated on a decision made for another."""
+    api, client = fake
+    obj = Pod("g").cpu("1").gated("kueue.x-k8s.io/admission", "example.com/other").obj()
+    api.apply(obj)
+    writer = KubeWriter(client, state=None)
+    await writer.ungate(decode_pod(api.get("Pod", "team-a", "g")))
+    assert api.get("Pod", "team-a", "g")["spec"]["schedulingGates"] == [{"name": "example.com/other"}]
+    assert writer.poster is not None and writer.poster.idle     # written on a kept-alive connection of its own
+
+    stale = decode_pod(api.get("Pod", "team-a", "g"))
+    api.delete("Pod", "team-a", "g")
+    api.apply(Pod("g").cpu("1").uid("uid-again").gated().obj())     # recreated: another uid
+    with pytest.raises(WriteError, match="removing the admission gate of team-a/g: HTTP 422"):
+        await writer.ungate(stale)
+    assert api.get("Pod", "team-a", "g")["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]
+
+
+async def test_through_a_proxy_the_gate_removal_and_the_binding_are_written(fake):
+    """With a proxy configured the writes go through the ApiClient's session, method and content type kept (the
+    fake API answers an absolute-form request as a forward proxy passes it on)."""
+    api, client = fake
+    api.apply(Pod("g").cpu("1").gated().obj())
+    client.rest_client.proxy = api.url
+    writer = KubeWriter(client, state=None)
+    await writer.ungate(decode_pod(api.get("Pod", "team-a", "g")))
+    assert not api.get("Pod", "team-a", "g")["spec"].get("schedulingGates")
+    await writer.bind(decode_pod(api.get("Pod", "team-a", "g")), "node-1")
+    assert api.get("Pod", "team-a", "g")["spec"]["nodeName"] == "node-1"
+    assert writer.poster is None                                 # nothing went on Quotient's own connections

@@ -35,6 +35,7 @@ log = logging.getLogger("quotient.act")
 KUEUE_GROUP = "kueue.x-k8s.io"     # a ClusterQueue's status is written in the version it was read in
 RETRIES = 3
 JSON = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 API_TIMEOUT = 10.0       # seconds for one API call, its answer's body included
 
 
@@ -54,6 +55,10 @@ async def _checked(response):
             error.body = body.decode("utf-8", "replace")
             raise error
     return response
+
+
+def _pod_path(pod: PodInfo) -> str:
+    return f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}"
 
 
 def _node_of(pod: PodInfo, current: dict | None) -> str | None:
@@ -139,7 +144,7 @@ class KubeWriter:
         (freshness.changed_since) and the pod's version has not gone back: an API server restarted from a backup
         may show a finished pod running again, and a Binding decided on the state before would pass its own
         preconditions there. kube-scheduler then asks again, and the pod is decided on the restored state."""
-        path = f"/api/v1/namespaces/{quote(pod.namespace, safe='')}/pods/{quote(pod.name, safe='')}/binding"
+        path = _pod_path(pod) + "/binding"
         version = pod.resource_version
         taken = freshness.mark(self.state)
 
@@ -212,24 +217,25 @@ class KubeWriter:
         current = orjson.loads(body)
         return current if isinstance(current, dict) and isinstance(current.get("metadata"), dict) else None
 
-    async def _post(self, path: str, body: bytes):
-        """POST ready JSON bytes with the ApiClient's credentials (a rotated token included): on Quotient's
-        own kept-alive connections (post.py), or through the ApiClient's session when a proxy is set. For
-        the Binding, written once per scheduled pod: the typed call builds a model object, serialises it
-        twice and assembles an aiohttp request, a large share of the bind path's CPU (issue 19,
-        tests/bench/bench_throughput.py)."""
+    async def _post(self, path: str, body: bytes, method: str = "POST", content_type: str = JSON):
+        """POST (or method) ready JSON bytes with the ApiClient's credentials (a rotated token included): on
+        Quotient's own kept-alive connections (post.py), or through the ApiClient's session when a proxy is set.
+        For the Binding and a gate's removal, each written once per scheduled pod: the typed call builds a model
+        object, serialises it twice and assembles an aiohttp request, a large share of the bind path's CPU (issue
+        19, tests/bench/bench_throughput.py) and of the gate's (issue 32)."""
         api, rest = self.api, self.api.rest_client
-        headers = {**api.default_headers, "Content-Type": JSON, "Accept": JSON}
+        headers = {**api.default_headers, "Content-Type": content_type, "Accept": JSON}
         for auth in (await api.configuration.auth_settings()).values():
             if auth["in"] == "header" and auth["value"]:
                 headers[auth["key"]] = auth["value"]
         if rest.proxy:
-            return await rest.pool_manager.post(api.configuration.host + path, data=body, headers=headers,
-                                                proxy=rest.proxy, proxy_headers=rest.proxy_headers,
-                                                server_hostname=rest.server_hostname)
+            return await rest.pool_manager.request(method, api.configuration.host + path, data=body,
+                                                   headers=headers, proxy=rest.proxy,
+                                                   proxy_headers=rest.proxy_headers,
+                                                   server_hostname=rest.server_hostname)
         if self.poster is None:
             self.poster = ApiPoster(api.configuration)
-        return await self.poster.post(path, body, headers)
+        return await self.poster.post(path, body, headers, method.encode())
 
     def close(self) -> None:
         """At shutdown: the Binding's idle connections."""
@@ -260,12 +266,11 @@ class KubeWriter:
         patch deletes the gate by its merge key, whatever other gates the pod has; the uid in the patch is a
         precondition, so a pod recreated under the same name is not ungated on a decision made for another.
         WriteError when the API refused it (gone, changed) or every try failed."""
-        patch = {"metadata": {"uid": pod.uid},
-                 "spec": {"schedulingGates": [{"$patch": "delete", "name": ADMISSION_GATE}]}}
+        patch = orjson.dumps({"metadata": {"uid": pod.uid},
+                              "spec": {"schedulingGates": [{"$patch": "delete", "name": ADMISSION_GATE}]}})
         try:
-            await self._retry(f"ungate {pod.key}", lambda: self.core.patch_namespaced_pod(
-                pod.name, pod.namespace, patch, _preload_content=False,
-                _content_type="application/strategic-merge-patch+json"))
+            await self._retry(f"ungate {pod.key}", lambda: self._post(_pod_path(pod), patch, "PATCH",
+                                                                         STRATEGIC_MERGE))
         except ApiException as e:
             self.failures["ungate"] += 1
             raise WriteError(f"removing the admission gate of {pod.key}: HTTP {e.status} {e.reason}") from None

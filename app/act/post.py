@@ -1,6 +1,6 @@
-"""POSTs of ready JSON bytes to the API server on kept-alive HTTP/1.1 connections of Quotient's own.
+"""Writes (POST, PATCH) of ready JSON bytes to the API server on kept-alive HTTP/1.1 connections of Quotient's own.
 
-The Binding is written once per scheduled pod, and on a busy cluster its write was the largest share
+The Binding is written once per scheduled pod (and, for a gated pod, the gate's removal once more), and on a busy cluster its write was the largest share
 of Quotient's CPU per pod: aiohttp's client builds a request object, timers, a connection key and
 tracing hooks for every call (issue 19, tests/bench/bench_throughput.py). Here a request is one write
 of bytes and a response the status line, headers and a Content-Length (or chunked) body, on the
@@ -76,9 +76,9 @@ class ApiPoster:
         self.slots = asyncio.Semaphore(max_connections)
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
-    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> Answer:
-        """POST body to path; a kept-alive connection that turns out closed is replaced once."""
-        head = b"".join([b"POST ", (self.base + path).encode(), b" HTTP/1.1\r\nHost: ", self.authority,
+    async def post(self, path: str, body: bytes, headers: dict[str, str], method: bytes = b"POST") -> Answer:
+        """POST (or method) body to path; a kept-alive connection that turns out closed is replaced once."""
+        head = b"".join([method, b" ", (self.base + path).encode(), b" HTTP/1.1\r\nHost: ", self.authority,
                          b"\r\nContent-Length: %d\r\n" % len(body),
                          *(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items()), b"\r\n"])
         async with self.slots:

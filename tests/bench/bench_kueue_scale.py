@@ -90,6 +90,7 @@ import math
 import re
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,7 @@ NODE_CPU = 40
 CLASSES = [("small", 350, 100, 200, 50, 1), ("medium", 100, 500, 500, 100, 5), ("large", 50, 1200, 1000, 200, 20)]
 RANGESPEC = {"wall": 425.0, "large": 11.0, "medium": 90.0, "small": 260.0}
 MEASURED = {"wall": 351.0, "large": 6.7, "medium": 77.0, "small": 215.0}
+PROFILE_WINDOW = (60.0, 10)  # --profile-window: from t seconds, for so many
 CPU_TARGET = 0.5
 INITIAL_BACKOFF, MAX_BACKOFF = 1.0, 10.0
 UNSCHEDULABLE_MAX = 300.0       # podMaxInUnschedulablePodsDuration
@@ -749,9 +751,10 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
         while True:
             await asyncio.sleep(0.2)
             elapsed = time.time() - start
-            if profile and spy is None and elapsed >= min(60.0, timeout / 2):
+            if profile and spy is None and elapsed >= min(PROFILE_WINDOW[0], timeout / 2):
                 found = Path(sys.executable).with_name("py-spy")
-                spy = subprocess.Popen([str(found) if found.exists() else "py-spy", "record", "--pid", str(quotient_pid), "-d", "10", "-r", "100",
+                spy = subprocess.Popen([str(found) if found.exists() else "py-spy", "record", "--pid", str(quotient_pid),
+                                        "-d", str(PROFILE_WINDOW[1]), "-r", "100",
                                         "--nonblocking", "-f", "raw", "-o", profile],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if create.done() and len(sched.admissions) == len(plan) and \
@@ -768,6 +771,8 @@ async def drive(api: dict, ext_port: int, nodes: list[str], plan: list, quotient
         await asyncio.gather(tick, create, loop_task, flusher, informer, *sched.tasks, return_exceptions=True)
         await sched.http.close()
         if spy is not None:
+            if spy.poll() is None:  # the run ended inside the window: py-spy writes what it has on SIGINT
+                spy.send_signal(signal.SIGINT)
             spy.wait(30)
     progress()
     wall = (sched.last_admission if not timed_out else end) - start
@@ -964,6 +969,8 @@ def main(argv: list[str] | None = None) -> int:
                     "then this one's")
     ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy next to "
                     "python or on PATH); with --design both, FILE.extender and FILE.gated")
+    ap.add_argument("--profile-window", metavar="FROM,SECONDS", default="60,10",
+                    help="when --profile starts and how long it records (default %(default)s; 0,600 for a whole run)")
     ap.add_argument("--keep", metavar="DIR", help="keep the logs and the cluster here")
     ap.add_argument("--design", choices=("extender", "gated", "both"), default="extender",
                     help="extender: today's extender-only path; gated: pods gated at CREATE by Quotient's webhook "
@@ -972,6 +979,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pregated", action="store_true", help="gated design with pods created already gated (no "
                     "webhook): Quotient's side alone")
     a = ap.parse_args(argv)
+    global PROFILE_WINDOW
+    start, seconds = a.profile_window.split(",")
+    PROFILE_WINDOW = (float(start), int(seconds))
     if (a.gates or a.pregated) and a.design == "extender":
         a.design = "gated"
     designs = ["extender", "gated"] if a.design == "both" else [a.design]
