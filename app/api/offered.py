@@ -39,6 +39,8 @@ MARKER = b',"NodeNames":['
 CAPACITY = 32                       # node lists remembered (a few per scheduler profile is typical)
 SMALL_SEGMENT = 4096                # bytes of NodeNames (about 200 names) kept by their bytes, unscanned
 SMALL_CAPACITY = 1024               # such lists: every rotation of a few lists
+SET_SEGMENT = 1024                  # bytes of NodeNames (about 70 names) keyed by their set of names, not scanned:
+                                    # decoding them costs less than numpy's fixed cost per call
 MAX_SEGMENT = 1 << 19               # bytes of NodeNames fingerprinted (about 35,000 names); longer: ordinary path
 MAX_NAME = 253                      # a Node's name is a DNS subdomain; a longer one is no node: ordinary path
 WORDS = (MAX_NAME + 1 + 7) // 8     # 64-bit words that hold the longest name and its closing quote
@@ -172,6 +174,7 @@ class OfferedNodeCache:
         self.entries: OrderedDict[tuple, tuple[bytes, OfferedNodes]] = OrderedDict()   # key -> (canonical, nodes)
         self.answered: OrderedDict[bytes, OfferedNodes] = OrderedDict()
         self.small: dict[bytes, OfferedNodes] = {}     # short lists by their bytes: no scan (SMALL_SEGMENT)
+        self.sets: OrderedDict[frozenset, OfferedNodes] = OrderedDict()   # short lists by their names (SET_SEGMENT)
         self._answered_sizes: set[int] = set()     # hashing 60 kB is not free: compare sizes first
         self.hits = self.misses = self.collisions = 0
         self._skip = skip                          # the state's skip counter: a collision is counted and logged
@@ -191,6 +194,27 @@ class OfferedNodeCache:
             self.small[segment] = entry
             if len(self.small) > SMALL_CAPACITY:
                 self.small.pop(next(iter(self.small)))
+
+    def _by_set(self, body: dict, segment: bytes) -> tuple[dict, OfferedNodes] | None:
+        """A short list decoded and found by its set of names (a set compares the names themselves: nothing to
+        collide); kube-scheduler offers each pod the nodes with room for it, so short lists vary from pod to pod."""
+        try:
+            decoded = orjson.loads(segment)
+            "".join(decoded)
+        except (orjson.JSONDecodeError, TypeError):
+            return None      # not a list of names: the ordinary path decodes it and says what is wrong
+        names = frozenset(decoded)
+        entry = self.sets.get(names)
+        if entry is None:
+            self.misses += 1
+            entry = self.sets[names] = OfferedNodes(decoded)
+            if len(self.sets) > self.capacity:
+                self.sets.popitem(last=False)
+        else:
+            self.hits += 1
+            self.sets.move_to_end(names)
+        self._small(segment, entry)
+        return body, entry
 
     def split(self, raw: bytes) -> tuple[dict, OfferedNodes] | None:
         """(decoded body without NodeNames, the offered nodes) for a compact kube-scheduler body, else None.
@@ -213,6 +237,8 @@ class OfferedNodeCache:
         if entry is not None:
             self.hits += 1
             return body, entry
+        if len(segment) <= SET_SEGMENT:
+            return self._by_set(body, segment)
         names = scan(segment)
         if names is None:
             return None
