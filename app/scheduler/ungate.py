@@ -24,6 +24,7 @@ from ..core import gang_admission, gangs, members, reclaim
 from ..core.admission import decide, may_reclaim
 from ..core.decisions import Refuse
 from ..core.filtering import reservation
+from ..core.shortfall import at_nominal
 from ..core.rules import PODS_READY_GATE, PREEMPTING, WAITING_FOR_VICTIMS
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..objects.offered_nodes import OfferedNodes
@@ -54,13 +55,23 @@ def ungate(ctx: Context) -> int:
     if not freshness.stale(state):     # no admission on a stale state (the filter verb refuses SourceStale too)
         ctx.commit.expire()
         offered = gates.offered(state)
-        for cq_name, shapes in list(queues.gated.items()):
+        for cq_name, shapes in _within_nominal_first(state, list(queues.gated.items())):
             for shape, entries in sorted(shapes.items(), key=lambda kv: kv[1][0]):
                 held = _shape_heads(ctx, cq_name, shape, list(entries), offered, now)
                 chosen.extend(held)
     for pod in chosen:
         _issue(ctx, pod, now)
     return len(chosen)
+
+
+def _within_nominal_first(state, gated: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The ClusterQueues below their nominal quota first, as Kueue admits heads within nominal quota before
+    borrowing ones: a borrower decided after them finds them admitted, not pending ahead of it in the cohort
+    (NominalQuotaFirst, decided again on the next pass)."""
+    def at(item) -> bool:
+        node = state.ledger.quota_node(item[0])
+        return node is not None and at_nominal(node)
+    return sorted(gated, key=at)
 
 
 def _shape_heads(ctx: Context, cq_name: str, shape, entries: list[tuple], offered: OfferedNodes,
