@@ -166,20 +166,24 @@ def test_a_collision_is_decoded_and_counted_not_answered_from_the_cache(monkeypa
     assert (cache.misses, cache.hits, cache.collisions) == (2, 1, 1)
 
 
-def test_a_short_list_is_found_by_its_names_in_any_order_and_only_by_them():
+def test_a_short_list_is_found_by_its_names_in_any_order_and_only_by_them(monkeypatch):
     """Issue 32: a short NodeNames list (kube-scheduler offers each pod the nodes with room for it, so short lists
     vary) is decoded and keyed by its set of names, cheaper than a numpy scan; the same names in another order
     reuse its entry, one other name does not, and what is not a list of names takes the ordinary path."""
+    def no_scan(segment):
+        raise AssertionError("a short list is not scanned")
+    monkeypatch.setattr(offered, "scan", no_scan)
     cache = OfferedNodeCache()
     pod = {"metadata": {"name": "p"}}
     names = NAMES[:30]
-    assert len(orjson.dumps(names)) <= offered.SET_SEGMENT
     first = cache.split(compact_body(pod, names))
     again = cache.split(compact_body(pod, names[7:] + names[:7]))
     other = cache.split(compact_body(pod, names[:-1] + ["node-9999"]))
     assert first[1] is again[1] and other[1] is not first[1] and other[1].names[-1] == "node-9999"
     assert (cache.misses, cache.hits) == (2, 1)
     assert cache.split(compact_body(pod, names)[:-2] + b',1]}') is None
+    assert cache.split(compact_body(pod, names[:3] + names[:1])) is None            # a name twice
+    assert cache.split(compact_body(pod, names[:3] + ["n" * 254])) is None          # no Node's name
     assert list(cache.split(compact_body(pod, []))[1].names) == []
 
 

@@ -253,6 +253,30 @@ async def test_one_pass_admits_within_nominal_heads_first_then_borrowers_in_the_
     assert waiting(ext)["team-a/late"][0] == "QuotaExceeded"       # the cohort's 4 cpu are all reserved
 
 
+async def test_between_two_borrowers_of_a_cohort_the_elder_gets_the_room_whichever_queue_is_nearer_nominal():
+    """Kueue orders a cycle's heads by whether they borrow, then priority, then age: a queue still below its
+    nominal quota whose head would borrow anyway is a borrower like one at nominal, so the elder head (in the
+    queue at nominal) gets the cohort's last 2 cpu."""
+    from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
+
+    def cq(name: str, nominal: int) -> dict:
+        return ClusterQueue(name).cohort("co").resource_group(
+            FlavorQuotas("default-flavor").resource("cpu", nominal)).obj()
+    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("32").obj(),
+            cq("near", 4), cq("full", 4), cq("lender", 2),
+            LocalQueue("qnear", "team-a").cluster_queue("near").obj(),
+            LocalQueue("qfull", "team-a").cluster_queue("full").obj()]
+    state = make_state(*objs, clock=FakeClock())
+    ext = Scheduler(state, SnapshotWriter(state))
+    apply(state, Pod("near-run").queue("qnear").cpu("3").node("n1").obj(),
+          Pod("full-run").queue("qfull").cpu("4").node("n1").obj())
+    apply(state, Pod("young").queue("qnear").cpu("2").created(5).gated().obj(),     # 1 cpu left: it borrows
+          Pod("old").queue("qfull").cpu("2").created(1).gated().obj())
+    assert list(state.queues.gated) == ["near", "full"]          # the nearer queue first in the index
+    assert await ungated(ext) == {"old"}
+    assert waiting(ext)["team-a/young"][0] == "QuotaExceeded"
+
+
 async def test_a_pod_let_go_whose_queue_stopped_since_is_decided_again_at_filter():
     """Kueue cancels a reservation when its queue stops: the admission the gate's removal made does not stand."""
     from builders import LocalQueue

@@ -238,7 +238,7 @@ class KubeWriter:
         return await self.poster.post(path, body, headers, method.encode())
 
     def close(self) -> None:
-        """At shutdown: the Binding's idle connections."""
+        """At shutdown: the idle connections of the writes sent as bytes (the Binding, a gate's removal)."""
         if self.poster is not None:
             self.poster.close()
 

@@ -77,7 +77,7 @@ class ApiPoster:
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def post(self, path: str, body: bytes, headers: dict[str, str], method: bytes = b"POST") -> Answer:
-        """POST (or method) body to path; a kept-alive connection that turns out closed is replaced once."""
+        """POST (or method) body to path, on an idle kept-alive connection not seen closed, or a new one."""
         head = b"".join([method, b" ", (self.base + path).encode(), b" HTTP/1.1\r\nHost: ", self.authority,
                          b"\r\nContent-Length: %d\r\n" % len(body),
                          *(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items()), b"\r\n"])

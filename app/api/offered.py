@@ -204,6 +204,8 @@ class OfferedNodeCache:
         except (orjson.JSONDecodeError, TypeError):
             return None      # not a list of names: the ordinary path decodes it and says what is wrong
         names = frozenset(decoded)
+        if len(names) != len(decoded) or max(map(len, decoded), default=0) > MAX_NAME:
+            return None      # a name twice, or one no Node can have: the ordinary path answers it
         entry = self.sets.get(names)
         if entry is None:
             self.misses += 1

@@ -24,7 +24,6 @@ from ..core import gang_admission, gangs, members, reclaim
 from ..core.admission import decide, may_reclaim
 from ..core.decisions import Refuse
 from ..core.filtering import reservation
-from ..core.shortfall import at_nominal
 from ..core.rules import PODS_READY_GATE, PREEMPTING, WAITING_FOR_VICTIMS
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..objects.offered_nodes import OfferedNodes
@@ -55,7 +54,7 @@ def ungate(ctx: Context) -> int:
     if not freshness.stale(state):     # no admission on a stale state (the filter verb refuses SourceStale too)
         ctx.commit.expire()
         offered = gates.offered(state)
-        for cq_name, shapes in _within_nominal_first(state, list(queues.gated.items())):
+        for cq_name, shapes in _kueue_order(state, list(queues.gated.items())):
             for shape, entries in sorted(shapes.items(), key=lambda kv: kv[1][0]):
                 held = _shape_heads(ctx, cq_name, shape, list(entries), offered, now)
                 chosen.extend(held)
@@ -64,14 +63,27 @@ def ungate(ctx: Context) -> int:
     return len(chosen)
 
 
-def _within_nominal_first(state, gated: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
-    """The ClusterQueues below their nominal quota first, as Kueue admits heads within nominal quota before
-    borrowing ones: a borrower decided after them finds them admitted, not pending ahead of it in the cohort
-    (NominalQuotaFirst, decided again on the next pass)."""
-    def at(item) -> bool:
-        node = state.ledger.quota_node(item[0])
-        return node is not None and at_nominal(node)
-    return sorted(gated, key=at)
+def _kueue_order(state, gated: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The ClusterQueues in the order of their heads, as Kueue's scheduler orders a cycle's heads: those that fit
+    within their ClusterQueue's nominal quota first, then by the queue's own order (priority, then age). A
+    borrower decided after the heads within nominal finds them admitted, not pending ahead of it in the cohort
+    (NominalQuotaFirst, which any freed quota clears), and between two borrowers the elder gets the room left,
+    whichever ClusterQueue it is in. Only the order of the decisions comes from here; each is core's."""
+    def key(item) -> tuple:
+        cq_name, shapes = item
+        place, uid = min(entries[0] for entries in shapes.values())
+        node, head = state.ledger.quota_node(cq_name), state.pods.get(uid)
+        return (node is not None and head is not None and _borrows(node, head), place)
+    return sorted(gated, key=key)
+
+
+def _borrows(node, pod: PodInfo) -> bool:
+    """Whether the pod's requests exceed what its ClusterQueue's nominal quota has left, over every flavor of each
+    resource it covers (an estimate for the order only: the flavors are core.flavors' to choose)."""
+    left: dict[str, int] = {}
+    for (flavor, resource), nominal in node.subtree.items():
+        left[resource] = left.get(resource, 0) + max(0, nominal - node.usage.get((flavor, resource), 0))
+    return any(amount > left[r] for r, amount in pod.requests.items() if r in left)
 
 
 def _shape_heads(ctx: Context, cq_name: str, shape, entries: list[tuple], offered: OfferedNodes,

@@ -967,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800.0, help="give up after S seconds and print what was reached")
     ap.add_argument("--baseline", metavar="CHECKOUT", help="first run Quotient from this other checkout (PYTHONPATH), "
                     "then this one's")
-    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, 10 s from t=60 s (py-spy next to "
+    ap.add_argument("--profile", metavar="FILE", help="py-spy raw stacks of Quotient, over --profile-window (py-spy next to "
                     "python or on PATH); with --design both, FILE.extender and FILE.gated")
     ap.add_argument("--profile-window", metavar="FROM,SECONDS", default="60,10",
                     help="when --profile starts and how long it records (default %(default)s; 0,600 for a whole run)")
@@ -981,7 +981,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     global PROFILE_WINDOW
     start, seconds = a.profile_window.split(",")
-    PROFILE_WINDOW = (float(start), int(seconds))
+    PROFILE_WINDOW = (float(start), max(1, round(float(seconds))))
     if (a.gates or a.pregated) and a.design == "extender":
         a.design = "gated"
     designs = ["extender", "gated"] if a.design == "both" else [a.design]
