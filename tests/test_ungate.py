@@ -10,7 +10,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter
 from app.scheduler.scheduler import Scheduler
-from builders import Job, Pod, PodGroup
+from builders import Job, Pod
 from helpers import FakeClock, Verbs, apply, delete, make_state, one_queue, uid
 
 NODES = ("n1", "n2")

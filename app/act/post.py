@@ -1,10 +1,12 @@
-"""Writes (POST, PATCH) of ready JSON bytes to the API server on kept-alive HTTP/1.1 connections of Quotient's own.
+"""Writes (POST, PATCH) of ready JSON bytes to the API server on kept-alive HTTP/1.1 connections of Quotient's
+own.
 
-The Binding is written once per scheduled pod (and, for a gated pod, the gate's removal once more), and on a busy cluster its write was the largest share
-of Quotient's CPU per pod: aiohttp's client builds a request object, timers, a connection key and
-tracing hooks for every call (issue 19, tests/bench/bench_throughput.py). Here a request is one write
-of bytes and a response the status line, headers and a Content-Length (or chunked) body, on the
-same TLS settings as the kubeconfig's ApiClient (CA, client certificate, server name, verification).
+The Binding is written once per scheduled pod (and, for a gated pod, the gate's removal once more), and on a
+busy cluster its write was the largest share of Quotient's CPU per pod: aiohttp's client builds a request
+object, timers, a connection key and tracing hooks for every call (issue 19, tests/bench/bench_throughput.py).
+Here a request is one write of bytes and a response the status line, headers and a Content-Length (or
+chunked) body, on the same TLS settings as the kubeconfig's ApiClient (CA, client certificate, server name,
+verification).
 A proxy is not spoken here: with one configured, KubeWriter posts through the ApiClient instead.
 A write that fails on a kept-alive connection is not sent again here: the server may have read it before the
 connection went (a restart, even from a backup), and, as Go's net/http does for a POST, whether to send it again
