@@ -351,3 +351,33 @@ async def test_a_relist_after_an_unread_canary_trusts_no_version(tmp_path):
         assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
         await live.equal_to_a_fresh_list()
+
+
+async def test_a_restore_whose_newest_object_was_written_again_past_its_version_is_relisted(tmp_path):
+    """Found by tests/test_api_truth_faults.py (1 run in 12): after the restore, the newest pod Quotient knew (the
+    canary) was written again, its version now past the one Quotient knew, so one canary read saw nothing gone
+    back; the watch resumed, and the pod whose Binding the restore undid stayed bound in Quotient's state. The
+    newest few objects are read: one older now, or gone, and the kind is relisted."""
+    async with started(tmp_path, ONE_QUEUE) as live:
+        r = Pod("r").queue("lq").cpu("1").obj()
+        live.api.apply(r)
+        await until(lambda: live.knows(r), what="r")
+        p, backup = await bound_after_a_backup(live)            # the backup holds r and p, both pending
+        relabelled = Pod("r").queue("lq").cpu("1").obj()
+        relabelled["metadata"]["labels"]["round"] = "1"
+        live.api.apply(relabelled)                               # r is now the newest object Quotient knows
+        await until(lambda: live.knows(relabelled, labels=relabelled["metadata"]["labels"]), what="r relabelled")
+        known = int(live.source.store.known["Pod"]["team-a/r"][1])
+        newest = live.api.rv
+        live.api.restore(backup)                                 # p's Binding is lost, r's label too
+        while live.api.rv < known:
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        again = Pod("r").queue("lq").cpu("1").obj()
+        again["metadata"]["labels"]["round"] = "2"
+        assert int(live.api.apply(again)["metadata"]["resourceVersion"]) > known     # r: past what Quotient knew
+        while live.api.rv <= newest + 1:                         # past every version seen: no watch is answered 504
+            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
+        assert live.source.kinds["Pod"].relist_reasons["http 504"] >= 1
+        assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0
+        await live.equal_to_a_fresh_list()

@@ -7,6 +7,8 @@ was invalid is removed), and a relist deletes what the new list lacks and leaves
 """
 from __future__ import annotations
 
+import heapq
+
 from ..objects.errors import InvalidObject
 from ..state.cluster import ClusterState
 from .dispatch import apply_object, remove_object
@@ -85,11 +87,9 @@ class Store:
             return          # never applied (it was invalid all along): nothing to take out
         remove_object(self.state, res.kind, key, seen[0])
 
-    def canary(self, kind: str) -> tuple[str, str] | None:
-        """The newest object this source applied and still holds (known), as (key, resourceVersion): a restore
-        undoes every change after its backup, so when one came, this object is older now, or gone."""
-        newest, newest_rv = None, -1
-        for key, (_, rv) in self.known[kind].items():
-            if rv.isdigit() and int(rv) > newest_rv:
-                newest, newest_rv = (key, rv), int(rv)
-        return newest
+    def canaries(self, kind: str, count: int) -> list[tuple[str, str]]:
+        """The newest objects this source applied and still holds (known), newest first, as (key,
+        resourceVersion): a restore undoes every change after its backup, so when one came, these are older now,
+        or gone, but for those written again since (several are read: one written again says nothing)."""
+        versioned = ((int(rv), key) for key, (_, rv) in self.known[kind].items() if rv.isdigit())
+        return [(key, str(rv)) for rv, key in heapq.nlargest(count, versioned)]

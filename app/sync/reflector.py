@@ -7,7 +7,7 @@
 - Every other error the server reports (410 Gone, a 504 "too large resource version" from an API server restored
   from a backup, any other HTTP error or ERROR event, an undecodable event) relists after the backoff, as
   client-go's reflector does: resuming from a resourceVersion the server rejected would fail for good.
-- Before a watch resumes, one read of the canary (the newest object the store holds) tells whether the server
+- Before a watch resumes, reads of the canaries (the few newest objects the store holds) tell whether the server
   went back (restored from a backup) without saying so; a watch silent beyond stall_timeout is relisted.
 - A kind the API server does not serve (404 of an optional resource) is looked for again every absent_retry
   seconds.
@@ -48,6 +48,7 @@ WENT_BACK = "http 504"
 # The read of a watch's canary (went_back_since) failed: whether the server went back is unknown, so the kind is
 # relisted instead of resumed, trusting no resourceVersion (a restored server hands its versions out again).
 CANARY_UNREAD = "canary unread"
+CANARIES = 3        # the newest objects read before a watch resumes (went_back_since)
 
 
 # A watch that shows neither an event nor a bookmark for this long (seconds) is stale and relisted: kube-apiserver's
@@ -166,31 +167,32 @@ class Reflector:
 
     async def went_back_since(self) -> str:
         """Before a watch resumes (after an interruption, or after the server ended the last one: a restore may
-        have come between two watches, cutting none): the key of the canary (Store.canary) if it is older now, or
-        gone, else "". An API server restored from a backup answers a watch from a resourceVersion it has not reached
-        with 504, but once writes have carried its versions past that one again, the watch resumes without an error
-        and never shows what the restore undid (a Binding gone, a pod pending again): one read of that object tells.
-        A read that fails cannot tell: it raises WatchError (CANARY_UNREAD), and the kind is relisted rather than
-        resumed blind (a relist is the API's word whatever happened)."""
+        have come between two watches, cutting none): the key of a canary (Store.canaries, the CANARIES newest
+        objects applied) that is older now, or gone, else "". An API server restored from a backup answers a watch
+        from a resourceVersion it has not reached with 504, but once writes have carried its versions past that one
+        again, the watch resumes without an error and never shows what the restore undid (a Binding gone, a pod
+        pending again): reads of those objects tell, unless every one was written again since (one alone was, in
+        tests/test_api_truth_faults.py). A read that fails cannot tell: it raises WatchError (CANARY_UNREAD), and the
+        kind is relisted rather than resumed blind (a relist is the API's word whatever happened)."""
         s, res = self.source, self.res
-        last = s.store.canary(res.kind)
-        if last is None:
-            return ""
-        try:
-            resp = await get(s.api, res.object_path(last[0]), [], s.request_timeout)
-        except WatchError as e:
-            raise WatchError(CANARY_UNREAD, f"{last[0]}: {e.detail}") from None
-        try:
-            if resp.status == 404:
-                return last[0]              # held, never seen deleted: the restore undid it
-            if resp.status != 200:
-                raise WatchError(CANARY_UNREAD, f"{last[0]}: http {resp.status}")
-            now = key_of(orjson.loads(await resp.read()))[2]
-        except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError) as e:
-            raise WatchError(CANARY_UNREAD, f"{last[0]}: {type(e).__name__}") from None
-        finally:
-            resp.release()
-        return last[0] if now.isdigit() and int(now) < int(last[1]) else ""
+        for key, known in s.store.canaries(res.kind, CANARIES):
+            try:
+                resp = await get(s.api, res.object_path(key), [], s.request_timeout)
+            except WatchError as e:
+                raise WatchError(CANARY_UNREAD, f"{key}: {e.detail}") from None
+            try:
+                if resp.status == 404:
+                    return key              # held, never seen deleted: the restore undid it
+                if resp.status != 200:
+                    raise WatchError(CANARY_UNREAD, f"{key}: http {resp.status}")
+                now = key_of(orjson.loads(await resp.read()))[2]
+            except (aiohttp.ClientError, asyncio.TimeoutError, orjson.JSONDecodeError, AttributeError) as e:
+                raise WatchError(CANARY_UNREAD, f"{key}: {type(e).__name__}") from None
+            finally:
+                resp.release()
+            if now.isdigit() and int(now) < int(known):
+                return key
+        return ""
 
     async def watch_once(self) -> bool:
         """One watch request from the last resourceVersion; True if it handled an event or bookmark.
