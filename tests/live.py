@@ -115,7 +115,11 @@ class Live:
         504 "Too large resource version"."""
         newest = self.api.rv
         self.api.restore(backup)
-        while self.api.rv <= newest + 1:
+        self.write_until(newest + 2)
+
+    def write_until(self, rv: int) -> None:
+        """Other writes (namespaces) until the API server's resourceVersion reaches rv."""
+        while self.api.rv < rv:
             self.api.apply(Namespace(f"filler-{self.api.rv}").obj())
 
     async def equal_to_a_fresh_list(self) -> None:

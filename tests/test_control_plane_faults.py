@@ -241,8 +241,7 @@ async def test_a_restored_api_that_reuses_a_resource_version_is_believed(tmp_pat
         live.api.fault("pause", resource="pods", verb="list")
         live.api.restore(backup)
         await live.api.paused_request()
-        while live.api.rv < known - 1:                  # other writes take the versions in between
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.write_until(known - 1)  # other writes take the versions in between
         relabelled = Pod("p").queue("lq").cpu("4").obj()
         relabelled["metadata"]["labels"]["restored"] = "yes"
         assert live.api.apply(relabelled)["metadata"]["resourceVersion"] == str(known)
@@ -339,13 +338,11 @@ async def test_a_relist_after_an_unread_canary_trusts_no_version(tmp_path):
         live.api.fault("error", resource="pods", verb="get", code=500, times=3)     # the canary's read
         newest = live.api.rv
         live.api.restore(backup)                    # the Binding is lost
-        while live.api.rv < known - 1:              # other writes take the versions in between
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.write_until(known - 1)  # other writes take the versions in between
         relabelled = Pod("p").queue("lq").cpu("4").obj()
         relabelled["metadata"]["labels"]["restored"] = "yes"
         assert live.api.apply(relabelled)["metadata"]["resourceVersion"] == str(known)
-        while live.api.rv <= newest + 1:            # past every version seen: no watch is answered 504
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.write_until(newest + 2)  # past every version seen: no watch is answered 504
         await until(lambda: live.source.kinds["Pod"].relist_reasons["canary unread"] >= 1
                     and live.source.health.ready, what="the relist")
         assert live.knows(p, node_name="", labels=relabelled["metadata"]["labels"])
@@ -370,13 +367,11 @@ async def test_a_restore_whose_newest_object_was_written_again_past_its_version_
         known = int(live.source.store.known["Pod"]["team-a/r"][1])
         newest = live.api.rv
         live.api.restore(backup)                                 # p's Binding is lost, r's label too
-        while live.api.rv < known:
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.write_until(known)
         again = Pod("r").queue("lq").cpu("1").obj()
         again["metadata"]["labels"]["round"] = "2"
         assert int(live.api.apply(again)["metadata"]["resourceVersion"]) > known     # r: past what Quotient knew
-        while live.api.rv <= newest + 1:                         # past every version seen: no watch is answered 504
-            live.api.apply(Namespace(f"filler-{live.api.rv}").obj())
+        live.write_until(newest + 2)  # past every version seen: no watch is answered 504
         await until(lambda: live.knows(p, node_name="") and live.source.health.ready, what="the restore seen")
         assert live.source.kinds["Pod"].relist_reasons["http 504"] >= 1
         assert uid(p) not in live.state.admitted and cq_cpu(live.state, "cq") == 0

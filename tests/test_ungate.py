@@ -10,7 +10,7 @@ import pytest
 
 from app.act.writer import SnapshotWriter
 from app.scheduler.scheduler import Scheduler
-from builders import Job, Pod
+from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import FakeClock, Verbs, apply, delete, make_state, one_queue, uid
 
 NODES = ("n1", "n2")
@@ -28,6 +28,17 @@ async def ungated(ext) -> set[str]:
     ext.ungate()
     await ext.gates.settle()
     return {p.name for p in ext.state.pods.values() if not p.gated} - before
+
+
+def cohort(nominal: dict[str, int], node_cpu: str = "16", clock=None):
+    """ClusterQueues of cohort co (name -> cpu nominal quota of default-flavor), each behind LocalQueue q<name> in
+    team-a, on one node n1: the state and its scheduler."""
+    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu(node_cpu).obj()]
+    for name, cpu in nominal.items():
+        objs += [ClusterQueue(name).cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", cpu)).obj(),
+                 LocalQueue(f"q{name}", "team-a").cluster_queue(name).obj()]
+    state = make_state(*objs, clock=clock or FakeClock())
+    return state, Scheduler(state, SnapshotWriter(state))
 
 
 def gated_pod(name: str, cpu: str = "1", at: int = 0, **kw) -> dict:
@@ -215,15 +226,9 @@ async def test_metrics_count_the_gated_pods_and_the_gates_removed():
 async def test_gated_pods_keep_their_place_in_the_cohort_however_long_they_wait():
     """A gated pod is brought by every pass, not by kube-scheduler: it is never away (state.presence), so a pod
     within its ClusterQueue's nominal quota comes before one that would borrow it, after 5 s as at once."""
-    from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
     for waited in (0.5, 5.0):
         clock = FakeClock()
-        objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("16").obj(),
-                ClusterQueue("a").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 0)).obj(),
-                ClusterQueue("b").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
-                LocalQueue("qa", "team-a").cluster_queue("a").obj(), LocalQueue("qb", "team-a").cluster_queue("b").obj()]
-        state = make_state(*objs, clock=clock)
-        ext = Scheduler(state, SnapshotWriter(state))
+        state, ext = cohort({"a": 0, "b": 4}, clock=clock)
         apply(state, Pod("borrower").queue("qa").cpu("4").created(0).gated().obj(),
               Pod("owner").queue("qb").cpu("4").created(1).gated().obj())
         clock.advance(waited)
@@ -237,14 +242,7 @@ async def test_one_pass_admits_within_nominal_heads_first_then_borrowers_in_the_
     (NominalQuotaFirst), a refusal any freed quota clears; deciding the queues below nominal first, the
     borrowers find that pod admitted, and one that finds no room left is refused for quota, which stands until
     what it lacks frees (state.blocked). Issue 32: fewer and cheaper refused decisions in Kueue's scale test."""
-    from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
-    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("16").obj(),
-            ClusterQueue("a").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 0)).obj(),
-            ClusterQueue("b").cohort("co").resource_group(FlavorQuotas("default-flavor").resource("cpu", 4)).obj(),
-            LocalQueue("qa", "team-a").cluster_queue("a").obj(), LocalQueue("qb", "team-a").cluster_queue("b").obj()]
-    clock = FakeClock()
-    state = make_state(*objs, clock=clock)
-    ext = Scheduler(state, SnapshotWriter(state))
+    state, ext = cohort({"a": 0, "b": 4})
     apply(state, Pod("borrower").queue("qa").cpu("2").created(0).gated().obj(),
           Pod("owner").queue("qb").cpu("2").created(1).gated().obj(),
           Pod("late").queue("qa").cpu("2").created(2).gated().obj())
@@ -257,17 +255,7 @@ async def test_between_two_borrowers_of_a_cohort_the_elder_gets_the_room_whichev
     """Kueue orders a cycle's heads by whether they borrow, then priority, then age: a queue still below its
     nominal quota whose head would borrow anyway is a borrower like one at nominal, so the elder head (in the
     queue at nominal) gets the cohort's last 2 cpu."""
-    from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, ResourceFlavor
-
-    def cq(name: str, nominal: int) -> dict:
-        return ClusterQueue(name).cohort("co").resource_group(
-            FlavorQuotas("default-flavor").resource("cpu", nominal)).obj()
-    objs = [Namespace("team-a").obj(), ResourceFlavor("default-flavor").obj(), Node("n1").cpu("32").obj(),
-            cq("near", 4), cq("full", 4), cq("lender", 2),
-            LocalQueue("qnear", "team-a").cluster_queue("near").obj(),
-            LocalQueue("qfull", "team-a").cluster_queue("full").obj()]
-    state = make_state(*objs, clock=FakeClock())
-    ext = Scheduler(state, SnapshotWriter(state))
+    state, ext = cohort({"near": 4, "full": 4, "lender": 2}, node_cpu="32")
     apply(state, Pod("near-run").queue("qnear").cpu("3").node("n1").obj(),
           Pod("full-run").queue("qfull").cpu("4").node("n1").obj())
     apply(state, Pod("young").queue("qnear").cpu("2").created(5).gated().obj(),     # 1 cpu left: it borrows

@@ -31,7 +31,7 @@ from .apiserver import Absent, Gone, WatchError, get, status_error
 from .discovery import rediscovered
 from .resources import Resource
 from .stall import StallGuard
-from .known_objects import key_of
+from .known_objects import key_of, older
 
 log = logging.getLogger("quotient.sync.watch")
 
@@ -190,7 +190,7 @@ class Reflector:
                 raise WatchError(CANARY_UNREAD, f"{key}: {type(e).__name__}") from None
             finally:
                 resp.release()
-            if now.isdigit() and int(now) < int(known):
+            if older(now, known):
                 return key
         return ""
 
