@@ -8,6 +8,8 @@ ClusterQueue (kube-scheduler's size: the most of the spec's, the allocated and t
 """
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -172,6 +174,30 @@ async def test_a_running_pod_resized_beyond_its_queue_is_charged_reported_and_bl
     assert live.filter(t)["NodeNames"] == ["n1"]
     assert await live.bind(t) == ""
     assert within_quota(live)
+
+
+async def test_a_binding_is_not_sent_again_into_a_queue_a_resize_took_above_quota_meanwhile(live):
+    """Decided within quota, the Binding's first try answered 500 (not written); before its retry, a running pod of
+    the queue is resized and the watch shows the queue above quota. Before: the retry was sent and landed, a pod
+    joining a queue the API already had above quota (the fault run's seed hit it 1 in 16). Now it is not sent
+    again: the read back shows the pod unbound, the charge is taken back, kube-scheduler asks again."""
+    await bound_here(live, Pod("r").queue("lq-a").cpu("2").obj())
+    p = Pod("p").queue("lq-a").cpu("2").obj()
+    await live.deliver(p)
+    assert live.filter(p)["NodeNames"] == ["n1"]          # 2 + 2 of 4
+    live.api.fault("pause", resource="pods", verb="write", sub="binding")
+    bind = asyncio.create_task(live.bind(p))
+    await live.api.paused_request(caller=bind)
+    live.api.fault("error", resource="pods", verb="write", sub="binding", code=500)    # the first try: not written
+    await resize(live, "r", "3")
+    await over_quota_shown(live, "cq-a", "r")
+    live.api.resume()
+    error = await bind
+    assert "not sent again" in error and "no longer fits" in error, error
+    assert live.api.get("Pod", "team-a", "p")["spec"].get("nodeName") is None
+    assert api_usage(live)["cq-a"] == 3000 and within_quota(live)
+    assert uid(p) not in live.state.admitted and charged(live) == api_usage(live)
+    await live.equal_to_a_fresh_list()
 
 
 async def test_a_resize_the_kubelet_finds_infeasible_is_charged_at_what_runs(live):

@@ -143,13 +143,20 @@ class KubeWriter:
         A Binding is sent again (a retry, or on a newer version) only while no watch broke since the decision
         (freshness.changed_since) and the pod's version has not gone back: an API server restarted from a backup
         may show a finished pod running again, and a Binding decided on the state before would pass its own
-        preconditions there. kube-scheduler then asks again, and the pod is decided on the restored state."""
+        preconditions there. kube-scheduler then asks again, and the pod is decided on the restored state. Nor is
+        it sent again once its charge no longer fits beside the others (a running pod resized in place since
+        the decision took the queue above quota): a retry landing then would add a pod to a queue the API
+        already has above quota."""
         path = _pod_path(pod) + "/binding"
         version = pod.resource_version
         taken = freshness.mark(self.state)
+        ledger = self.state.ledger if self.state is not None else None
 
         def again() -> str:
-            return freshness.changed_since(self.state, taken)
+            why = freshness.changed_since(self.state, taken)
+            over = ledger.no_room_beside_others(pod.uid) if ledger is not None and not why else ""
+            return why or (f"its charge no longer fits beside the pods running now (changed since the decision): {over}"
+                          if over else "")
         for attempt in range(2):
             lost, current = await self._write_binding(pod, node, path, version, again)
             if lost is None:

@@ -245,14 +245,22 @@ class Ledger:
             if found.cluster_queue != cq_name:
                 continue
             charge = self.admitted.get(uid)
-            if charge is not None and charge.cluster_queue == cq_name:
-                self.apply(charge, planned=False, sign=-1)         # the others, without it: does it fit?
-                still = self.over_quota(charge)
-                self.apply(charge, planned=False)
-                if still:
-                    return found
+            if charge is not None and charge.cluster_queue == cq_name and self.no_room_beside_others(uid):
+                return found
             del self.overruns[uid]
         return None
+
+    def no_room_beside_others(self, uid: str) -> str:
+        """Why the pod's charge no longer fits beside the others running now ("" when it does, or it has none):
+        a change the watch delivered after the decision (a running pod resized, a quota lowered) took its
+        ClusterQueue or a Cohort above quota. A Binding is not sent again then (act.kube)."""
+        charge = self.admitted.get(uid)
+        if charge is None:
+            return ""
+        self.apply(charge, planned=False, sign=-1)         # the others, without it: does it fit?
+        why = self.over_quota(charge)
+        self.apply(charge, planned=False)
+        return why
 
     def charge_valid(self, charge: Charge) -> bool:
         node = self.tree.queues.get(charge.cluster_queue)
