@@ -265,3 +265,37 @@ async def test_filter_for_a_bound_group_member_answers_its_own_node():
     assert filter_(ext, g0)["NodeNames"] == ["n1"]
     assert running_cpu(state) == 2000 and not state.holds and not state.reservations
     holds(state)
+
+
+def test_a_victim_shown_pending_then_bound_again_leaves_nothing_in_the_usage():
+    """A victim a hold counts as going (its planning usage off, as good as gone) that the API then shows pending (a
+    restored backup undid its Binding), which Quotient binds again, then finishes: nothing of it stays in the usage.
+    Before: it stayed counted as going while pending, the second binding charged its planning usage in full, and its
+    end released only what runs: 2 CPUs stayed in the ClusterQueue's usage for good, and a fresh list disagreed (the
+    fault run's seed, about 1 run in 50)."""
+    from app.core import binding
+    from helpers import all_usage, uid
+
+    victim = Pod("v").queue("q").cpu("2").node("n1").obj()
+    victim["metadata"]["resourceVersion"] = "10"
+    preemptor = Pod("p").queue("q").cpu("2").obj()
+    state = make_state(*one_queue(4), victim, preemptor)
+    state.workloads.hold_for_preemptor(uid(preemptor), "n1", {"cpu": 2000}, None,
+                                       {uid(victim): ("InClusterQueue", "preempted for p")})
+    assert all_usage(state) == {}                   # planning: the victim is as good as gone
+    pending = orjson.loads(orjson.dumps(victim))
+    del pending["spec"]["nodeName"]
+    pending["status"] = {"phase": "Pending"}
+    pending["metadata"]["resourceVersion"] = "20"
+    apply(state, pending)                          # a restored backup: the Binding never happened
+    pod = state.pods[uid(victim)]
+    charge, why = binding.charge_at_bind(state, pod, "n1")
+    assert why == "" and state.bindings.commit(pod.uid, "n1", charge) == ""
+    assert all_usage(state) == {("cq", "cq"): {("default-flavor", "cpu"): 2000}}
+    state.workloads.release_hold(uid(preemptor))
+    done = orjson.loads(orjson.dumps(victim))
+    done["status"] = {"phase": "Succeeded"}
+    done["metadata"]["resourceVersion"] = "30"
+    apply(state, done)
+    assert all_usage(state) == {}
+    assert all(not n.bound.get(("default-flavor", "cpu")) for n in state.tree.queues.values())

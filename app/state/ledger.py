@@ -179,6 +179,7 @@ class Ledger:
         # the bind moment, to the second as the API's PodScheduled records it
         charge.admitted_at, charge.admitted_from = float(math.floor(self.clock())), BOUND_HERE
         self.admitted[uid] = charge   # kept by upsert_pod's charge_running
+        self.going.discard(uid)       # a victim the API showed pending again: bound anew, no longer on its way out
         self.apply(charge)
         return ""
 
