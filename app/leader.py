@@ -26,6 +26,8 @@ from typing import Callable
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .act.writer import UNREACHABLE
+
 log = logging.getLogger("quotient.leader")
 
 
@@ -52,7 +54,7 @@ class LeaderElector:
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._try_acquire_or_renew(), self.renew_seconds)
-            except (ApiException, asyncio.TimeoutError, OSError) as e:
+            except (ApiException, *UNREACHABLE) as e:
                 log.warning("lease %s/%s: %s", self.namespace, self.name, getattr(e, "reason", e))
             self._changed()
             wait = self.retry_seconds * (0.8 + 0.4 * random.random())
@@ -139,5 +141,5 @@ class LeaderElector:
                                                 lease_transitions=lease.spec.lease_transitions)
                 await asyncio.wait_for(self.api.replace_namespaced_lease(self.name, self.namespace, lease),
                                        self.renew_seconds)
-        except (ApiException, asyncio.TimeoutError, OSError):
+        except (ApiException, *UNREACHABLE):
             pass

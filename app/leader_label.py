@@ -22,6 +22,8 @@ from typing import Callable
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .act.writer import UNREACHABLE
+
 log = logging.getLogger("quotient.leader")
 LABEL = "quotient.dev/leader"
 
@@ -70,7 +72,7 @@ class LeaderLabel:
             response.release()
             if not 200 <= response.status < 300:     # a raw answer (_preload_content=False) is not checked for us
                 raise ApiException(status=response.status, reason=response.reason)
-        except (ApiException, asyncio.TimeoutError, OSError) as e:
+        except (ApiException, *UNREACHABLE) as e:
             if self.failures is not None:
                 self.failures.inc()
             log.warning("cannot %s label %s on pod %s/%s: %s%s", "set the" if leader else "remove the", LABEL,

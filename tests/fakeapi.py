@@ -123,6 +123,8 @@ requests (resource plural such as "pods" or None for any; verb "list", "watch", 
   "error"    answers `code` (default 500) with a Status (reason InternalError for 500); written=True: the
              request is carried out first (a write that lands, whose answer says it failed)
   "gone"     watch: one ERROR 410 Expired event, then the stream ends (as after a compaction)
+  "close"    the connection is closed before any answer, as a server shutting down closes it (aiohttp's client
+             raises ServerDisconnectedError, which is no OSError)
 api.backup() and api.restore(backup) model an API server restored from an etcd backup: a watch from a
 resourceVersion newer than the server's answers 504 "Too large resource version". A restore is a restart
 (api.restart()): every open connection is cut, and a request read but not yet served never is.
@@ -656,7 +658,7 @@ class FakeApiServer:
 
     def fault(self, action: str, resource: str | None = None, verb: str | None = None, times: int = 1,
               **params) -> None:
-        assert action in ("drop", "garbage", "hang", "slow", "stall", "error", "gone", "pause"), action
+        assert action in ("drop", "garbage", "hang", "slow", "stall", "error", "gone", "pause", "close"), action
         self.faults.append(Fault(action, resource, verb, times, params))
 
     def clear_faults(self) -> None:
@@ -835,6 +837,10 @@ class FakeApiServer:
         if f is not None:
             if f.action == "hang":
                 return await self._hang()
+            if f.action == "close":     # the connection ends before any answer, as a server shutting down ends it
+                request.transport.close()   # (the client reads the end: aiohttp's ServerDisconnectedError)
+                return web.Response(status=503)      # written to no one
+
             if f.action == "error":
                 if f.params.get("written"):          # the write lands, its answer is an error all the same
                     await self._serve(request, k, ns, name, sub, verb, None)

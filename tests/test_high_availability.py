@@ -184,13 +184,15 @@ async def test_a_restarted_container_removes_the_label_its_pod_kept(fake_api, ap
     assert fake_api.get("Pod", NS, "quotient-a")["metadata"]["labels"] == {"app.kubernetes.io/name": "quotient"}
 
 
-async def test_a_failed_patch_is_counted_and_retried_while_leading(fake_api, api_client):
-    """The label PATCH fails twice (500): counted in quotient_leader_label_failures_total, retried, then set;
-    leadership lost (a renewal that failed): the label is removed; stopping leaves it removed."""
+@pytest.mark.parametrize("fault", ["error", "close"])
+async def test_a_failed_patch_is_counted_and_retried_while_leading(fake_api, api_client, fault):
+    """The label PATCH fails twice (500, or its connection closed by a server shutting down: before, aiohttp's
+    ServerDisconnectedError ended the label's task): counted in quotient_leader_label_failures_total, retried,
+    then set; leadership lost (a renewal that failed): the label is removed; stopping leaves it removed."""
     fake_api.apply(replica_pod("quotient-a"))
     metrics = Metrics(ClusterState())
     leading = Leading(True)
-    fake_api.fault("error", resource="pods", verb="write", times=2)
+    fake_api.fault(fault, resource="pods", verb="write", times=2)
     label = LeaderLabel(api_client, NS, "quotient-a", leading, retry_seconds=0.05, poll=0.05, metrics=metrics)
     task = asyncio.create_task(label.run())
     try:

@@ -162,6 +162,21 @@ async def test_cluster_queue_status_counts_every_pending_pod_and_reserving_inclu
     assert status["reservingWorkloads"] == reserved + status["admittedWorkloads"]
 
 
+async def test_a_status_write_whose_connection_is_closed_is_sent_again(fake, load_extender):
+    """The API server closes the connection of a ClusterQueue's status write (it is shutting down): the client
+    sees the connection end (aiohttp's ServerDisconnectedError, no OSError). Before: it escaped the retries and the reconcile that
+    published the status (the fault run found it); now it is retried as a timeout is, and written."""
+    api, client = fake
+    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
+                         / "reclaim.yaml").read_text())
+    for name in ext.state.cluster_queues:
+        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
+                   "spec": {}})
+    api.fault("close", resource="clusterqueues", verb="write")
+    assert await KubeWriter(client, ext.state).publish_status() == 2
+    assert all(api.get("ClusterQueue", None, name).get("status") for name in ext.state.cluster_queues)
+
+
 async def test_cluster_queue_status_failure_is_counted_once(fake, load_extender):
     api, client = fake
     ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
@@ -203,6 +218,32 @@ async def test_one_replica_leads_and_a_stopped_leader_hands_over(fake):
     assert api.get("Lease", "quotient-system", "quotient")["spec"]["holderIdentity"] == "replica-b"
     b.stop()
     await run_b
+
+
+async def test_a_renewal_whose_connection_is_closed_is_tried_again(fake):
+    """The API server closes the connection of the leader's renewal (it is shutting down): aiohttp's
+    ServerDisconnectedError (no OSError). Before: it escaped run(), the election task ended, and the replica never led again; now it is one
+    failed try, and the next renews."""
+    api, client = fake
+    a = LeaderElector(client, "quotient-system", "quotient", "replica-a", lease_seconds=1, renew_seconds=0.8,
+                      retry_seconds=0.1)
+    run_a = asyncio.create_task(a.run())
+    for _ in range(40):
+        if a.leading:
+            break
+        await asyncio.sleep(0.05)
+    assert a.leading
+    api.fault("close", resource="leases", verb="write", times=2)     # aiohttp itself sends a PUT again once
+    await asyncio.sleep(0.5)
+    assert not api.faults                 # the renewal met it
+    assert not run_a.done(), run_a
+    for _ in range(40):
+        if a.leading:
+            break
+        await asyncio.sleep(0.05)
+    assert a.leading
+    a.stop()
+    await run_a
 
 
 async def test_a_leader_that_cannot_renew_stops_leading_at_once(fake):

@@ -29,7 +29,7 @@ from ..observe.status import already_written, cluster_queue_statuses
 from ..sync import freshness
 from ..sync.known_objects import older
 from .post import ApiPoster
-from .writer import OutcomeUnknown, WriteError
+from .writer import UNREACHABLE, OutcomeUnknown, WriteError
 
 log = logging.getLogger("quotient.act")
 KUEUE_GROUP = "kueue.x-k8s.io"     # a ClusterQueue's status is written in the version it was read in
@@ -121,7 +121,7 @@ class KubeWriter:
                 if e.status and e.status < 500 and e.status != 429 or _is_pdb_refusal(e):
                     raise
                 error = f"{what}: HTTP {e.status} {e.reason}"
-            except (asyncio.TimeoutError, OSError) as e:
+            except UNREACHABLE as e:
                 error = f"{what}: {type(e).__name__} {e}"
             await asyncio.sleep(0.05 * 2 ** attempt * (0.5 + random.random()))
         self.failures[what.split(" ")[0]] += 1
@@ -309,7 +309,7 @@ class KubeWriter:
     async def _best_effort(self, write) -> None:
         try:
             await self._bounded(write)
-        except (ApiException, asyncio.TimeoutError, OSError) as e:
+        except (ApiException, *UNREACHABLE) as e:
             self.failures["annotation"] += 1
             log.debug("best-effort write failed: %s", e)
 

@@ -6,10 +6,17 @@ accepted them would, so `quotient serve` on a snapshot behaves end to end.
 """
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Protocol
 
+from aiohttp import ClientConnectionError
+
 from ..objects.pod import ADMISSION_GATE, PodInfo
+
+# What a request to the API server raises when no answer came: a timeout, a socket error, or a connection the
+# server closed or cut (aiohttp's ClientConnectionError, no OSError: a server shutting down closes it so).
+UNREACHABLE = (asyncio.TimeoutError, OSError, ClientConnectionError)
 
 
 class WriteError(RuntimeError):
