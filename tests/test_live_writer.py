@@ -7,6 +7,7 @@ reads the status Quotient publishes. One replica leads; a leader that cannot ren
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -126,13 +127,18 @@ async def test_eviction_refused_by_a_pod_disruption_budget_is_not_forced(fake):
     assert len(events) == 1                                             # said once, not once per try
 
 
-async def test_cluster_queue_status_tells_kubectl_the_usage(fake, load_extender):
-    api, client = fake
-    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
-                         / "reclaim.yaml").read_text())
-    for name in ext.state.cluster_queues:
+def reclaim_example(load_extender, api=None):
+    """The reclaim example loaded as the extender's state; api given: its ClusterQueues exist there too."""
+    ext = load_extender((Path(__file__).parents[2] / "shared" / "scenarios" / "examples" / "reclaim.yaml").read_text())
+    for name in ext.state.cluster_queues if api is not None else ():
         api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
                    "spec": {}})
+    return ext
+
+
+async def test_cluster_queue_status_tells_kubectl_the_usage(fake, load_extender):
+    api, client = fake
+    ext = reclaim_example(load_extender, api)
     written = await KubeWriter(client, ext.state).publish_status()
     assert written == 2
     status = api.get("ClusterQueue", None, "team-a-cq")["status"]
@@ -145,11 +151,7 @@ async def test_cluster_queue_status_counts_every_pending_pod_and_reserving_inclu
     """pendingWorkloads is the whole queue, not the maxQueueScan window decisions walk; reservingWorkloads
     counts every pod holding quota (Kueue: admitted workloads reserve quota too)."""
     api, client = fake
-    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
-                         / "reclaim.yaml").read_text())
-    for name in ext.state.cluster_queues:
-        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
-                   "spec": {}})
+    ext = reclaim_example(load_extender, api)
     queued = {name: len(items) for name, items in ext.state.pending.items()}
     name = max(queued, key=queued.get)
     assert queued[name] >= 2
@@ -164,14 +166,10 @@ async def test_cluster_queue_status_counts_every_pending_pod_and_reserving_inclu
 
 async def test_a_status_write_whose_connection_is_closed_is_sent_again(fake, load_extender):
     """The API server closes the connection of a ClusterQueue's status write (it is shutting down): the client
-    sees the connection end (aiohttp's ServerDisconnectedError, no OSError). Before: it escaped the retries and the reconcile that
-    published the status (the fault run found it); now it is retried as a timeout is, and written."""
+    sees the connection end (aiohttp's ServerDisconnectedError, no OSError). Before: it escaped the retries and
+    the reconcile that published the status (the fault run found it); now it is retried as a timeout is."""
     api, client = fake
-    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
-                         / "reclaim.yaml").read_text())
-    for name in ext.state.cluster_queues:
-        api.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name},
-                   "spec": {}})
+    ext = reclaim_example(load_extender, api)
     api.fault("close", resource="clusterqueues", verb="write")
     assert await KubeWriter(client, ext.state).publish_status() == 2
     assert all(api.get("ClusterQueue", None, name).get("status") for name in ext.state.cluster_queues)
@@ -179,8 +177,7 @@ async def test_a_status_write_whose_connection_is_closed_is_sent_again(fake, loa
 
 async def test_cluster_queue_status_failure_is_counted_once(fake, load_extender):
     api, client = fake
-    ext = load_extender((__import__("pathlib").Path(__file__).parents[2] / "shared" / "scenarios" / "examples"
-                         / "reclaim.yaml").read_text())
+    ext = reclaim_example(load_extender)
     api.fault("error", resource="clusterqueues", verb="write", times=100)
     writer = KubeWriter(client, ext.state)
     assert await writer.publish_status() == 0
