@@ -17,7 +17,7 @@ Start it from a test (pytest-asyncio, the test's own event loop):
 What it serves (the real API's paths and JSON; objects are stored as plain dicts):
 
 - core v1 pods, nodes, namespaces, events; scheduling.k8s.io/v1 priorityclasses; policy/v1
-  poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses
+  poddisruptionbudgets; kueue.x-k8s.io resourceflavors, clusterqueues, cohorts, workloadpriorityclasses, topologies
   (cluster-scoped) and localqueues (namespaced) in the versions FakeApiServer(kueue_versions=...) serves
   (default v1beta1 only; the last is preferred, GET /apis/kueue.x-k8s.io says so), each object converted to
   the version asked by Quotient's own conversion webhook code (app/objects/conversion.py), as deploy/crds/crds.yaml
@@ -181,11 +181,13 @@ KINDS = [
     Kind("Cohort", "kueue.x-k8s.io", "v1beta1", "cohorts", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta1", "localqueues", True),
     Kind("WorkloadPriorityClass", "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", False),
+    Kind("Topology", "kueue.x-k8s.io", "v1beta1", "topologies", False),
     Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
     Kind("Cohort", "kueue.x-k8s.io", "v1beta2", "cohorts", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", True),
     Kind("WorkloadPriorityClass", "kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
+    Kind("Topology", "kueue.x-k8s.io", "v1beta2", "topologies", False),
     Kind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
     Kind("Job", "batch", "v1", "jobs", True),
     Kind("Event", "events.k8s.io", "v1", "events", True),

@@ -144,12 +144,12 @@ def test_what_asks_for_nothing_kueue_does_not_do_is_honoured(spec):
     assert v.admit, v
 
 
-def test_a_flavor_with_a_topology_makes_its_cluster_queues_inactive():
-    """Kueue's topology-aware scheduling (ResourceFlavor spec.topologyName) until issue 36 implements it."""
+def test_a_flavor_naming_a_topology_that_does_not_exist_makes_its_cluster_queues_inactive():
+    """Kueue's TopologyNotFound (pkg/cache/scheduler/clusterqueue.go); with the Topology, it admits (issue 36)."""
     flavor = ResourceFlavor("default-flavor").obj()
-    flavor["spec"]["topologyName"] = "default"
+    flavor["spec"].update(topologyName="default", nodeLabels={"tas": "yes"})
     refused_by(verdict(queue_world(v1beta2_queue(), flavor), POD.obj()), "ClusterQueueInactive",
-               "ResourceFlavor default-flavor names Topology default", "issue 36")
+               "there is no Topology 'default' for TAS flavor 'default-flavor'")
 
 
 # ---- pods and Jobs: refused by the named rule -----------------------------------------------------------------------
@@ -256,16 +256,16 @@ async def test_an_inactive_cluster_queue_says_why_in_its_status_debug_view_and_m
 
 
 def test_removing_the_refused_field_makes_the_queue_active_again():
-    """The watch's update of a ClusterQueue (admissionScope removed) or a ResourceFlavor (topologyName removed)
-    reaches the quota tree: the queue admits again."""
+    """The watch's update of a ClusterQueue (admissionScope removed) or a ResourceFlavor (topologyName removed, its
+    Topology missing) reaches the quota tree: the queue admits again."""
     from helpers import apply
     flavor = ResourceFlavor("default-flavor").obj()
-    flavor["spec"]["topologyName"] = "default"
+    flavor["spec"].update(topologyName="default", nodeLabels={"tas": "yes"})
     state = make_state(*queue_world(v1beta2_queue(admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"}),
                                     flavor))
     assert "cq" in state.tree.inactive
     apply(state, v1beta2_queue())
-    assert "topologyName" in state.tree.inactive["cq"] and "admissionScope" not in state.tree.inactive["cq"]
+    assert "no Topology" in state.tree.inactive["cq"] and "admissionScope" not in state.tree.inactive["cq"]
     apply(state, ResourceFlavor("default-flavor").obj())
     assert "cq" not in state.tree.inactive
     assert decide_pod(state, POD.obj()).admit

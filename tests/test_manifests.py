@@ -517,11 +517,13 @@ def test_the_crd_schemas_accept_what_quotient_decodes():
     """Every Kueue object the decoders accept in the examples is also accepted by the CRDs
     (checked above) and, conversely, what the CRDs type is what the decoders read."""
     from app.objects import kueue
+    from app.objects.topology import decode_topology
 
     for _, obj in _kueue_objects():
         decode = {"ResourceFlavor": kueue.decode_resource_flavor, "ClusterQueue": kueue.decode_cluster_queue,
                   "LocalQueue": kueue.decode_local_queue, "Cohort": kueue.decode_cohort,
-                  "WorkloadPriorityClass": kueue.decode_workload_priority_class}[obj["kind"]]
+                  "WorkloadPriorityClass": kueue.decode_workload_priority_class,
+                  "Topology": decode_topology}[obj["kind"]]
         decode(obj)
     for version, cohort in (("v1beta1", "cohort"), ("v1beta2", "cohortName")):
         spec = crd_schema("ClusterQueue", version)["properties"]["spec"]["properties"]

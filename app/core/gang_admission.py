@@ -17,6 +17,7 @@ from .gangs import expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
+from .topology_placement import asks_topology, topology_placement
 from .rules import (GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_QUEUE_MISMATCH, GROUP_RESERVED, GROUP_SIZE_UNKNOWN,
                     GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ReclaimView
@@ -118,7 +119,17 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
     candidates = sorted(flavor_nodes(state, a), key=lambda n: n not in on_offer)
     allowed = node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
     rooms = state.workloads.rooms()
-    placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
+    placement = None
+    if asks_topology(pending):
+        if not verdict.admit:
+            return Refuse(verdict.rule, f"{whole}: {verdict.reason}; no preemption: preempting for a group that "
+                          f"asks for a topology level is not implemented yet (issue 36)", verdict.cluster_queue)
+        placement = topology_placement(state, whole, verdict.cluster_queue, set(a.flavors.values()), pending,
+                                       candidates, rooms)
+        if isinstance(placement, Refuse):
+            return placement
+    if placement is None:
+        placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
     victims: dict[str, tuple[str, str]] = {}
     if placement is None:
         cq = state.cluster_queues[verdict.cluster_queue]

@@ -45,6 +45,7 @@ GROUP_RESERVED = "GroupReserved"                     # its pod group is admitted
 GROUP_QUEUE_MISMATCH = "GroupQueueMismatch"          # the group's members name different queues
 GROUP_SIZE_UNKNOWN = "GroupSizeUnknown"              # the group says no size
 GROUP_UNPLACEABLE = "GroupUnplaceable"               # the group fits quota but not the nodes
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"   # no domain of its topology level holds the group (Kueue's)
 GROUP_ADMITTED = "GroupAdmitted"                     # its pod group was admitted whole (the journal's outcome)
 JOB_AT_SIZE = "JobAtSize"                            # its Job runs all the pods it was admitted for
 JOB_SLOT = "JobSlot"                                 # a pod of an admitted Job takes a slot its quota keeps
@@ -98,6 +99,7 @@ QUOTA_IN_USE = "QuotaInUse"                          # quota frees as pods compl
 
 # --- Why a ClusterQueue or LocalQueue is inactive (status conditions, /debug, the view) ---------------------------
 FLAVOR_NOT_FOUND = "FlavorNotFound"                  # a ResourceFlavor it names does not exist
+TOPOLOGY_NOT_FOUND = "TopologyNotFound"              # a flavor it names names a Topology that does not exist
 COHORT_INVALID = "CohortInvalid"                     # its cohort tree is not valid (a cycle)
 NOT_SUPPORTED_BY_QUOTIENT = "NotSupportedByQuotient" # it uses a field Quotient refuses (objects/coverage)
 CLUSTER_QUEUE_DOES_NOT_EXIST = "ClusterQueueDoesNotExist"   # a LocalQueue's ClusterQueue does not exist

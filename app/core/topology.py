@@ -27,18 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-HOSTNAME = "kubernetes.io/hostname"
+from ..objects.topology import HOSTNAME, TopologyRequest
 
-
-@dataclass(frozen=True, slots=True)
-class TopologyRequest:
-    """A pod set's request, as its annotations say: level (required or preferred; "" when unconstrained: the
-    lowest), and slices of slice_size pods each in one domain of slice_level ("" without slices)."""
-    level: str = ""
-    required: bool = False
-    unconstrained: bool = False
-    slice_level: str = ""
-    slice_size: int = 1
+__all__ = ["HOSTNAME", "Assignment", "TopologyRequest", "place"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,11 +201,11 @@ class _Placement:
 
 def place(name: str, levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[str, str], dict[str, int]]],
           requests: dict[str, int], count: int, request: TopologyRequest) -> Assignment | str:
-    """Where count pods of these requests (per pod; one `pods` each is added) go in Topology name's levels, over
+    """Where count pods of these requests (per pod; with one `pods` each) go in Topology name's levels, over
     nodes given as (name, labels, free room); or why they cannot go, in Kueue's words."""
     if request.slice_size < 1:
         return "slice topology requested, but slice size not provided"
-    level = request.level or levels[-1]
+    level = request.level or (levels[0] if request.slice_level else levels[-1])     # slices alone: the widest
     if level not in levels:
         return f"no requested topology level: {level}"
     slice_level = request.slice_level or levels[-1]
@@ -225,7 +216,7 @@ def place(name: str, levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[st
         return f"podset slice topology {slice_level} is above the podset topology {level}"
     tree = _Tree(levels, nodes)
     pod = dict(requests)
-    pod["pods"] = pod.get("pods", 0) + 1
+    pod["pods"] = max(pod.get("pods", 0), 1)        # one pod's place on its node, as kube-scheduler counts it
     least_free = request.unconstrained
     run = _Placement(tree, name, count, request, least_free)
     for leaf in tree.leaves:

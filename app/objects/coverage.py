@@ -23,8 +23,8 @@ DRA_RULE = "DRANotSupported"
 FEATURE_RULE = "KueueFeatureNotSupported"
 GATED_RULE = "AdmissionGated"
 
-TOPOLOGY_WHY = ("topology-aware scheduling is not implemented by Quotient yet (issue 36), so it could not place "
-                "the pods as Kueue would")
+TOPOLOGY_WHY = ("this part of topology-aware scheduling is not implemented by Quotient yet (issue 36), so it could "
+                "not place the pods as Kueue would")
 ADMISSION_CHECKS_WHY = ("Quotient runs no admission checks (ProvisioningRequest, MultiKueue or custom ones), so "
                         "it could not wait for them as Kueue does; remove the checks, or let Kueue serve this "
                         "ClusterQueue")
@@ -118,15 +118,18 @@ FIELDS: dict[str, dict[str, Entry]] = {
             "writes them into the admitted pod, which a scheduler cannot: a pod meant for tainted nodes carries the "
             "toleration itself, else kube-scheduler offers none of them and the pod is refused NoFlavorNodes",
             whole=True),
-        "spec.topologyName": refused(TOPOLOGY_WHY),
+        "spec.topologyName": honoured(
+            "the flavor's Topology: a pod group asking for a topology level is placed in its domains as Kueue's "
+            "TAS places it; a ClusterQueue with a flavor naming a Topology that does not exist is inactive "
+            "(TopologyNotFound)"),
     },
     "WorkloadPriorityClass": {
         "value": honoured("the workload's priority"),
         "description": honoured("a description; nothing to act on"),
     },
     "Topology": {
-        "spec": refused("Quotient does not read Topology objects yet (issue 36); a ResourceFlavor naming one "
-                        "(spec.topologyName) is refused"),
+        "spec": honoured("the topology's levels (spec.levels[].nodeLabel), widest first, validated as Kueue does; "
+                         "a node carrying every level's label is in one domain of each", whole=True),
     },
 }
 
@@ -141,11 +144,6 @@ def unsupported_field(path: str, detail: str = "") -> str:
     why = {CQ_ADMISSION_CHECKS: ADMISSION_CHECKS_WHY, "spec.admissionChecks": ADMISSION_CHECKS_WHY,
            CQ_ADMISSION_SCOPE: AFS_WHY, CQ_CONCURRENT: CONCURRENT_WHY}[path]
     return f"ClusterQueue field {path}{f' ({detail})' if detail else ''} is not supported: {why}"
-
-
-def topology_flavor(flavor: str, topology: str) -> str:
-    return (f"ResourceFlavor {flavor} names Topology {topology} (spec.topologyName): {TOPOLOGY_WHY}; remove "
-            "topologyName or use another flavor")
 
 
 # ---- labels and annotations on pods and Jobs ---------------------------------------------------------------------
@@ -166,6 +164,12 @@ class Mark:
 
 def _topology(says: str) -> Mark:
     return Mark(REFUSED, f"{says}: {TOPOLOGY_WHY}", ("pod",), None, TOPOLOGY_RULE)
+
+
+def _placed(says: str) -> Mark:
+    return Mark(HONOURED, f"{says}, on a pod group's members (core.topology, as Kueue's TAS; preemption inside a "
+                "domain is not implemented yet: a group no domain holds is refused TopologyPlacementFailed with "
+                "Kueue's reason); on a lone pod or a Job's pods, refused TopologyNotSupported (issue 36)")
 
 
 def _feature(says: str, on: tuple[str, ...], acts: frozenset[str] | None = None) -> Mark:
@@ -192,11 +196,11 @@ MARKS: dict[tuple[str, str], Mark] = {
     (K + "job-completions-equal-parallelism", "annotation"): _feature(
         "with partial admission (job-min-parallelism), Kueue lowers the Job's completions along with its "
         "parallelism; Quotient does not change Jobs", ("Job",), TRUE),
-    (K + "podset-required-topology", "annotation"): _topology("a required topology level"),
-    (K + "podset-preferred-topology", "annotation"): _topology("a preferred topology level"),
-    (K + "podset-unconstrained-topology", "annotation"): _topology("topology-aware admission without a level"),
-    (K + "podset-slice-required-topology", "annotation"): _topology("a topology level per slice"),
-    (K + "podset-slice-size", "annotation"): _topology("a slice size for topology-aware scheduling"),
+    (K + "podset-required-topology", "annotation"): _placed("a required topology level: all in one domain of it"),
+    (K + "podset-preferred-topology", "annotation"): _placed("a preferred topology level, going up when none fits"),
+    (K + "podset-unconstrained-topology", "annotation"): _placed("topology-aware placement without a level"),
+    (K + "podset-slice-required-topology", "annotation"): _placed("a topology level per slice"),
+    (K + "podset-slice-size", "annotation"): _placed("a slice size for topology-aware placement"),
     (K + "podset-slice-required-topology-constraints", "annotation"): _topology("topology constraints per slice"),
     (K + "podset-group-name", "annotation"): _topology("pod sets placed in one topology domain"),
     (K + "pod-group-pod-index-label", "annotation"): _topology("the label ranking pods in a topology domain"),

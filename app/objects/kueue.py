@@ -50,7 +50,7 @@ class ResourceFlavor:
     node_labels: dict[str, str] = field(default_factory=dict)
     node_taints: list[dict] = field(default_factory=list)
     tolerations: list[dict] = field(default_factory=list)
-    topology_name: str = ""     # spec.topologyName: refused (objects.coverage), its ClusterQueues inactive
+    topology_name: str = ""     # spec.topologyName: its Topology, for pod groups asking a topology level
 
     def selects(self, node_labels: dict[str, str]) -> bool:
         """A node is the flavor's when it has every one of the flavor's nodeLabels."""
@@ -265,6 +265,8 @@ def _weight(spec: dict, kind: str, name: str) -> float:
 def decode_resource_flavor(obj: dict) -> ResourceFlavor:
     meta, name = metadata(obj, "ResourceFlavor")
     spec = mapping(obj.get("spec"), "ResourceFlavor", name, "spec")
+    if spec.get("topologyName") and not spec.get("nodeLabels"):
+        raise InvalidObject("ResourceFlavor", name, "at least one nodeLabel is required when topology is set")
     return ResourceFlavor(
         name=name,
         node_labels=string_map(spec.get("nodeLabels"), "ResourceFlavor", name, "spec.nodeLabels"),

@@ -17,6 +17,7 @@ from .quantity import QuantityError, parse_quantity
 from .annotations import group_total
 from .coverage import refused_claims, refused_marks
 from .errors import InvalidObject
+from .topology import asked
 from .meta import listing, mapping, metadata, parse_time, stable_uid, string_map, text
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -73,6 +74,7 @@ class PodInfo:
     job: str = ""                       # uid of the Kueue-managed Job whose workload it is part of (core.job_workload)
     inherited: tuple[str, ...] = ()     # the labels it took from that Job, not its own
     refused: tuple[str, str] | None = None  # (rule, reason): a Kueue field it uses that Quotient refuses (coverage)
+    topology_asked: str = ""            # its Kueue topology annotations as a reason names them ("": none asked)
     gates: tuple[str, ...] = ()         # spec.schedulingGates' names: kube-scheduler leaves it alone while any is left
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -306,6 +308,7 @@ def decode_pod(obj: dict) -> PodInfo:
         started=parse_time(status.get("startTime")),
         group_total=group_total(annotations),
         refused=refused_marks(labels, annotations, "pod") or refused_claims(spec),
+        topology_asked=asked(annotations),
         gates=_gates(spec, key),
     )
 

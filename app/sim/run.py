@@ -15,6 +15,7 @@ class SimResult:
     pending: set[str] = field(default_factory=set)             # present, not bound
     preempted: set[str] = field(default_factory=set)
     evictions: int = 0
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)    # node -> its labels (colocated)
     reasons: dict[str, str] = field(default_factory=dict)      # last reason a pod waited
     timeline: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)        # instants above quota
@@ -33,6 +34,7 @@ async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight:
         else:
             out.pending.add(key)
     out.preempted = set(sim.cluster.preempted)
+    out.node_labels = {name: node.labels for name, node in sim.cluster.nodes.items()}
     out.evictions = len(sim.cluster.evictions)
     return out
 
@@ -67,6 +69,13 @@ def differences(scenario: Scenario, out: SimResult) -> list[str]:
     for key, node in exp.placements.items():
         if out.admitted.get(key) != node:
             diffs.append(f"expected {key} on {node}, but it is {state_of(key)}")
+    for label, keys in exp.colocated:
+        values = {k: out.node_labels.get(out.admitted[k], {}).get(label) for k in keys if k in out.admitted}
+        apart = sorted({str(v) for v in values.values()})
+        if len(values) < len(keys) or None in values.values() or len(apart) > 1:
+            where = ", ".join(f"{k} {f'on {out.admitted[k]} ({label}={values[k]})' if k in values else state_of(k)}"
+                              for k in keys)
+            diffs.append(f"expected {', '.join(keys)} in one {label} domain, but: {where}")
     if exp.max_evictions is not None and out.evictions > exp.max_evictions:
         diffs.append(f"expected at most {exp.max_evictions} evictions, but there were {out.evictions}")
     return diffs
@@ -95,6 +104,7 @@ def run_file(path: str, verbose: bool = True, prioritize_weight: int = 0) -> int
         for d in diffs:
             print(f"  - {d}")
         return 1
-    checked = sum(len(scenario.expectation.lists[n]) for n in LIST_FIELDS) + len(scenario.expectation.placements)
+    checked = sum(len(scenario.expectation.lists[n]) for n in LIST_FIELDS) + len(scenario.expectation.placements) \
+        + len(scenario.expectation.colocated)
     print(f"PASS {path}: {checked} expectations hold")
     return 0

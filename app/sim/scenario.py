@@ -27,7 +27,7 @@ WATCH_LAG = "scenario.quotient.dev/watch-lag"   # on the Expectation: Quotient's
 RECONCILE_EVERY = "scenario.quotient.dev/reconcile-interval"
 DEFAULT_START = 1767225600.0   # 2026-01-01T00:00:00Z
 LIST_FIELDS = ("admitted", "pending", "preempted", "notPreempted")
-EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "maxEvictions"}
+EXPECTATION_FIELDS = set(LIST_FIELDS) | {"until", "placements", "colocated", "maxEvictions"}
 
 
 class ScenarioError(ValueError):
@@ -39,6 +39,7 @@ class Expectation:
     until: float | None = None
     lists: dict[str, list[str]] = field(default_factory=dict)
     placements: dict[str, str] = field(default_factory=dict)
+    colocated: list[tuple[str, list[str]]] = field(default_factory=list)    # (node label, pods sharing its value)
     max_evictions: int | None = None
 
 
@@ -128,12 +129,21 @@ def _expectation(path: str, doc: Document, pod_keys: set[str]) -> Expectation:
     if not isinstance(placements, dict):
         raise ScenarioError(f"{where}: placements must map namespace/name to a node")
     exp.placements = {str(k): str(v) for k, v in placements.items()}
+    colocated = spec.get("colocated") or []
+    if not isinstance(colocated, list):
+        raise ScenarioError(f"{where}: colocated must be a list of {{nodeLabel, pods}}")
+    for i, entry in enumerate(colocated):
+        if not isinstance(entry, dict) or set(entry) != {"nodeLabel", "pods"} \
+                or not isinstance(entry["nodeLabel"], str) or not entry["nodeLabel"] \
+                or not isinstance(entry["pods"], list) or not all(isinstance(p, str) for p in entry["pods"]):
+            raise ScenarioError(f"{where}: colocated[{i}] must be {{nodeLabel: <label>, pods: [namespace/name, ...]}}")
+        exp.colocated.append((entry["nodeLabel"], list(entry["pods"])))
     if spec.get("maxEvictions") is not None:
         if not isinstance(spec["maxEvictions"], int) or spec["maxEvictions"] < 0:
             raise ScenarioError(f"{where}: maxEvictions must be a non-negative integer")
         exp.max_evictions = spec["maxEvictions"]
     for name in list(exp.lists.get("admitted", [])) + [k for n in LIST_FIELDS for k in exp.lists[n]] \
-            + list(exp.placements):
+            + list(exp.placements) + [k for _, keys in exp.colocated for k in keys]:
         base = name.rsplit("-r", 1)[0] if "-r" in name and name.rsplit("-r", 1)[1].isdigit() else name
         if name not in pod_keys and base not in pod_keys:
             raise ScenarioError(f"{where}: names pod {name}, which is not in the file")

@@ -76,7 +76,8 @@ class Ledger:
     def rebuild(self, going) -> dict[str, Charge]:
         """Build the tree and the flavors' node sets anew, uncharged: returns the charges it held (admitted), for
         charging again; `going`: the victims of the holds in force."""
-        self.tree = build_tree(self.store.cluster_queues, self.store.cohorts, self.store.flavors)
+        self.tree = build_tree(self.store.cluster_queues, self.store.cohorts, self.store.flavors,
+                               self.store.topologies)
         self._decisions, self._unmirrored = mirror(self.tree), set(self.tree.queues)     # charged again after
         self.membership_generation += 1
         self.flavor_nodes.clear()

@@ -17,6 +17,7 @@ from ..objects.node import NodeInfo
 from ..objects.pod import PodInfo
 from ..objects.podgroup import PodGroup
 from ..objects.priority_class import PriorityClassInfo
+from ..objects.topology import Topology
 from .budget_status import Budgets
 
 
@@ -31,6 +32,7 @@ class Store:
         self.workload_priority_classes: dict[str, int] = {}   # Kueue's WorkloadPriorityClass name -> value
         self.jobs: dict[str, JobInfo] = {}                     # batch/v1 Jobs by uid
         self.flavors: dict[str, ResourceFlavor] = {}
+        self.topologies: dict[str, Topology] = {}
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.cohorts: dict[str, Cohort] = {}
         self.local_queues: dict[str, LocalQueue] = {}
@@ -57,7 +59,7 @@ class Store:
         resolve(pod, self.priority_classes, self.workload_priority_classes, before)
 
     def kueue_table(self, kind: str) -> dict:
-        return {"ResourceFlavor": self.flavors, "ClusterQueue": self.cluster_queues,
+        return {"Topology": self.topologies, "ResourceFlavor": self.flavors, "ClusterQueue": self.cluster_queues,
                 "Cohort": self.cohorts, "LocalQueue": self.local_queues}[kind]
 
     # ---- objects that are policies: a change makes the remembered refusals void (state.blocked) ----

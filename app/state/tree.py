@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.resource_node import Limits, QuotaNode, compute_subtree
-from ..core.rules import COHORT_INVALID, FLAVOR_NOT_FOUND, NOT_SUPPORTED_BY_QUOTIENT
-from ..objects.coverage import topology_flavor
+from ..core.rules import COHORT_INVALID, FLAVOR_NOT_FOUND, NOT_SUPPORTED_BY_QUOTIENT, TOPOLOGY_NOT_FOUND
 from ..objects.kueue import ClusterQueue, Cohort, ResourceFlavor, ResourceGroup
 
 
@@ -70,7 +69,7 @@ def _chain_problem(start: str, cohorts: dict[str, Cohort]) -> str | None:
 
 
 def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
-               flavors: dict[str, ResourceFlavor]) -> QuotaTree:
+               flavors: dict[str, ResourceFlavor], topologies: dict | None = None) -> QuotaTree:
     tree = QuotaTree()
     broken = {name: why for name in cohorts if (why := _chain_problem(name, cohorts))}
 
@@ -92,12 +91,17 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
         node = QuotaNode(name, False, quotas=_limits(cq.resource_groups))
         tree.queues[name] = node
         missing = sorted({fq.name for g in cq.resource_groups for fq in g.flavors} - set(flavors))
-        refused = list(cq.unsupported) + [topology_flavor(fq.name, flavors[fq.name].topology_name)
-                                          for g in cq.resource_groups for fq in g.flavors
-                                          if fq.name in flavors and flavors[fq.name].topology_name]
+        refused = list(cq.unsupported)
         if refused:
             tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused)}"
             tree.codes[name] = NOT_SUPPORTED_BY_QUOTIENT
+        no_topology = [f"there is no Topology {flavors[f].topology_name!r} for TAS flavor {f!r}"
+                       for f in sorted({fq.name for g in cq.resource_groups for fq in g.flavors})
+                       if f in flavors and flavors[f].topology_name
+                       and flavors[f].topology_name not in (topologies or {})]
+        if no_topology:             # Kueue's reason (pkg/cache/scheduler/clusterqueue.go)
+            tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(no_topology)}"
+            tree.codes[name] = TOPOLOGY_NOT_FOUND
         if missing:
             tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
                                    f"{', '.join(missing)} does not exist")

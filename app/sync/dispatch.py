@@ -17,9 +17,10 @@ from ..objects.node import decode_node
 from ..objects.pod import decode_pod
 from ..objects.podgroup import decode_pod_group
 from ..objects.priority_class import decode_priority_class
+from ..objects.topology import decode_topology
 from ..state.cluster import ClusterState
 
-KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
+KUEUE_KINDS = ("Topology", "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue")
 EXTRA_KINDS = ("PodDisruptionBudget", "PodGroup", "Job")
 PRIORITY_KINDS = ("PriorityClass", "WorkloadPriorityClass")
 
@@ -97,6 +98,7 @@ KINDS: dict[str, Kind] = {
                                   lambda state, wpc: state.upsert_workload_priority_class(wpc),
                                   lambda state, key, uid: state.remove_workload_priority_class(key),
                                   lambda obj: (kueue.decode_workload_priority_class(obj).name, "")),
+    "Topology": _kueue_kind("Topology", decode_topology),
     "ResourceFlavor": _kueue_kind("ResourceFlavor", kueue.decode_resource_flavor),
     "ClusterQueue": _kueue_kind("ClusterQueue", kueue.decode_cluster_queue),
     "Cohort": _kueue_kind("Cohort", kueue.decode_cohort),

@@ -41,6 +41,7 @@ RESOURCES = (
     Resource("Node", "", "v1", "nodes", False),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
     Resource("WorkloadPriorityClass", KUEUE, "v1beta1", "workloadpriorityclasses", False, optional=True),
+    Resource("Topology", KUEUE, "v1beta1", "topologies", False, optional=True),
     Resource("ResourceFlavor", KUEUE, "v1beta1", "resourceflavors", False, optional=True),
     Resource("Cohort", KUEUE, "v1beta1", "cohorts", False, optional=True),
     Resource("ClusterQueue", KUEUE, "v1beta1", "clusterqueues", False, optional=True),

@@ -24,7 +24,7 @@ QUOTIENT_GROUP = "quotient.dev"
 # The cluster kinds apply_object reads; anything else in a file is a mistake, found before applying.
 READ_KINDS = frozenset({"Namespace", "Node", "Pod", *PRIORITY_KINDS, *KUEUE_KINDS, *EXTRA_KINDS})
 UNKNOWN_KIND = ("kind is not one Quotient reads (Namespace, Node, PriorityClass, WorkloadPriorityClass, "
-                "ResourceFlavor, ClusterQueue, Cohort, LocalQueue, PodDisruptionBudget, PodGroup, Job, Pod, "
+                "Topology, ResourceFlavor, ClusterQueue, Cohort, LocalQueue, PodDisruptionBudget, PodGroup, Job, Pod, "
                 "Configuration, Expectation)")
 DEFAULT_SNAPSHOT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "demo-snapshot.yaml")
 

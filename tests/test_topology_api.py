@@ -1,0 +1,176 @@
+"""Issue 36, Kueue's TAS API read as Kueue reads it: a Topology (v1beta1 and v1beta2) validated as its CEL rules
+do, a ResourceFlavor's topologyName, the pod-set annotations validated as Kueue's job webhooks do, a pod group
+placed in one domain, and what is not placed yet refused with a reason, never ignored."""
+from __future__ import annotations
+
+import pytest
+
+from app.objects.errors import InvalidObject
+from app.objects.kueue import decode_resource_flavor
+from app.objects.topology import HOSTNAME, TopologyRequest, decode_topology, pod_set_request
+from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod
+from helpers import Verbs, apply, make_state, refused
+from app.act.writer import SnapshotWriter
+from app.scheduler.scheduler import Scheduler
+
+BLOCK, RACK = "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"
+K = "kueue.x-k8s.io/"
+
+
+def topology(levels, version="v1beta2", name="default") -> dict:
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "Topology", "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": level} for level in levels]}}
+
+
+def tas_flavor(topology_name="default") -> dict:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+            "spec": {"nodeLabels": {"tas": "yes"}, "topologyName": topology_name}}
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_a_topology_is_read_in_either_version(version):
+    assert decode_topology(topology([BLOCK, RACK, HOSTNAME], version)).levels == (BLOCK, RACK, HOSTNAME)
+
+
+@pytest.mark.parametrize("levels, why", [
+    ([], "must have 1 to 16 items"),
+    ([f"example.com/l{i}" for i in range(17)], "must have 1 to 16 items"),
+    ([RACK, RACK], "must be unique"),
+    ([HOSTNAME, RACK], "can only be used at the lowest level"),
+    (["not a label!"], "is not a valid label key"),
+])
+def test_a_topology_kueue_would_refuse_is_refused_with_its_reason(levels, why):
+    with pytest.raises(InvalidObject, match=why):
+        decode_topology(topology(levels))
+
+
+def test_a_flavor_naming_a_topology_needs_node_labels_as_kueue_requires():
+    flavor = tas_flavor()
+    del flavor["spec"]["nodeLabels"]
+    with pytest.raises(InvalidObject, match="at least one nodeLabel is required when topology is set"):
+        decode_resource_flavor(flavor)
+
+
+@pytest.mark.parametrize("annotations, want", [
+    ({}, (None, "")),
+    ({K + "podset-required-topology": RACK}, (TopologyRequest(RACK, required=True), "")),
+    ({K + "podset-preferred-topology": BLOCK}, (TopologyRequest(BLOCK), "")),
+    ({K + "podset-unconstrained-topology": "true"}, (TopologyRequest(unconstrained=True), "")),
+    ({K + "podset-unconstrained-topology": "false"}, (None, "")),
+    ({K + "podset-required-topology": BLOCK, K + "podset-slice-required-topology": HOSTNAME,
+      K + "podset-slice-size": "2"},
+     (TopologyRequest(BLOCK, required=True, slice_level=HOSTNAME, slice_size=2), "")),
+    ({K + "podset-required-topology": RACK, K + "podset-preferred-topology": RACK},
+     (None, "must not contain more than one topology annotation")),
+    ({K + "podset-unconstrained-topology": "maybe"}, (None, "is not a boolean")),
+    ({K + "podset-required-topology": BLOCK, K + "podset-slice-size": "2"}, (None, "is only allowed with")),
+    ({K + "podset-slice-required-topology": RACK}, (None, "is required with")),
+    ({K + "podset-slice-required-topology": RACK, K + "podset-slice-size": "0"}, (None, "at least 1")),
+    ({K + "podset-slice-required-topology": RACK, K + "podset-slice-size": "5"}, (None, "must not exceed")),
+])
+def test_pod_set_annotations_are_validated_as_kueues_webhook_does(annotations, want):
+    request, problem = pod_set_request(annotations, 4)
+    assert request == want[0]
+    assert (want[1] in problem) if want[1] else problem == ""
+
+
+def cluster(*extra) -> list[dict]:
+    nodes = [Node(name).cpu(cpu).labels({"tas": "yes", BLOCK: b, RACK: r}).obj()
+             for name, b, r, cpu in (("b1-r1-n1", "b1", "r1", "1"), ("b1-r2-n1", "b1", "r2", "2"),
+                                     ("b1-r2-n2", "b1", "r2", "1"), ("b2-r1-n1", "b2", "r1", "2"))]
+    return [Namespace("team-a").obj(), topology([BLOCK, RACK]), tas_flavor(),
+            ClusterQueue("cq").resource_group(FlavorQuotas("tas").resource("cpu", "100")).obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *nodes, *extra]
+
+
+def extender(state) -> Scheduler:
+    return Scheduler(state, SnapshotWriter(state))
+
+
+def member(name: str, count: int, annotations: dict) -> dict:
+    """A member of pod group g (Kueue's plain-pod convention) of count pods, 1 CPU, with these annotations."""
+    pod = Pod(name).queue("lq").cpu("1").label(K + "pod-group-name", "g").created(int(name.split("-")[-1])).obj()
+    pod["metadata"].setdefault("annotations", {}).update({K + "pod-group-total-count": str(count), **annotations})
+    return pod
+
+
+NODES = ["b1-r1-n1", "b1-r2-n1", "b1-r2-n2", "b2-r1-n1"]
+
+
+def test_a_group_asking_a_rack_runs_in_the_tightest_rack_that_holds_it():
+    """3 x 1 CPU, rack required: only b1/r2 (3 CPUs on two nodes) holds it; without the annotation the group took
+    the first nodes with room (b1-r1-n1 first)."""
+    members = [member(f"g-{i}", 3, {K + "podset-required-topology": RACK}) for i in range(3)]
+    ext = extender(make_state(*cluster(*members)))
+    answers = [Verbs(ext).filter(m, NODES)["NodeNames"] for m in members]
+    assert sorted(n for a in answers for n in a) == ["b1-r2-n1", "b1-r2-n1", "b1-r2-n2"], answers
+
+
+def test_a_group_no_rack_holds_is_refused_with_kueues_words_and_holds_nothing():
+    members = [member(f"g-{i}", 4, {K + "podset-required-topology": RACK}) for i in range(4)]
+    state = make_state(*cluster(*members))
+    answer = Verbs(extender(state)).filter(members[0], NODES)
+    assert 'topology "default" allows to fit only 3 out of 4 pod(s)' in refused(answer, NODES)
+    assert not state.holds and not state.reservations
+
+
+@pytest.mark.parametrize("what", ["lone pod", "Job"])
+def test_a_lone_pod_or_a_jobs_pod_asking_a_topology_is_refused_not_placed_anywhere(what):
+    pod = Pod("p").queue("lq").cpu("1").obj()
+    pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
+    extra = []
+    if what == "Job":
+        pod = Pod("p").queue("lq").cpu("1").owner("Job", "j", "uid-j").obj()
+        pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
+        extra = [{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "team-a",
+                  "uid": "uid-j", "labels": {K + "queue-name": "lq"}},
+                  "spec": {"parallelism": 1, "completions": 1, "template": {"metadata": {"annotations": {
+                      K + "podset-required-topology": RACK}}, "spec": {"containers": [{"name": "main",
+                      "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}]
+    state = make_state(*cluster(*extra, pod))
+    why = refused(Verbs(extender(state)).filter(pod, NODES), NODES)
+    assert "TopologyNotSupported" in why or "asks for a topology level" in why, why
+    assert "podset-required-topology" in why
+
+
+def test_a_cluster_queue_whose_flavor_names_a_missing_topology_is_inactive_until_it_exists():
+    objects = [o for o in cluster() if o["kind"] != "Topology"]
+    state = make_state(*objects)
+    assert state.ledger.tree.codes["cq"] == "TopologyNotFound"
+    assert "there is no Topology 'default' for TAS flavor 'tas'" in state.ledger.tree.inactive["cq"]
+    apply(state, topology([BLOCK, RACK]))
+    assert "cq" not in state.ledger.tree.inactive
+
+
+def test_a_group_asking_a_topology_through_a_flavor_without_one_is_refused():
+    objects = [o for o in cluster() if o["kind"] != "ResourceFlavor"]
+    objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+                    "spec": {"nodeLabels": {"tas": "yes"}}})
+    members = [member(f"g-{i}", 2, {K + "podset-required-topology": RACK}) for i in range(2)]
+    answer = Verbs(extender(make_state(*objects, *members))).filter(members[0], NODES)
+    assert "does not support TopologyAwareScheduling" in refused(answer, NODES)
+
+
+async def test_live_the_topology_is_listed_and_watched_and_the_group_placed_as_in_the_simulator(tmp_path):
+    """The same decision from `serve --kubeconfig` against tests/fakeapi.py: the Topology comes by list+watch (in
+    the v1beta1 the fake API serves), the group goes to rack b1/r2, and a Topology deleted makes the ClusterQueue
+    inactive (TopologyNotFound), as Kueue does."""
+    from live import started, until
+
+    members = [member(f"g-{i}", 3, {K + "podset-required-topology": RACK}) for i in range(3)]
+    objects = [topology([BLOCK, RACK], "v1beta1") if o["kind"] == "Topology" else o for o in cluster()]
+    async with started(tmp_path, objects + members) as kit:
+        assert kit.state.store.topologies["default"].levels == (BLOCK, RACK)
+        answers = [kit.filter(m, NODES)["NodeNames"] for m in members]
+        assert sorted(n for a in answers for n in a) == ["b1-r2-n1", "b1-r2-n1", "b1-r2-n2"], answers
+        kit.api.delete("Topology", None, "default")
+        await until(lambda: kit.state.ledger.tree.codes.get("cq") == "TopologyNotFound", what="the deletion seen")
+
+
+def test_unconstrained_false_asks_nothing_and_the_group_is_placed_as_any_other():
+    from app.objects.topology import asked
+    annotations = {K + "podset-unconstrained-topology": "false"}
+    assert asked(annotations) == "" and pod_set_request(annotations, 2) == (None, "")
+    members = [member(f"g-{i}", 2, annotations) for i in range(2)]
+    answers = [Verbs(extender(make_state(*cluster(*members)))).filter(m, NODES)["NodeNames"] for m in members[:1]]
+    assert answers[0], answers
