@@ -186,3 +186,24 @@ async def test_the_writer_tells_an_unknown_outcome_from_a_refusal(tmp_path, case
                 assert not isinstance(e.value, OutcomeUnknown)
         finally:
             await client.close()
+
+
+async def test_a_binding_no_event_ever_confirms_is_read_once_past_its_guard_and_taken_back_if_not_bound(tmp_path):
+    """The read after an unknown outcome showed the Binding landed; then an API server restored from a backup that
+    no watch noticed (its versions caught up before Quotient reconnected) lost it, and no event of the pod came
+    again: no held-back event, so the guard's expiry had nothing to take. Before: the pod stayed bound and charged
+    in Quotient's state for good (the fault run, 1 in 185). Now a binding unconfirmed past ASSUMED_TTL is read
+    back at the next reconcile, and taken back when the API shows the pod unbound."""
+    from app.state.bindings import ASSUMED_TTL
+
+    async with live(tmp_path) as kit:
+        low, high = await filtered_low_and_high_pending(kit)
+        charge = kit.state.reservations[uid(low)].charge
+        assert kit.state.bindings.commit(uid(low), "n1", charge) == ""    # assumed; the API never shows it
+        await kit.ext.reconcile()
+        assert kit.state.pods[uid(low)].node_name == "n1"                # within the guard: kept
+        kit.clock.advance(ASSUMED_TTL + 1)
+        await kit.ext.reconcile()
+        assert kit.state.pods[uid(low)].node_name == "" and uid(low) not in kit.state.assumed
+        assert uid(low) not in kit.state.admitted
+        assert kit.filter(high)["NodeNames"] == ["n1"]                   # the quota it held is free again

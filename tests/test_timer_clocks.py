@@ -110,3 +110,29 @@ def test_a_binding_the_api_never_showed_is_given_up_after_its_guard_without_wait
     assert state.bindings.expire_assumed() == 1
     assert state.pods[uid(pod)].node_name == "" and uid(pod) not in state.admitted
     assert not state.assumed and not state.bindings.held_back
+
+
+def test_the_guards_expiry_does_not_bring_back_an_unbinding_event_older_than_what_came_since():
+    """Held back: the pod pending (rv 20). Applied since: the pod Failed before any node took it (rv 30, say its
+    activeDeadlineSeconds passed; a finished pod is never held back, and one shown on a node confirms the
+    binding). When the guard expires, the older unbinding event must not be applied over it (found in review:
+    the pod went back into the queue as Pending)."""
+    from app.state.bindings import ASSUMED_TTL
+    from helpers import apply
+
+    clock = FakeClock()
+    pod = Pod("p").queue("lq").cpu("4").obj()
+    pod["metadata"]["resourceVersion"] = "10"
+    state = make_state(*cluster("4"), pod, clock=clock)
+    charge = Charge("cq", {"cpu": "default-flavor"}, {("default-flavor", "cpu"): 4 * CPU})
+    assert state.bindings.commit(uid(pod), "n1", charge) == ""
+    pending = dict(pod, metadata={**pod["metadata"], "resourceVersion": "20"})
+    apply(state, pending)
+    assert uid(pod) in state.bindings.held_back
+    failed = Pod("p").queue("lq").cpu("4").phase("Failed").obj()
+    failed["metadata"]["resourceVersion"] = "30"
+    apply(state, failed)
+    clock.advance(ASSUMED_TTL + 1)
+    state.bindings.expire_assumed()
+    assert state.pods[uid(pod)].phase == "Failed"
+    assert uid(pod) not in {u for items in state.pending.values() for _, u in items}

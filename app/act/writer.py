@@ -10,13 +10,14 @@ import asyncio
 from dataclasses import replace
 from typing import Protocol
 
-from aiohttp import ClientConnectionError
+from aiohttp import ClientError
 
 from ..objects.pod import ADMISSION_GATE, PodInfo
 
-# What a request to the API server raises when no answer came: a timeout, a socket error, or a connection the
-# server closed or cut (aiohttp's ClientConnectionError, no OSError: a server shutting down closes it so).
-UNREACHABLE = (asyncio.TimeoutError, OSError, ClientConnectionError)
+# What a request to the API server raises when no whole answer came: a timeout, a socket error, a connection the
+# server closed or cut, or an answer cut short (aiohttp's ClientError: ServerDisconnectedError and
+# ClientPayloadError are no OSError; a server shutting down ends connections so).
+UNREACHABLE = (asyncio.TimeoutError, OSError, ClientError)
 
 
 class WriteError(RuntimeError):

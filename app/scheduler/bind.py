@@ -17,6 +17,7 @@ from ..core.flavors import Charge
 from ..core.rules import BOUND, OUTCOME_UNKNOWN, QUOTA_INVARIANT, REFUSED, WRITE_FAILED
 from ..journal import BindRecord
 from ..objects.pod import PodInfo
+from ..state.bindings import ASSUMED_TTL
 from ..sync import freshness
 from .context import Context
 from .outcome import Outcome
@@ -126,9 +127,21 @@ async def settle_bindings(ctx: Context) -> int:
     """Read back the bindings whose outcome was not known (OutcomeUnknown), until the API says whether each
     landed: bound to its node, its charge stays; not bound (or gone, or elsewhere), the charge is taken back.
     One read per binding per reconcile, all at once (each bounded by the writer's API timeout), while reads
-    fail. Returns how many were taken back."""
+    fail. Returns how many were taken back.
+
+    So are the bindings no event has confirmed within ASSUMED_TTL, none held back either (the guard's expiry
+    takes those): an API server restored from a backup that no watch noticed may have lost one, and no event of
+    the pod may ever come again to say so."""
     read, state, undone = getattr(ctx.writer, "bound_node", None), ctx.state, 0
-    if read is None or not ctx.unsettled:
+    if read is None:
+        return 0
+    now = state.timer()
+    for uid, since in state.assumed.items():
+        pod = state.pods.get(uid)
+        if now - since >= ASSUMED_TTL and uid not in state.bindings.held_back and uid not in ctx.unsettled \
+                and uid not in ctx.binding and pod is not None and pod.node_name:
+            ctx.unsettled[uid] = pod.node_name
+    if not ctx.unsettled:
         return 0
     asked = []
     for uid, node in list(ctx.unsettled.items()):

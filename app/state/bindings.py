@@ -81,6 +81,9 @@ class Bindings:
             latest = self.held_back[uid]
             self.confirmed(uid)
             self.skip(f"binding not confirmed by the API within {ASSUMED_TTL:.0f}s: the API's state is taken")
+            pod = self.cluster.pods.get(uid)
+            if pod is None or not pod.node_name or pod.terminal or pod.deleting:
+                continue        # the API has spoken since (finished, deleted, unbound): its newer word stands
             # Forced, as undo is: stale judged it when it came. A relist after a restore shows the pod pending at
             # the very version the binding was decided on, which the state still carries; judged again by
             # version, it would be dropped as no newer and the pod stay bound here for good, nothing assumed.
