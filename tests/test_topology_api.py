@@ -174,3 +174,75 @@ def test_unconstrained_false_asks_nothing_and_the_group_is_placed_as_any_other()
     members = [member(f"g-{i}", 2, annotations) for i in range(2)]
     answers = [Verbs(extender(make_state(*cluster(*members)))).filter(m, NODES)["NodeNames"] for m in members[:1]]
     assert answers[0], answers
+
+
+def test_a_group_whose_size_is_no_whole_number_of_slices_is_refused_not_half_placed():
+    """3 members in slices of 2 (Kueue's webhook does not require whole slices). Before the review: two members
+    placed, the third with no node, and filter raised."""
+    annotations = {K + "podset-required-topology": BLOCK, K + "podset-slice-required-topology": RACK,
+                   K + "podset-slice-size": "2"}
+    members = [member(f"g-{i}", 3, annotations) for i in range(3)]
+    state = make_state(*cluster(*members))
+    why = refused(Verbs(extender(state)).filter(members[0], NODES), NODES)
+    assert "3 pods in slices of 2" in why and not state.holds
+
+
+def test_a_replacement_member_goes_back_into_the_rack_of_its_peers():
+    """Two of three members run in rack b1/r2; the third is pending (a replacement). Before the review it was
+    placed as a group of one, in the tightest rack anywhere (b1/r1); Kueue keeps the workload's rack."""
+    annotations = {K + "podset-required-topology": RACK}
+    running = [member(f"g-{i}", 3, annotations) for i in range(2)]
+    running[0]["spec"]["nodeName"], running[1]["spec"]["nodeName"] = "b1-r2-n1", "b1-r2-n1"
+    for pod in running:
+        pod["status"] = {"phase": "Running"}
+    replacement = member("g-2", 3, annotations)
+    answer = Verbs(extender(make_state(*cluster(*running, replacement)))).filter(replacement, NODES)
+    assert answer["NodeNames"] == ["b1-r2-n2"], answer
+
+
+def test_unschedulable_nodes_give_a_domain_no_room():
+    """Rack b2/r1's one node (2 CPUs) is cordoned: a group of 2 asking a rack goes to b1/r2, not into b2/r1 (where
+    Kueue's tree has no such node) and not refused for want of room node by node."""
+    members = [member(f"g-{i}", 2, {K + "podset-required-topology": RACK}) for i in range(2)]
+    objects = cluster(*members)
+    for obj in objects:
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "b2-r1-n1":
+            obj.setdefault("spec", {})["unschedulable"] = True
+    state = make_state(*objects)
+    first = Verbs(extender(state)).filter(members[0], NODES)["NodeNames"]
+    assert first and first[0].startswith("b1-r2-"), first
+
+
+def test_flavors_are_chosen_by_topology_as_kueue_does():
+    """Kueue's checkPodSetAndFlavorMatchForTAS: a group asking a topology skips a flavor without one; a group
+    asking none skips a flavor with one when the ClusterQueue also has others."""
+    plain = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "plain"},
+             "spec": {"nodeLabels": {"plain": "yes"}}}
+    def world(*order: str) -> list[dict]:
+        cq = ClusterQueue("cq").resource_group(*(FlavorQuotas(f).resource("cpu", "100") for f in order)).obj()
+        return [o for o in cluster() if o["kind"] != "ClusterQueue"] + [
+            plain, cq, Node("plain-1").cpu("8").labels({"plain": "yes"}).obj()]
+    asking = [member(f"g-{i}", 2, {K + "podset-required-topology": RACK}) for i in range(2)]
+    answer = Verbs(extender(make_state(*world("plain", "tas"), *asking))).filter(asking[0], NODES + ["plain-1"])
+    assert answer["NodeNames"] and answer["NodeNames"][0].startswith("b"), answer
+    lone = Pod("p").queue("lq").cpu("1").obj()
+    answer = Verbs(extender(make_state(*world("tas", "plain"), lone))).filter(lone, NODES + ["plain-1"])
+    assert answer["NodeNames"] == ["plain-1"], answer
+
+
+def test_colocated_means_one_domain_of_the_topology_not_one_label_value():
+    """Rack r1 of block b1 and rack r1 of block b2 are two racks: `colocated` on the rack level compares the block
+    too when a Topology lists both (found in review: racks repeat their names across blocks in Kueue's cases)."""
+    from types import SimpleNamespace
+
+    from app.sim.run import SimResult, differences
+    from app.sim.scenario import Expectation
+
+    labels = {"n1": {BLOCK: "b1", RACK: "r1"}, "n2": {BLOCK: "b2", RACK: "r1"}, "n3": {BLOCK: "b1", RACK: "r1"}}
+    scenario = SimpleNamespace(expectation=Expectation(colocated=[(RACK, ["ns/a", "ns/b"])]))
+    apart = SimResult(admitted={"ns/a": "n1", "ns/b": "n2"}, node_labels=labels, domain_levels={RACK: (BLOCK, RACK)})
+    assert differences(scenario, apart) and "in one" in differences(scenario, apart)[0]
+    together = SimResult(admitted={"ns/a": "n1", "ns/b": "n3"}, node_labels=labels, domain_levels={RACK: (BLOCK, RACK)})
+    assert differences(scenario, together) == []
+    pending = SimResult(admitted={"ns/a": "n1"}, pending={"ns/b"}, node_labels=labels)
+    assert "ns/b pending" in differences(scenario, pending)[0]

@@ -71,7 +71,8 @@ def assign(state: AdmissionView, workload: Workload, cq: ClusterQueue, offered: 
     template = workload.template
     assignment = assign_flavors(state.ledger.quota_requests(workload), cq, state.ledger.quota_node(cq.name),
                                 state.flavors, template.tolerations, template.node_selector,
-                                partial(offered.has_nodes, state) if offered is not None else None, oracle)
+                                partial(offered.has_nodes, state) if offered is not None else None, oracle,
+                                any(m.topology_asked for m in workload.members))
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
     return assignment
 

@@ -127,10 +127,19 @@ def assign_flavors(
     node_selector: dict[str, str],
     has_nodes: Callable[[str], bool] | None = None,
     oracle: Oracle | None = None,
+    asks_topology: bool = False,
 ) -> Assignment:
     """Choose a flavor per resource group for a pod's requests (already filtered to covered resources).
-    Without an oracle, preemption is assumed to find candidates in every flavor that needs it."""
+    Without an oracle, preemption is assumed to find candidates in every flavor that needs it. A workload that
+    asks for a topology level takes only flavors with a Topology; one that asks none, a flavor with one only when
+    every flavor of the ClusterQueue has one (Kueue's checkPodSetAndFlavorMatchForTAS: implied TAS)."""
     result = Assignment()
+    tas_only = all(flavors.get(fq.name) is not None and flavors[fq.name].topology_name
+                   for g in cq.resource_groups for fq in g.flavors)
+
+    def usable(name: str) -> str:
+        return _flavor_usable(name, flavors, tolerations, node_selector) or \
+            _topology_mismatch(flavors[name], asks_topology, tas_only)
     covered = cq.covered_resources()
     by_group: dict[int, dict[str, int]] = {}
     for resource, amount in requests.items():
@@ -144,12 +153,10 @@ def assign_flavors(
         by_group.setdefault(covered[resource], {})[resource] = amount
     for gi in sorted(by_group):
         needs = by_group[gi]
-        chosen = _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result,
-                               oracle)
+        chosen = _assign_group(needs, cq, gi, node, usable, has_nodes, result, oracle)
         if chosen is None:
             result.mode = NOFIT
-            result.unresolvable = result.unresolvable or not _could_ever_fit(needs, cq, gi, node, flavors,
-                                                                             tolerations, node_selector)
+            result.unresolvable = result.unresolvable or not _could_ever_fit(needs, cq, gi, node, usable)
             result.flavors.clear()
             return result
         name, mode, borrow = chosen
@@ -175,6 +182,15 @@ def _flavor_usable(flavor_name: str, flavors: dict[str, ResourceFlavor], tolerat
     return _selector_conflict(flavor, node_selector)
 
 
+def _topology_mismatch(flavor: ResourceFlavor, asks: bool, tas_only: bool) -> str:
+    """Kueue's words for a flavor a workload's topology request does not match ("" when it does)."""
+    if asks and not flavor.topology_name:
+        return f"Flavor {flavor.name!r} does not support TopologyAwareScheduling"
+    if not asks and flavor.topology_name and not tas_only:
+        return f"Flavor {flavor.name!r} supports only TopologyAwareScheduling"
+    return ""
+
+
 @dataclass(slots=True)
 class _Option:
     """A flavor a resource group could take: its mode, whether it borrows, and (for Preempt, asked of the
@@ -198,11 +214,11 @@ class _Option:
         return self.asked is not None and self.asked[0] == NO_CANDIDATES
 
 
-def _assign_group(needs, cq, gi, node, flavors, tolerations, node_selector, has_nodes, result, oracle):
+def _assign_group(needs, cq, gi, node, usable, has_nodes, result, oracle):
     """Return (flavor, mode, borrowing) for one resource group, or None."""
     best, reasons = None, result.reasons
     for fq in cq.resource_groups[gi].flavors:
-        why = _flavor_usable(fq.name, flavors, tolerations, node_selector)
+        why = usable(fq.name)
         if why:
             reasons.append(why)
             continue
@@ -268,10 +284,10 @@ def _preferred(a: _Option, b: _Option, cq: ClusterQueue, oracle: Oracle | None) 
     return not ba and bb
 
 
-def _could_ever_fit(needs, cq, gi, node, flavors, tolerations, node_selector) -> bool:
+def _could_ever_fit(needs, cq, gi, node, usable) -> bool:
     """True when some usable flavor could hold the request once other usage is gone."""
     for fq in cq.resource_groups[gi].flavors:
-        if _flavor_usable(fq.name, flavors, tolerations, node_selector):
+        if usable(fq.name):
             continue
         if all(need <= potential_available(node, (fq.name, r)) for r, need in needs.items()):
             return True

@@ -124,8 +124,8 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
         if not verdict.admit:
             return Refuse(verdict.rule, f"{whole}: {verdict.reason}; no preemption: preempting for a group that "
                           f"asks for a topology level is not implemented yet (issue 36)", verdict.cluster_queue)
-        placement = topology_placement(state, whole, verdict.cluster_queue, set(a.flavors.values()), pending,
-                                       candidates, rooms)
+        placement = topology_placement(state, key, whole, verdict.cluster_queue, set(a.flavors.values()), pending,
+                                       candidates, rooms, allowed)
         if isinstance(placement, Refuse):
             return placement
     if placement is None:

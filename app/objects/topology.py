@@ -16,10 +16,11 @@ REQUIRED, PREFERRED, UNCONSTRAINED = (K + "podset-required-topology", K + "podse
                                       K + "podset-unconstrained-topology")
 SLICE_REQUIRED, SLICE_SIZE = K + "podset-slice-required-topology", K + "podset-slice-size"
 MAX_LEVELS = 16
-_TRUE, _FALSE = ("true", "1", "t"), ("false", "0", "f")       # Go's strconv.ParseBool, lower-cased
-# A qualified label key: an optional DNS subdomain prefix and a name of at most 63 characters.
-_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")  # ParseBool
+_INT = re.compile(r"^[+-]?[0-9]+$")         # strconv.Atoi's form
+# Kueue's pattern for a level's nodeLabel (an optional DNS subdomain prefix, then a name), at most 316 characters.
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class TopologyRequest:
 
 
 def label_key(value: str) -> bool:
-    return len(value) <= 316 and bool(_LABEL_KEY.match(value)) and len(value.rpartition("/")[2]) <= 63
+    return len(value) <= 316 and bool(_LABEL_KEY.match(value))
 
 
 def decode_topology(obj: dict) -> Topology:
@@ -69,7 +70,7 @@ def asked(annotations: dict[str, str]) -> str:
     """The topology annotations (valid or not), as a reason names them; "" when there are none, or only
     unconstrained: "false", which asks nothing."""
     keys = [k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE) if k in annotations]
-    if keys == [UNCONSTRAINED] and annotations[UNCONSTRAINED].strip().lower() in _FALSE:
+    if keys == [UNCONSTRAINED] and annotations[UNCONSTRAINED] in _FALSE:
         return ""
     return ", ".join(f"{k}={annotations[k]!r}" for k in keys)
 
@@ -88,7 +89,7 @@ def pod_set_request(annotations: dict[str, str], count: int) -> tuple[TopologyRe
             return None, f"annotation {key}: {annotations[key]!r} is not a valid label key"
     unconstrained = False
     if UNCONSTRAINED in asked:
-        value = annotations[UNCONSTRAINED].strip().lower()
+        value = annotations[UNCONSTRAINED]
         if value not in _TRUE + _FALSE:
             return None, f"annotation {UNCONSTRAINED}: {annotations[UNCONSTRAINED]!r} is not a boolean"
         unconstrained = value in _TRUE
@@ -100,7 +101,7 @@ def pod_set_request(annotations: dict[str, str], count: int) -> tuple[TopologyRe
     if slice_level is not None:
         if size is None:
             return None, f"annotation {SLICE_SIZE} is required with {SLICE_REQUIRED}"
-        if not size.isdigit() or int(size) < 1:
+        if not _INT.match(size) or int(size) < 1:
             return None, f"annotation {SLICE_SIZE}: {size!r} must be an integer of at least 1"
         slice_size = int(size)
         if slice_size > count:

@@ -16,6 +16,7 @@ class SimResult:
     preempted: set[str] = field(default_factory=set)
     evictions: int = 0
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)    # node -> its labels (colocated)
+    domain_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a Topology's level -> it and wider
     reasons: dict[str, str] = field(default_factory=dict)      # last reason a pod waited
     timeline: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)        # instants above quota
@@ -35,6 +36,9 @@ async def simulate(scenario: Scenario, verbose: bool = False, prioritize_weight:
             out.pending.add(key)
     out.preempted = set(sim.cluster.preempted)
     out.node_labels = {name: node.labels for name, node in sim.cluster.nodes.items()}
+    for topology in sim.cluster.state.store.topologies.values():
+        for i, level in enumerate(topology.levels):
+            out.domain_levels.setdefault(level, topology.levels[:i + 1])
     out.evictions = len(sim.cluster.evictions)
     return out
 
@@ -70,9 +74,12 @@ def differences(scenario: Scenario, out: SimResult) -> list[str]:
         if out.admitted.get(key) != node:
             diffs.append(f"expected {key} on {node}, but it is {state_of(key)}")
     for label, keys in exp.colocated:
-        values = {k: out.node_labels.get(out.admitted[k], {}).get(label) for k in keys if k in out.admitted}
-        apart = sorted({str(v) for v in values.values()})
-        if len(values) < len(keys) or None in values.values() or len(apart) > 1:
+        # one domain of a Topology's level is one value of it and of every wider level (rack r1 of block b1)
+        path = out.domain_levels.get(label, (label,))
+        domains = {k: tuple(out.node_labels.get(out.admitted[k], {}).get(level) for level in path)
+                   for k in keys if k in out.admitted}
+        values = {k: d[-1] for k, d in domains.items()}
+        if len(domains) < len(keys) or any(None in d for d in domains.values()) or len(set(domains.values())) > 1:
             where = ", ".join(f"{k} {f'on {out.admitted[k]} ({label}={values[k]})' if k in values else state_of(k)}"
                               for k in keys)
             diffs.append(f"expected {', '.join(keys)} in one {label} domain, but: {where}")

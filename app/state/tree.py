@@ -99,9 +99,9 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
                        for f in sorted({fq.name for g in cq.resource_groups for fq in g.flavors})
                        if f in flavors and flavors[f].topology_name
                        and flavors[f].topology_name not in (topologies or {})]
-        if no_topology:             # Kueue's reason (pkg/cache/scheduler/clusterqueue.go)
-            tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(no_topology)}"
-            tree.codes[name] = TOPOLOGY_NOT_FOUND
+        if no_topology:             # Kueue's reason (pkg/cache/scheduler/clusterqueue.go), after any other
+            tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused + no_topology)}"
+            tree.codes.setdefault(name, TOPOLOGY_NOT_FOUND)
         if missing:
             tree.inactive[name] = (f"ClusterQueue {name} is inactive: ResourceFlavor "
                                    f"{', '.join(missing)} does not exist")
