@@ -116,12 +116,11 @@ def test_a_group_no_rack_holds_is_refused_with_kueues_words_and_holds_nothing():
 
 @pytest.mark.parametrize("what", ["lone pod", "Job"])
 def test_a_lone_pod_or_a_jobs_pod_asking_a_topology_is_refused_not_placed_anywhere(what):
-    pod = Pod("p").queue("lq").cpu("1").obj()
+    pod = Pod("p").queue("lq").cpu("1")
+    pod = (pod.owner("Job", "j", "uid-j") if what == "Job" else pod).obj()
     pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
     extra = []
     if what == "Job":
-        pod = Pod("p").queue("lq").cpu("1").owner("Job", "j", "uid-j").obj()
-        pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
         extra = [{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "team-a",
                   "uid": "uid-j", "labels": {K + "queue-name": "lq"}},
                   "spec": {"parallelism": 1, "completions": 1, "template": {"metadata": {"annotations": {

@@ -134,12 +134,10 @@ def assign_flavors(
     asks for a topology level takes only flavors with a Topology; one that asks none, a flavor with one only when
     every flavor of the ClusterQueue has one (Kueue's checkPodSetAndFlavorMatchForTAS: implied TAS)."""
     result = Assignment()
-    tas_only = all(flavors.get(fq.name) is not None and flavors[fq.name].topology_name
-                   for g in cq.resource_groups for fq in g.flavors)
 
     def usable(name: str) -> str:
         return _flavor_usable(name, flavors, tolerations, node_selector) or \
-            _topology_mismatch(flavors[name], asks_topology, tas_only)
+            _topology_mismatch(flavors[name], asks_topology, cq, flavors)
     covered = cq.covered_resources()
     by_group: dict[int, dict[str, int]] = {}
     for resource, amount in requests.items():
@@ -182,11 +180,15 @@ def _flavor_usable(flavor_name: str, flavors: dict[str, ResourceFlavor], tolerat
     return _selector_conflict(flavor, node_selector)
 
 
-def _topology_mismatch(flavor: ResourceFlavor, asks: bool, tas_only: bool) -> str:
-    """Kueue's words for a flavor a workload's topology request does not match ("" when it does)."""
+def _topology_mismatch(flavor: ResourceFlavor, asks: bool, cq: ClusterQueue,
+                       flavors: dict[str, ResourceFlavor]) -> str:
+    """Kueue's words for a flavor a workload's topology request does not match ("" when it does). Whether every
+    flavor of the ClusterQueue has a Topology is asked only of a flavor with one, for a workload asking none."""
     if asks and not flavor.topology_name:
         return f"Flavor {flavor.name!r} does not support TopologyAwareScheduling"
-    if not asks and flavor.topology_name and not tas_only:
+    if not asks and flavor.topology_name and not all(
+            flavors.get(fq.name) is not None and flavors[fq.name].topology_name
+            for g in cq.resource_groups for fq in g.flavors):
         return f"Flavor {flavor.name!r} supports only TopologyAwareScheduling"
     return ""
 

@@ -149,9 +149,9 @@ def _to_minimum(domains: list[_Domain], count: int, slice_size: int, least_free:
 
 
 class _Placement:
-    def __init__(self, tree: _Tree, name: str, count: int, request: TopologyRequest, least_free: bool):
+    def __init__(self, tree: _Tree, name: str, count: int, request: TopologyRequest):
         self.tree, self.name, self.count, self.request = tree, name, count, request
-        self.least_free = least_free
+        self.least_free = request.unconstrained     # Kueue's LeastFreeCapacity (TASProfileMixed), else BestFit
         self.excluded: dict[str, int] = {}
 
     def not_fit(self, fit: int, needed: int) -> str:
@@ -217,8 +217,8 @@ def place(name: str, levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[st
     tree = _Tree(levels, nodes)
     pod = dict(requests)
     pod["pods"] = max(pod.get("pods", 0), 1)        # one pod's place on its node, as kube-scheduler counts it
-    least_free = request.unconstrained
-    run = _Placement(tree, name, count, request, least_free)
+    run = _Placement(tree, name, count, request)
+    least_free = run.least_free
     for leaf in tree.leaves:
         leaf.pods, limiting = count_in(pod, leaf.free)
         if leaf.pods == 0 and limiting:

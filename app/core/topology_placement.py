@@ -27,7 +27,8 @@ def topology_placement(state, key, whole: str, cluster_queue: str, flavors: set[
     to place now go where the group's others run or are held: for a required level, inside that domain (a
     replacement goes back beside its peers, as Kueue keeps a workload's assignment). Only nodes the members may
     use count (not unschedulable, taints tolerated, selector and affinity met)."""
-    others = [m for m in state.store.members(key) if m.uid not in {p.uid for p in members} and not m.terminal
+    placing = {m.uid for m in members}
+    others = [m for m in state.store.members(key) if m.uid not in placing and not m.terminal
               and (m.node_name or m.uid in state.holds)]
     size = len(members) + len(others)
     request, problem = pod_set_request(members[0].annotations, size)

@@ -17,7 +17,6 @@ from ..core.flavors import Charge
 from ..core.rules import BOUND, OUTCOME_UNKNOWN, QUOTA_INVARIANT, REFUSED, WRITE_FAILED
 from ..journal import BindRecord
 from ..objects.pod import PodInfo
-from ..state.bindings import ASSUMED_TTL
 from ..sync import freshness
 from .context import Context
 from .outcome import Outcome
@@ -135,11 +134,10 @@ async def settle_bindings(ctx: Context) -> int:
     read, state, undone = getattr(ctx.writer, "bound_node", None), ctx.state, 0
     if read is None:
         return 0
-    now = state.timer()
-    for uid, since in state.assumed.items():
+    for uid in state.bindings.past_guard():
         pod = state.pods.get(uid)
-        if now - since >= ASSUMED_TTL and uid not in state.bindings.held_back and uid not in ctx.unsettled \
-                and uid not in ctx.binding and pod is not None and pod.node_name:
+        if uid not in state.bindings.held_back and uid not in ctx.unsettled and uid not in ctx.binding \
+                and pod is not None and pod.node_name:
             ctx.unsettled[uid] = pod.node_name
     if not ctx.unsettled:
         return 0

@@ -17,7 +17,7 @@ from ..state.tree import build_tree
 
 def violations(state: ClusterState, running) -> list[str]:
     """Each place the pods in running (PodInfo, on a node) put the quota tree above its limits."""
-    tree = build_tree(state.cluster_queues, state.cohorts, state.flavors)
+    tree = build_tree(state.cluster_queues, state.cohorts, state.flavors, state.store.topologies)
     for pod in running:
         if not pod.node_name or pod.terminal:
             continue

@@ -75,8 +75,7 @@ class Bindings:
         event meanwhile (held back): the newest such event is applied now, as stale would apply the next one. A pod
         the API shows unbound (its Binding lost, or undone by a restored API server) would otherwise stay charged
         until some later event of it came, and a pending pod may get none. Returns how many."""
-        now = self.timer()
-        late = [uid for uid, since in self.assumed.items() if now - since >= ASSUMED_TTL and uid in self.held_back]
+        late = [uid for uid in self.past_guard() if uid in self.held_back]
         for uid in late:
             latest = self.held_back[uid]
             self.confirmed(uid)
@@ -89,6 +88,11 @@ class Bindings:
             # version, it would be dropped as no newer and the pod stay bound here for good, nothing assumed.
             self.cluster.upsert_pod(latest, force=True)
         return len(late)
+
+    def past_guard(self) -> list[str]:
+        """The bindings Quotient made that the API has not shown within ASSUMED_TTL."""
+        now = self.timer()
+        return [uid for uid, since in self.assumed.items() if now - since >= ASSUMED_TTL]
 
     def confirmed(self, uid: str) -> None:
         """The API has spoken about a pod Quotient assumed bound: its word stands from now on."""

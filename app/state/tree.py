@@ -69,7 +69,7 @@ def _chain_problem(start: str, cohorts: dict[str, Cohort]) -> str | None:
 
 
 def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
-               flavors: dict[str, ResourceFlavor], topologies: dict | None = None) -> QuotaTree:
+               flavors: dict[str, ResourceFlavor], topologies: dict) -> QuotaTree:
     tree = QuotaTree()
     broken = {name: why for name in cohorts if (why := _chain_problem(name, cohorts))}
 
@@ -90,15 +90,15 @@ def build_tree(queues: dict[str, ClusterQueue], cohorts: dict[str, Cohort],
     for name, cq in queues.items():
         node = QuotaNode(name, False, quotas=_limits(cq.resource_groups))
         tree.queues[name] = node
-        missing = sorted({fq.name for g in cq.resource_groups for fq in g.flavors} - set(flavors))
+        names = {fq.name for g in cq.resource_groups for fq in g.flavors}
+        missing = sorted(names - set(flavors))
         refused = list(cq.unsupported)
         if refused:
             tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused)}"
             tree.codes[name] = NOT_SUPPORTED_BY_QUOTIENT
         no_topology = [f"there is no Topology {flavors[f].topology_name!r} for TAS flavor {f!r}"
-                       for f in sorted({fq.name for g in cq.resource_groups for fq in g.flavors})
-                       if f in flavors and flavors[f].topology_name
-                       and flavors[f].topology_name not in (topologies or {})]
+                       for f in sorted(names) if f in flavors and flavors[f].topology_name
+                       and flavors[f].topology_name not in topologies]
         if no_topology:             # Kueue's reason (pkg/cache/scheduler/clusterqueue.go), after any other
             tree.inactive[name] = f"ClusterQueue {name} is inactive: {'; '.join(refused + no_topology)}"
             tree.codes.setdefault(name, TOPOLOGY_NOT_FOUND)
