@@ -158,20 +158,27 @@ def plain_world() -> list[dict]:
     return queue_world(v1beta2_queue())
 
 
-@pytest.mark.parametrize("key", [KUEUE + "podset-required-topology", KUEUE + "podset-preferred-topology",
-                                 KUEUE + "podset-slice-required-topology"])
-def test_a_pod_asking_for_a_topology_is_refused(key):
-    """Kueue's TAS annotations (apis/kueue/v1beta2/topology_types.go). Before: admitted, placed anywhere."""
-    refused_by(verdict(plain_world(), POD.clone().annotation(key, "cloud.com/rack").obj()),
-               coverage.TOPOLOGY_RULE, key, "issue 36")
+@pytest.mark.parametrize("key", [KUEUE + "podset-required-topology", KUEUE + "podset-preferred-topology"])
+def test_a_pod_asking_for_a_topology_through_a_flavor_without_one_is_not_admitted(key):
+    """Kueue's TAS annotations (apis/kueue/v1beta2/topology_types.go), on a lone pod: its flavor must name a
+    Topology (Kueue's checkPodSetAndFlavorMatchForTAS). Before issue 36: admitted, placed anywhere."""
+    v = verdict(plain_world(), POD.clone().annotation(key, "cloud.com/rack").obj())
+    assert not v.admit and "Flavor 'default-flavor' does not support TopologyAwareScheduling" in v.reason, v
 
 
-def test_the_pods_of_a_job_whose_template_asks_for_a_topology_are_refused():
+def test_a_pod_whose_topology_annotations_kueues_webhook_refuses_is_refused_with_its_reason():
+    refused_by(verdict(plain_world(), POD.clone().annotation(KUEUE + "podset-slice-required-topology",
+                                                              "cloud.com/rack").obj()),
+               coverage.TOPOLOGY_RULE, "podset-slice-size is required with")
+
+
+def test_the_pods_of_a_job_whose_template_asks_for_a_topology_need_a_flavor_with_one():
     """The annotation on a Job's pod template reaches each pod the Job makes."""
     job = Job("train").queue("lq").parallelism(2)
     objects = [*plain_world(), job.obj()]
     pod = Pod("train-0").cpu("1").of_job(job).annotation(KUEUE + "podset-required-topology", "rack").obj()
-    refused_by(verdict(objects, pod), coverage.TOPOLOGY_RULE, "podset-required-topology")
+    v = verdict(objects, pod)
+    assert not v.admit and "does not support TopologyAwareScheduling" in v.reason, v
 
 
 def test_a_pod_claiming_devices_is_refused_as_kueue_does_without_its_dra_integration():

@@ -8,7 +8,7 @@ import pytest
 from app.objects.errors import InvalidObject
 from app.objects.kueue import decode_resource_flavor
 from app.objects.topology import HOSTNAME, TopologyRequest, decode_topology, pod_set_request
-from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod
+from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod
 from helpers import Verbs, apply, make_state, refused
 from app.act.writer import SnapshotWriter
 from app.scheduler.scheduler import Scheduler
@@ -114,22 +114,63 @@ def test_a_group_no_rack_holds_is_refused_with_kueues_words_and_holds_nothing():
     assert not state.holds and not state.reservations
 
 
-@pytest.mark.parametrize("what", ["lone pod", "Job"])
-def test_a_lone_pod_or_a_jobs_pod_asking_a_topology_is_refused_not_placed_anywhere(what):
-    pod = Pod("p").queue("lq").cpu("1")
-    pod = (pod.owner("Job", "j", "uid-j") if what == "Job" else pod).obj()
+@pytest.mark.parametrize("cpu, rack", [("1", ["b1-r1-n1"]), ("2", ["b1-r2-n1", "b1-r2-n2"])])
+def test_a_lone_pod_asking_a_rack_gets_the_rack_kueues_best_fit_gives_a_pod_set_of_one(cpu, rack):
+    """Kueue makes a plain pod a pod set of one: 1 CPU fits every rack and BestFit takes the tightest (b1/r1, room
+    for one); 2 CPUs fit b1/r2 and b2/r1 alike, and the first in values order is taken. Without the annotation
+    every offered node passes."""
+    pod = Pod("p").queue("lq").cpu(cpu).obj()
     pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
-    extra = []
-    if what == "Job":
-        extra = [{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "team-a",
-                  "uid": "uid-j", "labels": {K + "queue-name": "lq"}},
-                  "spec": {"parallelism": 1, "completions": 1, "template": {"metadata": {"annotations": {
-                      K + "podset-required-topology": RACK}}, "spec": {"containers": [{"name": "main",
-                      "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}]
-    state = make_state(*cluster(*extra, pod))
-    why = refused(Verbs(extender(state)).filter(pod, NODES), NODES)
-    assert "TopologyNotSupported" in why or "asks for a topology level" in why, why
-    assert "podset-required-topology" in why
+    state = make_state(*cluster(pod))
+    assert Verbs(extender(state)).filter(pod, NODES)["NodeNames"] == rack
+    plain = Pod("q").queue("lq").cpu(cpu).obj()
+    apply(state, plain)
+    assert Verbs(extender(state)).filter(plain, NODES)["NodeNames"] == NODES
+
+
+def test_a_lone_pod_with_annotations_kueues_webhook_refuses_is_refused_with_its_reason():
+    pod = Pod("p").queue("lq").cpu("1").obj()
+    pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK, K + "podset-preferred-topology": RACK}
+    why = refused(Verbs(extender(make_state(*cluster(pod)))).filter(pod, NODES), NODES)
+    assert "TopologyNotSupported" in why or "must not contain more than one topology annotation" in why, why
+
+
+def tas_job(parallelism: int):
+    job = Job("j").queue("lq").parallelism(parallelism)
+    job.obj()["spec"]["template"]["metadata"] = {"annotations": {K + "podset-required-topology": RACK}}
+    pods = []
+    for i in range(parallelism):
+        pod = Pod(f"j-{i}").of_job(job).cpu("1").created(i).obj()
+        pod["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
+        pods.append(pod)
+    return job, pods
+
+
+def test_a_jobs_pods_asking_a_rack_run_in_the_tightest_rack_that_holds_them_all():
+    """Kueue reads the annotation on the Job's pod template: 3 x 1 CPU go to b1/r2, the one rack holding three."""
+    job, pods = tas_job(3)
+    state = make_state(*cluster(job.obj(), *pods))
+    answers = [Verbs(extender(state)).filter(p, NODES)["NodeNames"] for p in pods]
+    assert sorted(n for a in answers for n in a) == ["b1-r2-n1", "b1-r2-n1", "b1-r2-n2"], answers
+
+
+async def test_a_jobs_replacement_pod_runs_in_the_rack_of_its_peers():
+    """The Job's admitted workload keeps its rack: a pod replacing a failed one passes only onto b1/r2's nodes."""
+    job, pods = tas_job(3)
+    state = make_state(*cluster(job.obj(), *pods))
+    verbs = Verbs(extender(state))
+    nodes = {}
+    for p in pods:
+        nodes[p["metadata"]["name"]] = verbs.filter(p, NODES)["NodeNames"][0]
+    for p in pods:
+        assert (await verbs.bind(p, nodes[p["metadata"]["name"]]))["Error"] == ""
+        apply(state, dict(p, spec=dict(p["spec"], nodeName=nodes[p["metadata"]["name"]]), status={"phase": "Running"}))
+    apply(state, dict(pods[0], spec=dict(pods[0]["spec"], nodeName=nodes["j-0"]), status={"phase": "Failed"}))
+    again = Pod("j-3").of_job(job).cpu("1").created(9).obj()
+    again["metadata"]["annotations"] = {K + "podset-required-topology": RACK}
+    apply(state, again)
+    answer = verbs.filter(again, NODES)
+    assert answer["NodeNames"] == ["b1-r2-n1", "b1-r2-n2"], answer
 
 
 def test_a_cluster_queue_whose_flavor_names_a_missing_topology_is_inactive_until_it_exists():

@@ -16,7 +16,8 @@ from typing import Callable, Iterator
 from ..objects.kueue import ClusterQueue
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PRIORITY_CLASS_LABEL, QUEUE_LABEL, PodInfo
-from ..objects.coverage import TOPOLOGY_RULE, TOPOLOGY_WHY
+from ..objects.coverage import TOPOLOGY_RULE
+from ..objects.topology import pod_set_request
 from ..objects.selectors import namespace_labels
 from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
@@ -36,7 +37,7 @@ from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLU
                     WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import AdmissionView, JobsView
 from .verdict import QUEUE_HEAD, Verdict
-from .workload import GROUP, Workload, group_of
+from .workload import POD, Workload, group_of
 
 
 def _refuse(rule: str, reason: str, cq: str = "", resolvable: bool = False,
@@ -118,10 +119,11 @@ def resolve(state: AdmissionView, workload: Workload) -> tuple[ClusterQueue | No
         return cq, _refuse(NAMESPACE_NOT_SELECTED, f"namespace {workload.namespace} is not selected by "
                            f"ClusterQueue {cq.name} (namespaceSelector {cq.namespace_selector.describe()})",
                            cq.name)
-    if workload.key.kind != GROUP and pod.topology_asked:
-        return cq, _refuse(TOPOLOGY_RULE, f"{workload.key.described}: pod annotation {pod.topology_asked} "
-                           f"asks for a topology level: {TOPOLOGY_WHY} (it places a pod group's members; a lone "
-                           "pod's or a Job's pods not yet); remove it, or let Kueue serve this workload", cq.name)
+    if workload.key.kind == POD and pod.topology_asked:
+        problem = pod_set_request(pod.annotations, 1)[1]
+        if problem:
+            return cq, _refuse(TOPOLOGY_RULE, f"{workload.key.described}: pod annotation {pod.topology_asked}: "
+                               f"{problem}; Kueue's pod webhook refuses it: fix it", cq.name)
     if workload.refused:        # a Kueue field Quotient refuses (objects.coverage): TAS, DRA claims, ...
         return cq, _refuse(workload.refused[0], workload.refused[1], cq.name)
     return cq, None

@@ -7,6 +7,7 @@ A member then passes filter only onto its held node. The group counts against qu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from ..objects.job import MIN_PARALLELISM
 from ..objects.pod import PRIORITY_CLASS_LABEL, PodInfo
@@ -17,9 +18,9 @@ from .gangs import expected_size, node_masks, place
 from .placement import static_misfit
 from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
-from .topology_placement import asks_topology, topology_placement
+from .topology_placement import asks_topology, topology_ask
 from .rules import (GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_QUEUE_MISMATCH, GROUP_RESERVED, GROUP_SIZE_UNKNOWN,
-                    GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
+                    GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, TOPOLOGY_PLACEMENT_FAILED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ReclaimView
 from .workload import KUEUE_TOTAL, Workload, WorkloadKey
 
@@ -119,31 +120,28 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
     candidates = sorted(flavor_nodes(state, a), key=lambda n: n not in on_offer)
     allowed = node_masks(pending, [state.nodes[n] for n in candidates], static_misfit)
     rooms = state.workloads.rooms()
-    placement = None
-    if asks_topology(pending):
-        if not verdict.admit:
-            return Refuse(verdict.rule, f"{whole}: {verdict.reason}; no preemption: preempting for a group that "
-                          f"asks for a topology level is not implemented yet (issue 36)", verdict.cluster_queue)
-        placement = topology_placement(state, key, whole, verdict.cluster_queue, set(a.flavors.values()), pending,
-                                       candidates, rooms, allowed)
-        if isinstance(placement, Refuse):
-            return placement
-    if placement is None:
+    ask = topology_ask(state, key, whole, verdict.cluster_queue, set(a.flavors.values()), pending, candidates,
+                       allowed) if asks_topology(pending) else None
+    if isinstance(ask, Refuse):
+        return ask
+    if ask is not None:
+        placement = ask.fits(ask.usable, rooms) if verdict.admit else None
+        tiers, fits = ask.domains(), ask.fits
+    else:
         placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
+        tiers, fits = [{"": candidates}], partial(_fits_anywhere, pending, candidates, allowed)
     victims: dict[str, tuple[str, str]] = {}
-    if placement is None:
+    if placement is None or isinstance(placement, str):
+        unplaced = placement
         cq = state.cluster_queues[verdict.cluster_queue]
         why = may_preempt(state, workload, cq, state.clock())
-        targets: list = []
-        if not why:
-            targets, placement, why = gang_plan(state, workload, pending, cq, a, candidates, rooms, allowed)
-        if not targets:
-            problem = verdict.reason if not verdict.admit else (
-                f"its quota fits, but its {len(pending)} pending members cannot all be placed at once on the "
-                f"{len(candidates)} node(s) of flavor(s) {', '.join(sorted(set(a.flavors.values())))}")
-            return Refuse(GROUP_UNPLACEABLE if verdict.admit else verdict.rule,
-                          f"{whole}: {problem}; no preemption: {why}", verdict.cluster_queue)
-        victims = {m.uid: (t.reason, victim_message(t.reason, workload)) for t in targets for m in t.candidate.pods()}
+        plan = gang_plan(state, workload, cq, a, tiers, rooms, fits) if not why else None
+        if plan is None or not plan.targets:
+            return _unplaceable(whole, verdict, pending, candidates, a, unplaced, why or plan.why or "nothing to preempt",
+                                plan.rejected if plan else {}, ask)
+        placement = plan.placement
+        victims = {m.uid: (t.reason, victim_message(t.reason, workload)) for t in plan.targets
+                   for m in t.candidate.pods()}
     over = "" if victims else state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
     if over:            # the plan counts others' victims as gone; the quota still holds them
         return Refuse(VICTIMS_STILL_RUNNING, still_running(over, key), verdict.cluster_queue)
@@ -151,6 +149,32 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
                   Charge(verdict.cluster_queue, a.flavors, quota_usage(state.ledger.quota_requests(m), a.flavors)), victims)
              for m in pending]
     return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
+
+
+def _fits_anywhere(members: list[PodInfo], candidates: list[str], allowed, nodes: list[str], room) -> dict | str:
+    """A group asking no topology: a node for every member anywhere among the flavors' nodes (gangs.place)."""
+    placed = place(members, nodes, room, allowed if nodes is candidates else None)
+    return placed if placed is not None else "its members cannot all be placed at once"
+
+
+def _unplaceable(whole: str, verdict, pending, candidates, a, unplaced, why: str, rejected: dict[str, str],
+                 ask) -> Refuse:
+    """No placement and no victims: the quota's reason or the placement's, why no preemption, and (a group
+    asking a topology) why each domain could not be made to hold it."""
+    flavors = ', '.join(sorted(set(a.flavors.values())))
+    if ask is not None and unplaced is not None:
+        beside = " beside the group's members already placed" if len(ask.usable) < len(candidates) \
+            and ask.request.required else ""
+        rule, problem = TOPOLOGY_PLACEMENT_FAILED, f"couldn't assign flavors to pod set{beside}: {unplaced}"
+    elif verdict.admit:
+        rule, problem = GROUP_UNPLACEABLE, (f"its quota fits, but its {len(pending)} pending members cannot all be "
+                                            f"placed at once on the {len(candidates)} node(s) of flavor(s) {flavors}")
+    else:
+        rule, problem = verdict.rule, verdict.reason
+    domains = "; ".join(f"{d or 'all nodes'}: {r}" for d, r in sorted(rejected.items())[:5])
+    more = f" (and {len(rejected) - 5} more)" if len(rejected) > 5 else ""
+    return Refuse(rule, f"{whole}: {problem}; no preemption: {why}" + (f"; by domain: {domains}{more}"
+                  if domains and ask is not None else ""), verdict.cluster_queue)
 
 
 def admit_partially(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on_offer,

@@ -167,9 +167,9 @@ def _topology(says: str) -> Mark:
 
 
 def _placed(says: str) -> Mark:
-    return Mark(HONOURED, f"{says}, on a pod group's members (core.topology, as Kueue's TAS; preemption inside a "
-                "domain is not implemented yet: a group no domain holds is refused TopologyPlacementFailed with "
-                "Kueue's reason); on a lone pod or a Job's pods, refused TopologyNotSupported (issue 36)")
+    return Mark(HONOURED, f"{says}, on a pod group's members, a Job's pod template or a lone pod (core.topology, as "
+                "Kueue's TAS; a group no domain holds preempts inside the domain where the fewest victims make it "
+                "fit, core.preemption.gang)")
 
 
 def _feature(says: str, on: tuple[str, ...], acts: frozenset[str] | None = None) -> Mark:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import orjson
 
-from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim
+from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim, topology_placement
 from ..core.admission import QUEUE_HEAD, Verdict, amounts, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
@@ -91,7 +91,7 @@ def filter_pod(ctx: Context, offer: Offer) -> Outcome:
             pod=pod.key, outcome=verdict.rule, reason=verdict.reason, queue=verdict.cluster_queue,
             resolvable=verdict.resolvable, offered=len(offered.names), tried=list(tried)),
             cluster_queue=verdict.cluster_queue, resolvable=verdict.resolvable, assignment=verdict.assignment)
-    kept = _flavor_nodes(ctx, pod, frozenset(flavors.values()), offered)
+    kept = _flavor_nodes(ctx, pod, frozenset(flavors.values()), offered, verdict.cluster_queue)
     if isinstance(kept, Refuse):
         return _refusal(pod, kept, queue=verdict.cluster_queue)
     if charge is None and gate_charge is None:
@@ -150,13 +150,18 @@ def _behind(pod: PodInfo, known, offered: OfferedNodes) -> Outcome:
         cluster_queue=v.cluster_queue, resolvable=v.resolvable, assignment=v.assignment)
 
 
-def _flavor_nodes(ctx: Context, pod: PodInfo, flavors: frozenset,
-                  offered: OfferedNodes) -> tuple[list, bytes] | Refuse:
+def _flavor_nodes(ctx: Context, pod: PodInfo, flavors: frozenset, offered: OfferedNodes,
+                  cluster_queue: str) -> tuple[list, bytes] | Refuse:
     """The offered nodes of the pod's flavors it may take (core.filtering.nodes_for), and their JSON."""
     passing, encoded = offered.on_offer(ctx.state, flavors)
     kept = filtering.nodes_for(ctx.state, pod, flavors, passing, len(offered.names))
     if isinstance(kept, Refuse):
         return kept
+    if pod.topology_asked:         # Kueue's TAS: a lone pod's domain, or a Job's pod beside its peers
+        kept = topology_placement.narrow(ctx.state, pod, group_of(pod), flavors, kept,
+                                         ctx.state.workloads.rooms(pod.uid), cluster_queue)
+        if isinstance(kept, Refuse):
+            return kept
     return (passing, encoded) if kept is passing else (kept, orjson.dumps(kept))
 
 
@@ -212,7 +217,7 @@ def _job_pod(ctx: Context, pod: PodInfo, key: WorkloadKey, admitted, offered: Of
     at_size = job_slots.at_size(state, pod, key, admitted)
     if at_size is not None:
         return _member_refusal(pod, key, at_size)
-    kept = _flavor_nodes(ctx, pod, frozenset(charge.flavors.values()), offered)
+    kept = _flavor_nodes(ctx, pod, frozenset(charge.flavors.values()), offered, charge.cluster_queue)
     if isinstance(kept, Refuse):
         return _refusal(pod, kept, queue=charge.cluster_queue)
     passing, encoded = kept
