@@ -15,6 +15,7 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from ..observe.topology_view import DOMAINS_SHOWN, topologies_view
 from ..observe.explain import BadManifest, explain, parse_manifest
 from .exposure import trusted_caller
 from ..observe.podview import pod_view
@@ -90,6 +91,13 @@ def debug_router(scheduler, clients_verified: bool = False, view_port: bool = Fa
     async def pod(namespace: str, name: str, request: Request) -> Response:
         return await respond(request, now(lambda: pod_view(state, journal, namespace, name, scheduler.actions,
                                                                    scheduler.refusals)), text.render_pod)
+
+    @router.get("/topologies")
+    async def topologies(request: Request) -> Response:
+        """Each Topology's domains per level with their free room (issue 36)."""
+        return await respond(request, now(lambda: topologies_view(state, int_param(request.query_params, "limit",
+                                                                                   DOMAINS_SHOWN))),
+                             text.render_topologies)
 
     @router.get("/decisions")
     async def decisions(request: Request) -> Response:

@@ -187,6 +187,8 @@ def render_pod(view: dict) -> str:
         b = view["bind"]
         out.append("Last bind:\n" + _indent(fields([("At", b["at"]), ("Outcome", b["outcome"]), ("Node", b["node"]),
                                                     ("Reason", b["reason"])])))
+    if view.get("topology"):
+        out.append(render_pod_topology(view["topology"]))
     out.append(render_preemption(view["preemption"]))
     if view.get("preemptedBy"):
         v = view["preemptedBy"]
@@ -220,15 +222,18 @@ def render_preemption(p: dict) -> str:
     if not p.get("considered"):
         return f"Preemption: none ({p['note']})"
     pairs = [(k[:1].upper() + k[1:], v) for k, v in p.items() if k not in ("considered", *TABLED)]
-    block = fields(pairs)
+    parts = [fields(pairs)] if pairs else []      # a held group member: its hold alone, no attempt of its own
     if p.get("victims"):
-        block += "\nVictims per node:\n" + table(["NODE", "VICTIMS"], [[n, v] for n, v in p["victims"].items()], "  ")
+        parts.append("Victims per node:\n" + table(["NODE", "VICTIMS"], [[n, v] for n, v in p["victims"].items()],
+                                                   "  "))
     if p.get("whyNot"):
-        block += "\nWhy other nodes lost:\n" + table(["NODE", "REASON"], [[n, r] for n, r in p["whyNot"].items()], "  ")
+        parts.append("Why other nodes lost:\n" + table(["NODE", "REASON"], [[n, r] for n, r in p["whyNot"].items()],
+                                                       "  "))
     if p.get("hold"):
         h = p["hold"]
-        block += (f"\nHold: node {h['node']} kept for it, victims {cell(h['victims'])}, waiting for "
-                  f"{cell(h['waitingFor'])}, expires in {h['expiresIn']:.1f}s")
+        parts.append(f"Hold: node {h['node']} kept for it, victims {cell(h['victims'])}, waiting for "
+                     f"{cell(h['waitingFor'])}, expires in {h['expiresIn']:.1f}s")
+    block = "\n".join(parts)
     return "Preemption:\n" + _indent(block)
 
 
@@ -258,3 +263,34 @@ def render_error(view: dict) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
+
+
+def render_pod_topology(t: dict) -> str:
+    """A pod's topology request: its domain, and why each other domain of its level does not hold it."""
+    pairs = [("Asked", t["asked"])]
+    if t.get("problem"):
+        return "Topology:\n" + _indent(fields(pairs + [("Problem", t["problem"])]))
+    r = t["request"]
+    pairs += [("Topology", t["topology"]), ("Request", f"{r['mode']} {r['level'] or t['level']}, {r['pods']} pod(s)"
+               + (f", slices of {r['sliceSize']} in {r['sliceLevel']}" if r["sliceLevel"] else "")),
+              ("Domain", ", ".join(t["domain"]) if t["domain"] else "none yet")]
+    rows = [[d["domain"], d["nodes"], d["holds"], cell(d["free"]), d["why"]] for d in t["domains"]]
+    more = f"\n  ({t['domainCount'] - len(rows)} more)" if t["domainCount"] > len(rows) else ""
+    return ("Topology:\n" + _indent(fields(pairs)) + f"\n  Domains at {t['level']}:\n"
+            + table(["DOMAIN", "NODES", "HOLDS", "FREE", "WHY"], rows, "    ") + more)
+
+
+def render_topologies(view: dict) -> str:
+    """/debug/topologies: each Topology's domains per level with their free room."""
+    if not view["topologies"]:
+        return "No Topology objects (kueue.x-k8s.io Topology) are known.\n"
+    out = []
+    for t in view["topologies"]:
+        out.append(f"Topology {t['name']}: levels {', '.join(t['levels'])}; flavors {', '.join(t['flavors']) or '-'}; "
+                   f"{t['nodes']} node(s)")
+        for level, domains in t["domains"].items():
+            rows = [[d["domain"], d["nodes"], cell(d["free"])] for d in domains["shown"]]
+            more = f"\n    ({domains['count'] - len(rows)} more)" if domains["count"] > len(rows) else ""
+            out.append(f"  {level}: {domains['count']} domain(s)\n" + table(["DOMAIN", "NODES", "FREE"], rows, "    ")
+                       + more)
+    return "\n".join(out) + "\n"

@@ -242,3 +242,43 @@ def place(name: str, levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[st
     first = len(levels) - 1 if levels[-1] == HOSTNAME else 0
     return Assignment(levels[first:], tuple((d.values[first:], d.pods) for d in chosen),
                       {d.values[first:]: tuple(sorted(d.nodes)) for d in chosen})
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRoom:
+    """One domain's room, for /debug and the view: its nodes, their free room summed, and how many pods of a given
+    request it holds node by node (0 when no request was given)."""
+    values: tuple[str, ...]
+    nodes: int
+    free: dict[str, int]
+    pods: int
+
+
+def domain_rooms(levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[str, str], dict[str, int]]],
+                 requests: dict[str, int] | None = None) -> list[list[DomainRoom]]:
+    """Every domain of every level (the widest first), in values order: what each has free, and how many pods of
+    requests (with one `pods` each) it holds, counted as place() counts them."""
+    tree = _Tree(levels, nodes)
+    pod = dict(requests or {})
+    if requests is not None:
+        pod["pods"] = max(pod.get("pods", 0), 1)
+    held: dict[int, int] = {}
+
+    def total(d: _Domain) -> tuple[dict[str, int], int]:
+        if not d.children:
+            n = count_in(pod, d.free)[0] if requests is not None else 0
+            held[id(d)] = n
+            return dict(d.free), n
+        free, n = {}, 0
+        for c in d.children:
+            f, k = total(c)
+            for r, v in f.items():
+                free[r] = free.get(r, 0) + v
+            n += k
+        d.free, held[id(d)] = free, n
+        return free, n
+
+    for top in tree.by_level[0].values():
+        total(top)
+    return [[DomainRoom(d.values, len(d.nodes), d.free, held[id(d)]) for _, d in sorted(level.items())]
+            for level in tree.by_level]

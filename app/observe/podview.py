@@ -9,6 +9,7 @@ victim, eviction, and gang and backoff, which read "none" until entries carry th
 """
 from __future__ import annotations
 
+from .topology_view import pod_topology
 from ..core.admission import decide
 from ..core.workload import Workload
 from ..core.rules import ADMITTED, EVICTED, PREEMPTED
@@ -174,6 +175,7 @@ def pod_view(state, journal, namespace: str, name: str, actions=None, refusals=N
                         if evicted else None)
     view["evictionWrite"] = actions.view(pod.uid) if actions is not None and pod is not None else None
     view["refusal"] = refusals.view(pod.uid, rfc3339) if refusals is not None and pod is not None else None
+    view["topology"] = pod_topology(state, pod)
     view["gang"] = _section_from(entries, "gang")
     view["backoff"] = _section_from(entries, "backoff")
     view["decisions"] = [entry_view(e) for e in entries]

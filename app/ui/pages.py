@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..observe.podview import pod_view
+from ..observe.topology_view import topologies_view
 from ..observe.view_query import DebugError, asked_decisions, build_queue_view
 from ..observe.views import PENDING_SHOWN, NotFound, queues_view
 from . import bars
@@ -127,6 +128,10 @@ def ui_router(scheduler) -> APIRouter:
         except NotFound as e:
             return not_found(e)
         return page("pod.html", title=f"Pod {view['pod']}", p=view)
+
+    @router.get("/topologies")
+    async def topologies_page() -> HTMLResponse:
+        return page("topologies.html", title="Topologies", t=topologies_view(state))
 
     @router.get("/decisions")
     async def decisions_page(request: Request) -> HTMLResponse:
