@@ -110,3 +110,23 @@ def test_a_gang_asking_no_topology_still_preempts_across_the_cluster():
     assert victims == {"c", "d", "e"}, refused(answer, NODES)
     assert len(held) == 4
 
+
+
+async def test_live_the_victims_in_the_chosen_rack_are_evicted_on_the_api_and_the_gang_then_runs_there(tmp_path):
+    """The same decision from `serve --kubeconfig` against tests/fakeapi.py: the first member's filter evicts a and
+    b through the API (c, d and e keep running there), and once the API shows them gone every member passes onto
+    its held node in r1."""
+    from live import started, until
+
+    members = gang(4)
+    async with started(tmp_path, cluster("100", *SPREAD, *members)) as kit:
+        first = kit.filter(members[0], NODES)
+        assert "preempting 2 pod(s)" in refused(first, NODES)
+        await kit.ext.actions.settle()
+        live = {"a", "b", "c", "d", "e"}
+        await until(lambda: not any(kit.api.get("Pod", "team-a", n) for n in ("a", "b")), what="a and b evicted")
+        assert all(kit.api.get("Pod", "team-a", n) for n in live - {"a", "b"})
+        await until(lambda: not any(kit.state.store.pod_by_key(n) for n in ("team-a/a", "team-a/b")),
+                    what="the watch to show them gone")
+        nodes = [kit.filter(m, NODES)["NodeNames"] for m in members]
+        assert sorted(n for a in nodes for n in a) == ["r1-n1", "r1-n1", "r1-n2", "r1-n2"], nodes

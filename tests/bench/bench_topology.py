@@ -13,12 +13,16 @@
 2. Kueue's own TAS performance workload set (test/performance/scheduler/configs/tas/generator.yaml): 1 block x 10
    racks x 64 nodes of 96 CPU; 5 cohorts x 6 ClusterQueues; per queue 120+120+110 small (2 pods x 500m), 34+33+33
    medium (4 x 1250m), 17+17+16 large (8 x 2500m) workloads, each class required / preferred / balanced (a slice
-   topology at rack with slices of 1, 2, 4) at the rack level: 15,000 workloads, 50,000 pods (--scale to take a
+   topology at rack with slices of 1, 2, 4) at the rack level: 15,000 workloads, 45,000 pods (--scale to take a
    share). Quotas are generous here: Kueue's run frees quota by finishing workloads on a clock; this one keeps every
    workload, so it measures placement, not queueing. Every workload is decided through the verbs as kube-scheduler
    calls them: its first member's filter (the group decision), then filter and bind for every member. Printed: the
    time to place the whole set, decisions per second, the first-member filter's p50/p99, how many were placed and
    refused, and whether each required workload landed in one rack.
+3. Preemption inside a rack: 100 racks x 50 nodes of 64 CPU, each node running ten 6-CPU pods of priority 1 in the
+   gang's own ClusterQueue (50,000 pods; --quick: 20 racks); the 256 x 4 CPU gang at priority 100 fits no rack
+   without victims. The decision alone (core.gang_admission.admit_group: candidates, a victim set per rack, the
+   least disruptive one, nothing committed), rack required and asking nothing: its time, the victims and where.
 
 Not a pytest test (tests/bench/conftest.py keeps pytest out).
 """
@@ -255,6 +259,84 @@ async def place_set(a) -> bool:
     return split == 0 and not over
 
 
+def preemption_figures(a) -> bool:
+    """Part 3: the decision for a 256 x 4 CPU gang (priority 100) on 100 racks x 50 nodes of 64 CPU, every node running
+    ten 6-CPU pods of priority 1 in the same ClusterQueue (50,000 pods): no rack holds the gang without victims. Timed:
+    core.gang_admission.admit_group alone (the decision, nothing committed), rack required and asking nothing."""
+    from app.api.app import create_app
+    from app.cli import build_from_snapshot
+    from app.core import gang_admission, workload
+
+    kueue = gen_cluster.KUEUE
+    racks, per_rack, pods_per_node = (20, 50, 10) if a.quick else (100, 50, 10)
+    docs = [topology_doc(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
+            {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+             "spec": {"nodeLabels": {"tas-node-group": "tas"}, "topologyName": TOPOLOGY}},
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1},
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 100},
+            {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+                "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [{"coveredResources": ["cpu", "memory", "pods"], "flavors": [
+                    {"name": "tas", "resources": [{"name": "cpu", "nominalQuota": "1000000"},
+                                                  {"name": "memory", "nominalQuota": "1000000Gi"},
+                                                  {"name": "pods", "nominalQuota": 1000000}]}]}]}},
+            {"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+             "spec": {"clusterQueue": "cq"}}]
+    t = 0
+    for r in range(racks):
+        for n in range(per_rack):
+            name = f"r{r:03d}-n{n:02d}"
+            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "tas-node-group": "tas", BLOCK: f"b{r // 20}", RACK: f"r{r:03d}", HOST: name}},
+                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
+            for k in range(pods_per_node):
+                t += 1
+                pod = gen_cluster.make_pod(f"low-{t:06d}", "ns", f"00000000-0000-4000-b000-{t:012d}",
+                                           gen_cluster._time(t), name, cpu="6", memory="1Gi", queue="lq")
+                pod["spec"].update(priorityClassName="low", priority=1)     # as the API server's admission sets it
+                docs.append(pod)
+    groups = {}
+    for label, ann in (("rack required", {K + "podset-required-topology": RACK}), ("asking nothing", {})):
+        group = "gang-" + label.split()[0]
+        members = []
+        for i in range(a.members):
+            pod = gen_cluster.make_pod(f"{group}-{i:03d}", "ns", f"00000000-0000-4000-c{len(groups)}00-{i:012d}",
+                                       gen_cluster._time(t + 10 + i), None, cpu="4", memory="1Gi", queue="lq")
+            pod["spec"].update(priorityClassName="high", priority=100)
+            pod["metadata"]["labels"][bg.KUEUE_GROUP] = group
+            pod["metadata"]["annotations"] = {bg.KUEUE_TOTAL: str(a.members), **ann}
+            members.append(pod)
+        docs += members
+        groups[label] = group
+    with tempfile.TemporaryDirectory(prefix="quotient-bench-topology-preempt-") as workdir:
+        extender = build_from_snapshot(gen_cluster.write(docs, os.path.join(workdir, "p.json"), "json"))
+    create_app(extender, "")
+    state = extender.state
+    print(f"3. preemption: {len(state.nodes)} nodes in {racks} racks, {t} running 6-CPU pods of priority 1; a gang of "
+          f"{a.members} x 4 CPU at priority 100", flush=True)
+    ok = True
+    for label, group in groups.items():
+        key = workload.WorkloadKey(workload.GROUP, "ns", group)
+        pending = state.store.members(key)
+        lat, decision = [], None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            decision = gang_admission.admit_group(state, key, pending, set())
+            lat.append(time.perf_counter() - t0)
+        if isinstance(decision, gang_admission.Refuse):
+            print(f"   {label}: refused: {decision.reason[:300]}")
+            ok = False
+            continue
+        nodes = {h.node for h in decision.holds}
+        print(f"   {label}: decision {min(lat) * 1000:.0f} ms best, {max(lat) * 1000:.0f} ms worst of {len(lat)}; "
+              f"{len(decision.victims)} victims on {len({state.pods[u].node_name for u in decision.victims})} nodes; "
+              f"members on {len(nodes)} nodes in {len({state.nodes[n].labels[RACK] for n in nodes})} rack(s)",
+              flush=True)
+        if label == "rack required" and not one_rack(state, nodes):
+            ok = False
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10,000 running pods in part 1, a tenth of the set in 2")
@@ -277,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{tas['p99']:.2f} ms against {2 * UNTOPOLOGIZED_MS:.0f} ms (2 x today's 40 ms): "
           f"{'MET' if met else 'NOT MET'}", flush=True)
     ok2 = True if a.skip_set else asyncio.run(place_set(a))
+    ok2 = preemption_figures(a) and ok2
     print(f"\nSummary: TAS gang p99 {tas['p99']:.2f} ms vs untopologized {plain['p99']:.2f} ms (x{ratio:.2f}; goal "
           f"<= {goal:.1f} ms and x2): {'MET' if met else 'NOT MET'}; answers right: {'yes' if ok1 and ok2 else 'no'}; "
           f"total {time.perf_counter() - t0:.0f} s")

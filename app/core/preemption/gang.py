@@ -20,6 +20,7 @@ from .laws import no_candidate
 from .ordering import order, plan_key
 from .quota_targets import quota_targets
 from .removals import Removals, quota_fits
+from ..topology import count_in
 from .targets import Candidate, Plan, Preemptor, Target, add_requests, reason_of
 from ..view import CandidateView
 from ..workload import Workload
@@ -52,13 +53,14 @@ def gang_plan(state: CandidateView, workload: Workload, cq: ClusterQueue, assign
         if last_resort and not any(c.last_resort for c in everyone):
             break
         candidates = order([c for c in everyone if last_resort or not c.last_resort], cq.name)
-        if quota_targets(state, pre, candidates) is None:
+        kueue_order = quota_targets(state, pre, candidates)
+        if kueue_order is None:
             out.why = f"no set of the {len(candidates)} candidate(s) frees enough quota for the whole group"
             continue
         for tier in tiers:
             best = None
-            for name, nodes in tier.items():
-                found = _in_domain(state, pre, candidates, nodes, room, fits)
+            for name, (nodes, here) in _by_domain(tier, candidates).items():
+                found = _in_domain(state, pre, candidates, kueue_order, here, nodes, room, fits)
                 if isinstance(found, str):
                     out.rejected[name] = found
                     continue
@@ -77,18 +79,69 @@ def gang_plan(state: CandidateView, workload: Workload, cq: ClusterQueue, assign
     return out
 
 
-def _in_domain(state, pre: Preemptor, candidates: list[Candidate], nodes: list[str], room,
-               fits: Fits) -> tuple[Plan, dict[str, str]] | str:
+def _by_domain(tier: dict[str, list[str]], candidates: list[Candidate]) -> dict[str, tuple[list[str], list]]:
+    """Each domain's nodes and its candidates (those with a pod on one of its nodes), in candidate order: one pass
+    over the candidates for every domain of the tier."""
+    where = {n: name for name, nodes in tier.items() for n in nodes}
+    here: dict[str, list[Candidate]] = {name: [] for name in tier}
+    for c in candidates:
+        for name in dict.fromkeys(where[m.node_name] for m in c.pods() if m.node_name in where):
+            here[name].append(c)
+    return {name: (nodes, here[name]) for name, nodes in tier.items()}
+
+
+class _Room:
+    """A domain's free room as victims are taken or given back, and a necessary test of the members fitting it
+    (their requests summed within its free room summed; as many pods of the smallest member's request as there are
+    members, node by node), so the full placement runs only when it may succeed."""
+
+    def __init__(self, nodes: list[str], room, members):
+        self.free = {n: room(n) for n in nodes}
+        self.need: dict[str, int] = {}
+        for m in members:
+            add_requests(self.need, m.requests)
+        self.need = {r: v for r, v in self.need.items() if v > 0}
+        self.smallest = {r: min(m.requests.get(r, 0) for m in members) for r in self.need}
+        self.smallest["pods"] = max(self.smallest.get("pods", 0), 1)
+        self.members = len(members)
+        self.total = {r: sum(max(f.get(r, 0), 0) for f in self.free.values()) for r in self.need}
+        self.count = {n: count_in(self.smallest, f)[0] for n, f in self.free.items()}
+        self.counted = sum(self.count.values())
+
+    def take(self, c: Candidate, sign: int = 1) -> None:
+        """c's pods gone (sign 1) or back (-1): their room on the domain's nodes."""
+        for m in c.pods():
+            f = self.free.get(m.node_name)
+            if f is None:
+                continue
+            for r in self.total:
+                self.total[r] -= max(f.get(r, 0), 0)
+            add_requests(f, m.requests, sign)
+            for r in self.total:
+                self.total[r] += max(f.get(r, 0), 0)
+            n = count_in(self.smallest, f)[0]
+            self.counted += n - self.count[m.node_name]
+            self.count[m.node_name] = n
+
+    def may_fit(self) -> bool:
+        return self.counted >= self.members and all(self.total[r] >= v for r, v in self.need.items())
+
+    def after(self, n: str) -> dict[str, int]:
+        return dict(self.free[n])
+
+
+def _in_domain(state, pre: Preemptor, candidates: list[Candidate], kueue_order: list[Target], here: list[Candidate],
+               nodes: list[str], room, fits: Fits) -> tuple[Plan, dict[str, str]] | str:
     """The fewest victims that make the group fit in this domain: the better of the quota targets in Kueue's
     candidate order and in that order with the domain's own candidates first (they free quota and room at once),
     each followed by the domain's candidates for room. Why not, when even all of them leave it unplaced."""
-    inside = set(nodes)
-    here = [c for c in candidates if any(m.node_name in inside for m in c.pods())]
     ours = {id(c) for c in here}
-    orders = [candidates] + ([here + [c for c in candidates if id(c) not in ours]] if here else [])
+    starts = [kueue_order]
+    if here and len(here) < len(candidates) and pre.needs:      # else the same order, or no quota to free
+        starts.append(quota_targets(state, pre, here + [c for c in candidates if id(c) not in ours]))
     best, why = None, ""
-    for ordered in orders:
-        found = _victims(state, pre, ordered, here, nodes, room, fits)
+    for quota in starts:
+        found = _victims(state, pre, quota, here, nodes, room, fits)
         if isinstance(found, str):
             why = found
         elif best is None or plan_key(found[0]) < plan_key(best[0]):
@@ -98,29 +151,19 @@ def _in_domain(state, pre: Preemptor, candidates: list[Candidate], nodes: list[s
     return best if best is not None else why
 
 
-def _victims(state, pre: Preemptor, ordered: list[Candidate], here: list[Candidate], nodes: list[str], room,
+def _victims(state, pre: Preemptor, quota: list[Target] | None, here: list[Candidate], nodes: list[str], room,
              fits: Fits) -> tuple[Plan, dict[str, str]] | str:
-    quota = quota_targets(state, pre, ordered)
     if quota is None:
         return "no set of the candidates frees enough quota for the whole group"
-
-    def placement(taken: list[Target]) -> dict[str, str] | str:
-        freed: dict[str, dict[str, int]] = {}
-        for t in taken:
-            for m in t.candidate.pods():
-                add_requests(freed.setdefault(m.node_name, {}), m.requests)
-
-        def room_after(n: str) -> dict[str, int]:
-            free = room(n)
-            add_requests(free, freed.get(n, {}))
-            return free
-        return fits(nodes, room_after)
-
-    taken, placed = list(quota), placement(quota)
+    space = _Room(nodes, room, pre.workload.members)
+    taken, placed = list(quota), "not tried"
     rm = Removals(state)
     try:
         for t in taken:
             rm.remove(t.candidate)
+            space.take(t.candidate)
+        if space.may_fit():
+            placed = fits(nodes, space.after)
         chosen = {id(t.candidate) for t in quota}
         for c in here[:MAX_GANG_EXTRAS]:
             if not isinstance(placed, str):
@@ -129,18 +172,22 @@ def _victims(state, pre: Preemptor, ordered: list[Candidate], here: list[Candida
                 continue
             taken.append(Target(c, reason_of(pre, c)))
             rm.remove(c)
-            placed = placement(taken)
+            space.take(c)
+            if space.may_fit():
+                placed = fits(nodes, space.after)
         if isinstance(placed, str):
-            return f"even with every allowed victim gone: {placed}"
+            return f"even with every allowed victim gone: {fits(nodes, space.after)}"
         strict = quota_fits(pre, False)     # giving back must not make a preemptor borrow that did not
         for i in range(len(taken) - 1, -1, -1):     # give back every victim the group fits without
-            rm.restore(taken[i].candidate)
-            trial = taken[:i] + taken[i + 1:]
-            again = placement(trial) if quota_fits(pre, not strict) else "quota"
+            c = taken[i].candidate
+            rm.restore(c)
+            space.take(c, -1)
+            again = fits(nodes, space.after) if quota_fits(pre, not strict) and space.may_fit() else "quota"
             if isinstance(again, str):
-                rm.remove(taken[i].candidate)
+                rm.remove(c)
+                space.take(c)
             else:
-                taken, placed = trial, again
+                taken, placed = taken[:i] + taken[i + 1:], again
     finally:
         rm.undo()
     return Plan("", taken), placed
