@@ -37,10 +37,10 @@ from app.scheduler.scheduler import Scheduler
 from app.sim.run import differences, simulate
 from app.sim.scenario import load_scenario
 
-from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Node, Pod, ResourceFlavor,
+from builders import (BASE_TIME, ClusterQueue, Cohort, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor,
                       cpu_queue, extender_args, snapshot_yaml)
 from helpers import (CPU, FakeClock, Verbs, all_usage, answer_reasons, apply, delete, make_state, one_queue, pod_info,
-                     refused, workload_info)
+                     refused, uid, workload_info)
 
 FR = ("default-flavor", "cpu")
 REPO = Path(__file__).resolve().parents[1]
@@ -1198,3 +1198,19 @@ def test_a_pod_refused_for_room_held_for_another_is_journaled(build_extender):
     answer = Verbs(ext).filter(Pod("p").queue("q").cpu("5").wire(), ["n1"])
     assert "the room on the offered nodes is held for other pods" in refused(answer, ["n1"])
     assert [e["outcome"] for e in ext.journal.entries if e["pod"] == "team-a/p"] == ["RoomHeld"]
+
+
+def test_kube_schedulers_preempt_verb_gets_no_victims_on_a_node_outside_the_pods_flavor():
+    """kube-scheduler's dry run proposes victims on every node where priority alone would make room; on a node of
+    another flavor they would free room filter never passes the pod onto: only its flavor's node is answered."""
+    objects = [Namespace("team-a").obj(), ResourceFlavor("od").node_labels({"type": "od"}).obj(),
+               ClusterQueue("cq").resource_group(FlavorQuotas("od").resource("cpu", "100")).preemption(
+                   {"withinClusterQueue": "LowerPriority"}).obj(),
+               LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+               Node("mine").cpu("4").labels({"type": "od"}).obj(), Node("other").cpu("4").labels({"type": "spot"}).obj()]
+    low = [Pod(n).queue("lq").cpu("4").priority(1).created(i).node(node).obj()
+           for i, (n, node) in enumerate((("a", "mine"), ("b", "other")))]
+    pod = Pod("p").queue("lq").cpu("4").priority(10).created(50).obj()
+    state = make_state(*objects, *low, pod)
+    answer = Verbs(Scheduler(state, SnapshotWriter(state))).preempt(pod, {"mine": [uid(low[0])], "other": [uid(low[1])]})
+    assert set(answer["NodeNameToMetaVictims"]) == {"mine"}, answer

@@ -286,3 +286,17 @@ def test_colocated_means_one_domain_of_the_topology_not_one_label_value():
     assert differences(scenario, together) == []
     pending = SimResult(admitted={"ns/a": "n1"}, pending={"ns/b"}, node_labels=labels)
     assert "ns/b pending" in differences(scenario, pending)[0]
+
+
+def test_a_topology_flavors_nodes_are_only_those_carrying_every_level_of_it():
+    """Kueue's NodeMatchesFlavor (pkg/util/tas/node.go): a flavor naming a Topology has only the nodes with its
+    nodeLabels and every level's label, for every workload, one asking no topology too (Kueue's implied TAS in a
+    ClusterQueue of TAS flavors only). A node with tas=yes and no rack label is none of the flavor's."""
+    pod = Pod("p").queue("lq").cpu("1").obj()
+    bare = Node("bare").cpu("8").labels({"tas": "yes"}).obj()
+    state = make_state(*cluster(bare, pod))
+    assert Verbs(extender(state)).filter(pod, NODES + ["bare"])["NodeNames"] == NODES
+    apply(state, topology([BLOCK]))          # the Topology's levels change: the flavor's nodes are read again
+    assert "bare" not in Verbs(extender(state)).filter(pod, NODES + ["bare"])["NodeNames"]
+    apply(state, Node("bare").cpu("8").labels({"tas": "yes", BLOCK: "b3"}).obj())
+    assert "bare" in Verbs(extender(state)).filter(pod, NODES + ["bare"])["NodeNames"]

@@ -9,7 +9,7 @@ from app.act.writer import SnapshotWriter
 from app.objects.topology import HOSTNAME
 from app.scheduler.scheduler import Scheduler
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod
-from helpers import Verbs, make_state, refused
+from helpers import Verbs, make_state, refused, uid
 from test_topology_api import K, RACK, tas_flavor, topology
 
 NODES = ["r1-n1", "r1-n2", "r2-n1", "r2-n2"]
@@ -58,7 +58,7 @@ def test_the_rack_whose_fewest_victims_make_the_gang_fit_is_chosen_and_only_they
     order (newest first) with no regard to racks, the victims would be e, d, c: r2."""
     members = gang(4)
     _, answer, held, victims = decide(cluster("100", *SPREAD, *members), members)
-    assert "preempting 2 pod(s)" in refused(answer, NODES)
+    assert "preempting 2 pod(s) so that all 4 members fit at once inside topology domain r1;" in refused(answer, NODES)
     assert victims == {"a", "b"}
     assert sorted(held.values()) == ["r1-n1", "r1-n1", "r1-n2", "r1-n2"]
 
@@ -130,3 +130,15 @@ async def test_live_the_victims_in_the_chosen_rack_are_evicted_on_the_api_and_th
                     what="the watch to show them gone")
         nodes = [kit.filter(m, NODES)["NodeNames"] for m in members]
         assert sorted(n for a in nodes for n in a) == ["r1-n1", "r1-n1", "r1-n2", "r1-n2"], nodes
+
+
+def test_kube_schedulers_preempt_verb_for_a_lone_pod_asking_a_rack_keeps_only_the_topologys_nodes():
+    """kube-scheduler's dry run proposes victims on r1-n1 and on a node of the flavor's labels but none of the
+    Topology's: only r1-n1's are answered (a pod set of one fits any node of the Topology, none outside it)."""
+    bare = Node("bare").cpu("4").labels({"tas": "yes"}).obj()
+    low = [running("a", "r1-n1", "4", 1), running("z", "bare", "4", 2)]
+    pod = Pod("p").queue("lq").cpu("4").priority(10).created(50).obj()
+    pod["metadata"]["annotations"] = REQUIRED
+    state = make_state(*cluster("100", bare, *low, pod))
+    answer = Verbs(Scheduler(state, SnapshotWriter(state))).preempt(pod, {"r1-n1": [uid(low[0])], "bare": [uid(low[1])]})
+    assert set(answer["NodeNameToMetaVictims"]) == {"r1-n1"}, answer

@@ -71,3 +71,14 @@ async def test_a_pod_asking_no_topology_has_no_topology_section(api):
     _, ext = scheduler(plain)
     async with api(ext) as c:
         assert (await c.get("/debug/pods/team-a/g-0")).json()["topology"] is None
+
+
+async def test_a_held_group_members_pod_view_renders_as_text(api):
+    """A member whose node is held, with no preemption attempt of its own: its preemption section is the hold
+    alone (the text render used to fail on it with a 500)."""
+    members = [member(f"g-{i}", 2, {}) for i in range(2)]
+    _, ext = scheduler(*members)
+    Verbs(ext).filter(members[0], NODES)
+    async with api(ext) as c:
+        r = await c.get("/debug/pods/team-a/g-1", params={"format": "text"})
+    assert r.status_code == 200 and "Hold: node" in r.text, r.text

@@ -33,6 +33,7 @@ class GroupAdmission:
     assignment: Assignment
     holds: list[Hold]
     victims: dict[str, tuple[str, str]]
+    domain: str = ""            # the topology domain its victims were chosen in ("" when it asks none)
 
     def node_of(self, uid: str) -> str:
         return next(h.node for h in self.holds if h.preemptor == uid)
@@ -46,8 +47,10 @@ class GroupAdmission:
                           self.cluster_queue)
         mine = self.node_of(pod.uid)
         if self.victims:
+            inside = f" inside topology domain {self.domain}" if self.domain else ""
             return Refuse(GROUP_PREEMPTING, f"{self.key.described}: preempting {len(self.victims)} pod(s) so "
-                          f"that all {n} members fit at once; node {mine} is held for this member", self.cluster_queue)
+                          f"that all {n} members fit at once{inside}; node {mine} is held for this member",
+                          self.cluster_queue)
         if mine not in on_offer:
             return Refuse(GROUP_RESERVED, f"{self.key.described} admitted; node {mine} is reserved for this member "
                           "and was not offered; waiting for it", self.cluster_queue)
@@ -131,6 +134,7 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
         placement = place(pending, candidates, rooms, allowed) if verdict.admit else None
         tiers, fits = [{"": candidates}], partial(_fits_anywhere, pending, candidates, allowed)
     victims: dict[str, tuple[str, str]] = {}
+    domain = ""
     if placement is None or isinstance(placement, str):
         unplaced = placement
         cq = state.cluster_queues[verdict.cluster_queue]
@@ -139,7 +143,7 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
         if plan is None or not plan.targets:
             return _unplaceable(whole, verdict, pending, candidates, a, unplaced, why or plan.why or "nothing to preempt",
                                 plan.rejected if plan else {}, ask)
-        placement = plan.placement
+        placement, domain = plan.placement, plan.domain
         victims = {m.uid: (t.reason, victim_message(t.reason, workload)) for t in plan.targets
                    for m in t.candidate.pods()}
     over = "" if victims else state.ledger.over_quota(Charge(verdict.cluster_queue, a.flavors, a.usage))
@@ -148,7 +152,7 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
     holds = [Hold(m.uid, placement[m.uid], m.requests,
                   Charge(verdict.cluster_queue, a.flavors, quota_usage(state.ledger.quota_requests(m), a.flavors)), victims)
              for m in pending]
-    return GroupAdmission(key, verdict.cluster_queue, a, holds, victims)
+    return GroupAdmission(key, verdict.cluster_queue, a, holds, victims, domain)
 
 
 def _fits_anywhere(members: list[PodInfo], candidates: list[str], allowed, nodes: list[str], room) -> dict | str:

@@ -15,7 +15,6 @@ from .decisions import Hold, Refuse
 from .flavors import Assignment, Charge
 from .placement import shortfall
 from .preemption import Plan, may_preempt, plans, victim_message
-from .topology_placement import on_topology
 from .rules import MAY_NOT_PREEMPT, NO_PREEMPTION
 from .view import ReclaimView
 from .workload import Workload, WorkloadKey
@@ -48,10 +47,7 @@ def reclaim(state: ReclaimView, pod: PodInfo, verdict: Verdict) -> tuple[Hold, P
     if why:
         return Refuse(MAY_NOT_PREEMPT, why, cq.name)
     a = verdict.assignment
-    nodes = flavor_nodes(state, a)
-    if pod.topology_asked:          # a pod set of one: any node of the Topology is inside a domain of every level
-        nodes = on_topology(state, set(a.flavors.values()), nodes)
-    found, why = plans(state, preemptor, cq, a, nodes, state.workloads.rooms(pod.uid))
+    found, why = plans(state, preemptor, cq, a, flavor_nodes(state, a), state.workloads.rooms(pod.uid))
     if not found:
         return Refuse(NO_PREEMPTION, why, cq.name)
     best = found[0]

@@ -149,15 +149,6 @@ def narrow(state, pod: PodInfo, key, flavors, nodes: list[str], rooms, cluster_q
     return [n for n in on if n in inside]
 
 
-def on_topology(state, flavors, nodes: list[str]) -> list[str]:
-    """The nodes that carry every level of the flavors' Topology (the only ones TAS places on)."""
-    names = {state.flavors[f].topology_name for f in flavors if f in state.flavors} - {""}
-    topology = state.store.topologies.get(next(iter(names))) if len(names) == 1 else None
-    if topology is None:
-        return nodes
-    return [n for n in nodes if _path(state, n, topology.levels, 1) is not None]
-
-
 def _beside(state, nodes: list[str], levels: tuple[str, ...], request, others: list[PodInfo]) -> list[str]:
     """The nodes in the domains, at the requested level, where the workload's other pods run or are held (a
     required level: its one domain; none if they are split), as Kueue keeps a workload's topology assignment."""

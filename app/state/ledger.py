@@ -85,7 +85,7 @@ class Ledger:
             if not flavor.node_labels:
                 self.flavor_nodes[fname] = None
                 continue
-            self.flavor_nodes[fname] = {n.name for n in self.store.nodes.values() if flavor.selects(n.labels)}
+            self.flavor_nodes[fname] = {n.name for n in self.store.nodes.values() if self._selects(flavor, n.labels)}
         admitted = dict(self.admitted)
         self.admitted.clear()
         self.going.clear()
@@ -93,6 +93,14 @@ class Ledger:
         return admitted
 
     # ---- nodes -----------------------------------------------------------
+    def _selects(self, flavor, labels: dict[str, str]) -> bool:
+        """The flavor's nodes: its nodeLabels, and, naming a Topology, every level's label too (Kueue's
+        NodeMatchesFlavor: a TAS flavor's nodes are only those its Topology places on, for every workload)."""
+        if not flavor.selects(labels):
+            return False
+        topology = self.store.topologies.get(flavor.topology_name) if flavor.topology_name else None
+        return topology is None or all(level in labels for level in topology.levels)
+
     def node_in_flavor(self, node: str, flavor: str) -> bool:
         members = self.flavor_nodes.get(flavor)
         return members is None or node in members
@@ -115,7 +123,7 @@ class Ledger:
             members = self.flavor_nodes.get(fname)
             if members is None:
                 continue
-            if flavor.selects(node.labels):
+            if self._selects(flavor, node.labels):
                 members.add(node.name)
             else:
                 members.discard(node.name)
