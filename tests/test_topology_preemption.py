@@ -8,8 +8,8 @@ from __future__ import annotations
 from app.act.writer import SnapshotWriter
 from app.objects.topology import HOSTNAME
 from app.scheduler.scheduler import Scheduler
-from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod
-from helpers import Verbs, make_state, refused, uid
+from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod
+from helpers import Verbs, apply, make_state, refused, uid
 from test_topology_api import K, RACK, tas_flavor, topology
 
 NODES = ["r1-n1", "r1-n2", "r2-n1", "r2-n2"]
@@ -142,3 +142,45 @@ def test_kube_schedulers_preempt_verb_for_a_lone_pod_asking_a_rack_keeps_only_th
     state = make_state(*cluster("100", bare, *low, pod))
     answer = Verbs(Scheduler(state, SnapshotWriter(state))).preempt(pod, {"r1-n1": [uid(low[0])], "bare": [uid(low[1])]})
     assert set(answer["NodeNameToMetaVictims"]) == {"r1-n1"}, answer
+
+
+def test_a_gang_asking_a_level_its_topology_lacks_is_refused_with_kueues_words_not_a_crash():
+    members = gang(4, annotations={K + "podset-required-topology": "example.com/nope"})
+    _, answer, held, victims = decide(cluster("100", *SPREAD, *members), members)
+    assert "no requested topology level: example.com/nope" in refused(answer, NODES)
+    assert not held and not victims
+
+
+def test_a_domain_that_holds_the_gang_with_no_victim_is_taken_when_kueues_choice_holds_it_only_summed():
+    """Racks are the lowest level: BestFit picks r1 (room 3 + 1 CPU summed holds 2 x 2 CPU), which holds one node by
+    node; r2's 5-CPU node holds both with no victim, though r1's low-priority pod might be preempted."""
+    nodes = [Node(n).cpu(c).labels({"tas": "yes", RACK: r}).obj()
+             for n, r, c in (("r1-n1", "r1", "4"), ("r1-n2", "r1", "1"), ("r2-n1", "r2", "5"))]
+    objects = [o for o in cluster("100") if o["kind"] not in ("Node", "Topology")] + nodes + [topology([RACK])]
+    members = gang(2)
+    state = make_state(*objects, running("a", "r1-n1", "1", 1), *members)
+    answer = Verbs(Scheduler(state, SnapshotWriter(state))).filter(members[0], ["r1-n1", "r1-n2", "r2-n1"])
+    assert answer["NodeNames"] == ["r2-n1"], answer
+    assert {h.node for h in state.holds.values()} == {"r2-n1"} and not any(h.victims for h in state.holds.values())
+
+
+async def test_a_pod_replacing_one_of_a_job_placed_in_slices_is_refused_saying_so():
+    job = Job("j").queue("lq").parallelism(2)
+    ann = {K + "podset-required-topology": RACK, K + "podset-slice-required-topology": HOSTNAME,
+           K + "podset-slice-size": "2"}
+    pods = []
+    for i in range(2):
+        pod = Pod(f"j-{i}").of_job(job).cpu("1").created(i).obj()
+        pod["metadata"]["annotations"] = dict(ann)
+        pods.append(pod)
+    state = make_state(*cluster("100", job.obj(), *pods))
+    verbs = Verbs(Scheduler(state, SnapshotWriter(state)))
+    node = {p["metadata"]["name"]: verbs.filter(p, NODES)["NodeNames"][0] for p in pods}
+    for p in pods:
+        assert (await verbs.bind(p, node[p["metadata"]["name"]]))["Error"] == ""
+        apply(state, dict(p, spec=dict(p["spec"], nodeName=node[p["metadata"]["name"]]), status={"phase": "Failed"}))
+    again = Pod("j-2").of_job(job).cpu("1").created(9).obj()
+    again["metadata"]["annotations"] = dict(ann)
+    apply(state, again)
+    why = refused(verbs.filter(again, NODES), NODES)
+    assert "placed in slices of 2 is not placed by Quotient yet" in why, why

@@ -82,3 +82,15 @@ async def test_a_held_group_members_pod_view_renders_as_text(api):
     async with api(ext) as c:
         r = await c.get("/debug/pods/team-a/g-1", params={"format": "text"})
     assert r.status_code == 200 and "Hold: node" in r.text, r.text
+
+
+async def test_a_pending_pods_view_shows_the_topology_of_its_own_cluster_queues_flavors(api):
+    """Another flavor, of no ClusterQueue of the pod's, names Topology "aaa": the pod's view still shows "default"."""
+    other = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "other"},
+             "spec": {"nodeLabels": {"other": "yes"}, "topologyName": "aaa"}}
+    aaa = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "aaa"},
+           "spec": {"levels": [{"nodeLabel": RACK}]}}
+    pod = member("g-0", 4, {K + "podset-required-topology": RACK})
+    _, ext = scheduler(aaa, other, pod)
+    async with api(ext) as c:
+        assert (await c.get("/debug/pods/team-a/g-0")).json()["topology"]["topology"] == "default"

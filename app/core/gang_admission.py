@@ -140,8 +140,8 @@ def admit_group(state: ReclaimView, key: WorkloadKey, pending: list[PodInfo], on
         cq = state.cluster_queues[verdict.cluster_queue]
         why = may_preempt(state, workload, cq, state.clock())
         plan = gang_plan(state, workload, cq, a, tiers, rooms, fits) if not why else None
-        if plan is None or not plan.targets:
-            return _unplaceable(whole, verdict, pending, candidates, a, unplaced, why or plan.why or "nothing to preempt",
+        if plan is None or not plan.placement:
+            return _unplaceable(whole, verdict, pending, candidates, a, unplaced, why or plan.why,
                                 plan.rejected if plan else {}, ask)
         placement, domain = plan.placement, plan.domain
         victims = {m.uid: (t.reason, victim_message(t.reason, workload)) for t in plan.targets
@@ -167,8 +167,7 @@ def _unplaceable(whole: str, verdict, pending, candidates, a, unplaced, why: str
     asking a topology) why each domain could not be made to hold it."""
     flavors = ', '.join(sorted(set(a.flavors.values())))
     if ask is not None and unplaced is not None:
-        beside = " beside the group's members already placed" if len(ask.usable) < len(candidates) \
-            and ask.request.required else ""
+        beside = " beside the group's members already placed" if ask.beside_others and ask.request.required else ""
         rule, problem = TOPOLOGY_PLACEMENT_FAILED, f"couldn't assign flavors to pod set{beside}: {unplaced}"
     elif verdict.admit:
         rule, problem = GROUP_UNPLACEABLE, (f"its quota fits, but its {len(pending)} pending members cannot all be "

@@ -11,7 +11,7 @@ from ..objects.coverage import TOPOLOGY_RULE
 from ..objects.pod import PodInfo
 from ..objects.topology import TopologyRequest, pod_set_request
 from .decisions import Refuse
-from .gangs import node_masks, place
+from .gangs import expected_size, node_masks, place
 from .placement import static_misfit
 from .rules import TOPOLOGY_PLACEMENT_FAILED
 from .topology import Assignment, place as place_in_domains
@@ -31,6 +31,7 @@ class TopologyAsk:
     request: TopologyRequest
     usable: list[str]
     members: list[PodInfo]
+    beside_others: bool = False     # usable is narrowed to the domain of the workload's pods already placed
 
     def assign(self, nodes: list[str], rooms) -> Assignment | str:
         """The domains Kueue's TAS gives the members among these nodes, rooms(node) their free room."""
@@ -64,6 +65,8 @@ class TopologyAsk:
         a required level's domains; a preferred level's, then each level above, then all usable nodes (Kueue
         spreads a preferred request over the top level's domains); all usable nodes when unconstrained."""
         request, levels = self.request, self.levels
+        if request.level and request.level not in levels:
+            return []               # no domain at all: Kueue's "no requested topology level"
         if request.unconstrained or not request.level:
             return [{"": list(self.usable)}]
         depth = levels.index(request.level) + 1
@@ -102,7 +105,7 @@ def topology_ask(state, key, whole: str, cluster_queue: str, flavors: set[str], 
         return Refuse(TOPOLOGY_RULE, f"{whole}: {not_yet} are not placed by Quotient yet (issue 36)", cluster_queue)
     usable = _beside(state, [n for n, ok in zip(candidates, allowed(members[0])) if ok], topology.levels, request,
                      others)
-    return TopologyAsk(state, name, topology.levels, request, usable, members)
+    return TopologyAsk(state, name, topology.levels, request, usable, members, bool(others))
 
 
 def _request(state, whole: str, cluster_queue: str, flavors, members: list[PodInfo], size: int):
@@ -129,12 +132,16 @@ def narrow(state, pod: PodInfo, key, flavors, nodes: list[str], rooms, cluster_q
     others = [m for m in state.store.members(key) if m.uid != pod.uid and not m.terminal
               and (m.node_name or m.uid in state.holds)] if key is not None else []
     whole = key.described if key is not None else f"pod {pod.key}"
-    found = _request(state, whole, cluster_queue, flavors, [pod], len(others) + 1)
+    size = max(expected_size(state, pod) or 1, len(others) + 1) if key is not None else 1
+    found = _request(state, whole, cluster_queue, flavors, [pod], size)
     if found is None:
         return nodes
     if isinstance(found, Refuse):
         return found
     request, topology = found
+    if key is not None and request.slice_size > 1:       # a Job's pod taking a slot of its admitted workload
+        return Refuse(TOPOLOGY_RULE, f"{whole}: a pod replacing one of a workload placed in slices of "
+                      f"{request.slice_size} is not placed by Quotient yet (issue 36)", cluster_queue)
     levels = topology.levels
     on = [n for n in nodes if _path(state, n, levels, 1) is not None]
     if others:

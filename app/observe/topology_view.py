@@ -59,9 +59,13 @@ def pod_topology(state, pod) -> dict | None:
                        "pods": size}
     charge = state.admitted.get(pod.uid) or (state.reservations[pod.uid].charge if pod.uid in state.reservations
                                              else None)
-    names = {state.flavors[f].topology_name for f in (charge.flavors.values() if charge else state.flavors)
-             if f in state.flavors} - {""}
-    name = next(iter(sorted(names)), None)
+    if charge is not None:
+        flavors = list(charge.flavors.values())
+    else:
+        cq = state.store.queue_of(pod)[1]
+        flavors = [fq.name for g in cq.resource_groups for fq in g.flavors] if cq is not None else []
+    names = [state.flavors[f].topology_name for f in flavors if f in state.flavors and state.flavors[f].topology_name]
+    name = names[0] if names else None          # the first TAS flavor in the ClusterQueue's order
     topology = state.store.topologies.get(name) if name else None
     if topology is None:
         return {**view, "problem": "no flavor of its ClusterQueue names a Topology that exists"}

@@ -22,7 +22,8 @@
 3. Preemption inside a rack: 100 racks x 50 nodes of 64 CPU, each node running ten 6-CPU pods of priority 1 in the
    gang's own ClusterQueue (50,000 pods; --quick: 20 racks); the 256 x 4 CPU gang at priority 100 fits no rack
    without victims. The decision alone (core.gang_admission.admit_group: candidates, a victim set per rack, the
-   least disruptive one, nothing committed), rack required and asking nothing: its time, the victims and where.
+   least disruptive one, nothing committed), rack required and asking nothing: its time, the victims and where;
+   once with a generous CPU quota, once with the quota exactly what the pods use (victims free quota too).
 
 Not a pytest test (tests/bench/conftest.py keeps pytest out).
 """
@@ -259,16 +260,16 @@ async def place_set(a) -> bool:
     return split == 0 and not over
 
 
-def preemption_figures(a) -> bool:
-    """Part 3: the decision for a 256 x 4 CPU gang (priority 100) on 100 racks x 50 nodes of 64 CPU, every node running
-    ten 6-CPU pods of priority 1 in the same ClusterQueue (50,000 pods): no rack holds the gang without victims. Timed:
-    core.gang_admission.admit_group alone (the decision, nothing committed), rack required and asking nothing."""
+def preemption_cluster(a, tight: bool):
+    """100 racks x 50 nodes of 64 CPU (quick: 20 racks), ten 6-CPU pods of priority 1 on each, and two 256 x 4 CPU gangs
+    of priority 100 (rack required, asking nothing) in the same ClusterQueue; its CPU quota generous, or (tight) the
+    CPU those pods use, so victims must free quota as well as room."""
     from app.api.app import create_app
     from app.cli import build_from_snapshot
-    from app.core import gang_admission, workload
 
     kueue = gen_cluster.KUEUE
     racks, per_rack, pods_per_node = (20, 50, 10) if a.quick else (100, 50, 10)
+    cpu = str(racks * per_rack * pods_per_node * 6) if tight else "1000000"
     docs = [topology_doc(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
             {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
              "spec": {"nodeLabels": {"tas-node-group": "tas"}, "topologyName": TOPOLOGY}},
@@ -277,7 +278,7 @@ def preemption_figures(a) -> bool:
             {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
                 "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
                 "resourceGroups": [{"coveredResources": ["cpu", "memory", "pods"], "flavors": [
-                    {"name": "tas", "resources": [{"name": "cpu", "nominalQuota": "1000000"},
+                    {"name": "tas", "resources": [{"name": "cpu", "nominalQuota": cpu},
                                                   {"name": "memory", "nominalQuota": "1000000Gi"},
                                                   {"name": "pods", "nominalQuota": 1000000}]}]}]}},
             {"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
@@ -298,42 +299,50 @@ def preemption_figures(a) -> bool:
     groups = {}
     for label, ann in (("rack required", {K + "podset-required-topology": RACK}), ("asking nothing", {})):
         group = "gang-" + label.split()[0]
-        members = []
         for i in range(a.members):
             pod = gen_cluster.make_pod(f"{group}-{i:03d}", "ns", f"00000000-0000-4000-c{len(groups)}00-{i:012d}",
                                        gen_cluster._time(t + 10 + i), None, cpu="4", memory="1Gi", queue="lq")
             pod["spec"].update(priorityClassName="high", priority=100)
             pod["metadata"]["labels"][bg.KUEUE_GROUP] = group
             pod["metadata"]["annotations"] = {bg.KUEUE_TOTAL: str(a.members), **ann}
-            members.append(pod)
-        docs += members
+            docs.append(pod)
         groups[label] = group
     with tempfile.TemporaryDirectory(prefix="quotient-bench-topology-preempt-") as workdir:
         extender = build_from_snapshot(gen_cluster.write(docs, os.path.join(workdir, "p.json"), "json"))
     create_app(extender, "")
-    state = extender.state
-    print(f"3. preemption: {len(state.nodes)} nodes in {racks} racks, {t} running 6-CPU pods of priority 1; a gang of "
-          f"{a.members} x 4 CPU at priority 100", flush=True)
+    return extender.state, groups, racks, t
+
+
+def preemption_figures(a) -> bool:
+    """Part 3: core.gang_admission.admit_group alone (the decision, nothing committed), timed for each gang, with
+    the quota generous and tight (preemption_cluster)."""
+    from app.core import gang_admission, workload
+
     ok = True
-    for label, group in groups.items():
-        key = workload.WorkloadKey(workload.GROUP, "ns", group)
-        pending = state.store.members(key)
-        lat, decision = [], None
-        for _ in range(3):
-            t0 = time.perf_counter()
-            decision = gang_admission.admit_group(state, key, pending, set())
-            lat.append(time.perf_counter() - t0)
-        if isinstance(decision, gang_admission.Refuse):
-            print(f"   {label}: refused: {decision.reason[:300]}")
-            ok = False
-            continue
-        nodes = {h.node for h in decision.holds}
-        print(f"   {label}: decision {min(lat) * 1000:.0f} ms best, {max(lat) * 1000:.0f} ms worst of {len(lat)}; "
-              f"{len(decision.victims)} victims on {len({state.pods[u].node_name for u in decision.victims})} nodes; "
-              f"members on {len(nodes)} nodes in {len({state.nodes[n].labels[RACK] for n in nodes})} rack(s)",
-              flush=True)
-        if label == "rack required" and not one_rack(state, nodes):
-            ok = False
+    for tight in (False, True):
+        state, groups, racks, t = preemption_cluster(a, tight)
+        print(f"3. preemption, quota {'tight (victims free quota too)' if tight else 'generous'}: {len(state.nodes)} "
+              f"nodes in {racks} racks, {t} running 6-CPU pods of priority 1; gangs of {a.members} x 4 CPU at "
+              "priority 100", flush=True)
+        for label, group in groups.items():
+            key = workload.WorkloadKey(workload.GROUP, "ns", group)
+            pending = state.store.members(key)
+            lat, decision = [], None
+            for _ in range(3):
+                t0 = time.perf_counter()
+                decision = gang_admission.admit_group(state, key, pending, set())
+                lat.append(time.perf_counter() - t0)
+            if isinstance(decision, gang_admission.Refuse):
+                print(f"   {label}: refused: {decision.reason[:300]}")
+                ok = False
+                continue
+            nodes = {h.node for h in decision.holds}
+            print(f"   {label}: decision {min(lat) * 1000:.0f} ms best, {max(lat) * 1000:.0f} ms worst of {len(lat)}; "
+                  f"{len(decision.victims)} victims on {len({state.pods[u].node_name for u in decision.victims})} "
+                  f"nodes; members on {len(nodes)} nodes in {len({state.nodes[n].labels[RACK] for n in nodes})} "
+                  "rack(s)", flush=True)
+            if label == "rack required" and not one_rack(state, nodes):
+                ok = False
     return ok
 
 

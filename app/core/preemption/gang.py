@@ -20,6 +20,7 @@ from .laws import no_candidate
 from .ordering import order, plan_key
 from .quota_targets import quota_targets
 from .removals import Removals, quota_fits
+from ..resource_node import available
 from ..topology import count_in
 from .targets import Candidate, Plan, Preemptor, Target, add_requests, reason_of
 from ..view import CandidateView
@@ -57,20 +58,28 @@ def gang_plan(state: CandidateView, workload: Workload, cq: ClusterQueue, assign
         if kueue_order is None:
             out.why = f"no set of the {len(candidates)} candidate(s) frees enough quota for the whole group"
             continue
-        for tier in tiers:
-            best = None
-            for name, (nodes, here) in _by_domain(tier, candidates).items():
-                found = _in_domain(state, pre, candidates, kueue_order, here, nodes, room, fits)
-                if isinstance(found, str):
-                    out.rejected[name] = found
-                    continue
-                found[0].node = name
-                if best is None or plan_key(found[0]) < plan_key(best[0]):
-                    best = found
-            if best is not None:
-                plan, placement = best
-                out.rejected.pop(plan.node, None)
-                return GangPlan(plan.targets, placement, "", plan.node, out.rejected)
+        shared = Removals(state)        # the quota targets, the same for every domain: removed once
+        try:
+            for t in kueue_order:
+                shared.remove(t.candidate)
+            for tier in tiers:
+                best = None
+                for name, (nodes, here) in _by_domain(tier, candidates).items():
+                    found = _in_domain(state, pre, kueue_order, here, nodes, room, fits)
+                    if isinstance(found, str):
+                        out.rejected[name] = found
+                        continue
+                    found[0].node = name
+                    if best is None or plan_key(found[0]) < plan_key(best[0]):
+                        best = found
+                    if not found[0].targets:
+                        break               # it fits there with no victim: nothing disrupts less
+                if best is not None:
+                    plan, placement = best
+                    out.rejected.pop(plan.node, None)
+                    return GangPlan(plan.targets, placement, "", plan.node, out.rejected)
+        finally:
+            shared.undo()
         n = sum(len(nodes) for tier in tiers[:1] for nodes in tier.values())
         out.why = (f"even with every allowed victim gone, the {len(workload.members)} members cannot all be placed "
                    "at once"
@@ -95,8 +104,12 @@ class _Room:
     (their requests summed within its free room summed; as many pods of the smallest member's request as there are
     members, node by node), so the full placement runs only when it may succeed."""
 
-    def __init__(self, nodes: list[str], room, members):
+    def __init__(self, nodes: list[str], room, members, gone=()):
         self.free = {n: room(n) for n in nodes}
+        for c in gone:                  # candidates counted gone from the start
+            for m in c.pods():
+                if m.node_name in self.free:
+                    add_requests(self.free[m.node_name], m.requests)
         self.need: dict[str, int] = {}
         for m in members:
             add_requests(self.need, m.requests)
@@ -130,41 +143,22 @@ class _Room:
         return dict(self.free[n])
 
 
-def _in_domain(state, pre: Preemptor, candidates: list[Candidate], kueue_order: list[Target], here: list[Candidate],
-               nodes: list[str], room, fits: Fits) -> tuple[Plan, dict[str, str]] | str:
-    """The fewest victims that make the group fit in this domain: the better of the quota targets in Kueue's
-    candidate order and in that order with the domain's own candidates first (they free quota and room at once),
-    each followed by the domain's candidates for room. Why not, when even all of them leave it unplaced."""
-    ours = {id(c) for c in here}
-    starts = [kueue_order]
-    if here and len(here) < len(candidates) and pre.needs:      # else the same order, or no quota to free
-        starts.append(quota_targets(state, pre, here + [c for c in candidates if id(c) not in ours]))
-    best, why = None, ""
-    for quota in starts:
-        found = _victims(state, pre, quota, here, nodes, room, fits)
-        if isinstance(found, str):
-            why = found
-        elif best is None or plan_key(found[0]) < plan_key(best[0]):
-            best = found
-        if best is not None and not best[0].targets:
-            break
-    return best if best is not None else why
-
-
-def _victims(state, pre: Preemptor, quota: list[Target] | None, here: list[Candidate], nodes: list[str], room,
-             fits: Fits) -> tuple[Plan, dict[str, str]] | str:
-    if quota is None:
-        return "no set of the candidates frees enough quota for the whole group"
-    space = _Room(nodes, room, pre.workload.members)
-    taken, placed = list(quota), "not tried"
+def _in_domain(state, pre: Preemptor, quota: list[Target], here: list[Candidate], nodes: list[str], room,
+               fits: Fits) -> tuple[Plan, dict[str, str]] | str:
+    """The fewest victims that make the group fit in this domain: the quota targets in Kueue's candidate order
+    (already removed from the quota tree by the caller), the domain's own candidates (in that order) for room, then
+    every victim the group fits without given back (the domain's candidates free quota too, so quota targets
+    elsewhere may go back). Why not, when even all of them leave it unplaced."""
+    members = pre.workload.members
+    chosen = {id(t.candidate) for t in quota}
+    inside = {id(c) for c in here}
+    potential = _Room(nodes, room, members, here)   # every allowed victim gone: a domain that cannot hold the
+    if not potential.may_fit():                     # group even so is passed over before any search
+        return f"even with every allowed victim gone: {fits(nodes, potential.after)}"
+    space = _Room(nodes, room, members, [t.candidate for t in quota if id(t.candidate) in inside])
+    taken, placed = list(quota), fits(nodes, space.after) if space.may_fit() else "not tried"
     rm = Removals(state)
     try:
-        for t in taken:
-            rm.remove(t.candidate)
-            space.take(t.candidate)
-        if space.may_fit():
-            placed = fits(nodes, space.after)
-        chosen = {id(t.candidate) for t in quota}
         for c in here[:MAX_GANG_EXTRAS]:
             if not isinstance(placed, str):
                 break
@@ -177,17 +171,48 @@ def _victims(state, pre: Preemptor, quota: list[Target] | None, here: list[Candi
                 placed = fits(nodes, space.after)
         if isinstance(placed, str):
             return f"even with every allowed victim gone: {fits(nodes, space.after)}"
-        strict = quota_fits(pre, False)     # giving back must not make a preemptor borrow that did not
-        for i in range(len(taken) - 1, -1, -1):     # give back every victim the group fits without
-            c = taken[i].candidate
-            rm.restore(c)
-            space.take(c, -1)
-            again = fits(nodes, space.after) if quota_fits(pre, not strict) and space.may_fit() else "quota"
-            if isinstance(again, str):
-                rm.remove(c)
-                space.take(c)
-            else:
-                taken, placed = taken[:i] + taken[i + 1:], again
+        taken, placed = _given_back(pre, rm, space, taken, placed, chosen, inside, nodes, fits)
     finally:
         rm.undo()
     return Plan("", taken), placed
+
+
+def _given_back(pre: Preemptor, rm: Removals, space: _Room, taken: list[Target], placed: dict[str, str],
+                quota: set[int], inside: set[int], nodes: list[str], fits: Fits) -> tuple[list[Target], dict[str, str]]:
+    """Walking the victims backwards, give back each one the group still fits without: quota still fitting (and
+    no borrowing that was not there), and, for a victim inside the domain, the members still placed. A victim of
+    the preemptor's own queue elsewhere frees only quota: it goes back only if the quota left over covers it
+    (its usage returns whole), asked before anything is charged back. quota: the caller's removals (charged back
+    here in rm, under a key of their own), the rest rm's."""
+    strict = quota_fits(pre, False)     # giving back must not make a preemptor borrow that did not
+    slack = None
+
+    def back(c: Candidate, sign: int) -> None:
+        if id(c) in quota:
+            if sign > 0:
+                rm.charge(("back", id(c)), c.cluster_queue, c.usage)
+            else:
+                rm.take_back(("back", id(c)))
+        elif sign > 0:
+            rm.restore(c)
+        else:
+            rm.remove(c)
+        if id(c) in inside:
+            space.take(c, -sign)
+
+    for i in range(len(taken) - 1, -1, -1):
+        c = taken[i].candidate
+        here = id(c) in inside
+        if not here and c.cluster_queue == pre.cq.name and pre.needs:
+            if slack is None:
+                slack = {fr: available(pre.node, fr) - pre.usage[fr] for fr in pre.needs}
+            if any(c.usage.get(fr, 0) > slack[fr] for fr in pre.needs):
+                continue
+        back(c, 1)
+        again = (fits(nodes, space.after) if here else placed) \
+            if quota_fits(pre, not strict) and (not here or space.may_fit()) else "quota"
+        if isinstance(again, str):
+            back(c, -1)
+        else:
+            taken, placed, slack = taken[:i] + taken[i + 1:], again, None
+    return taken, placed
