@@ -300,7 +300,7 @@ def test_crds_define_the_kueue_kinds_with_kueues_names_and_scopes_in_both_versio
         "LocalQueue": ("localqueues.kueue.x-k8s.io", "Namespaced"),
         "Cohort": ("cohorts.kueue.x-k8s.io", "Cluster"),
         "WorkloadPriorityClass": ("workloadpriorityclasses.kueue.x-k8s.io", "Cluster"),
-        "Topology": ("topologies.kueue.x-k8s.io", "Cluster"),        # no more than its schema (issue 36)
+        "Topology": ("topologies.kueue.x-k8s.io", "Cluster"),        # its schema and Kueue's rules (issue 36)
     }
     for kind, d in defined.items():
         names = d["spec"]["names"]

@@ -183,4 +183,4 @@ async def test_a_pod_replacing_one_of_a_job_placed_in_slices_is_refused_saying_s
     again["metadata"]["annotations"] = dict(ann)
     apply(state, again)
     why = refused(verbs.filter(again, NODES), NODES)
-    assert "placed in slices of 2 is not placed by Quotient yet" in why, why
+    assert "placed in slices of 2 is not placed by Quotient" in why, why

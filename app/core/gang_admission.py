@@ -20,7 +20,8 @@ from .preemption import gang_plan, may_preempt, victim_message
 from .reclaim import flavor_nodes, still_running, victims_left
 from .topology_placement import asks_topology, topology_ask
 from .rules import (GROUP_INCOMPLETE, GROUP_PREEMPTING, GROUP_QUEUE_MISMATCH, GROUP_RESERVED, GROUP_SIZE_UNKNOWN,
-                    GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, TOPOLOGY_PLACEMENT_FAILED, VICTIMS_STILL_RUNNING, WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
+                    GROUP_UNPLACEABLE, PARTIALLY_ADMITTED, TOPOLOGY_PLACEMENT_FAILED, VICTIMS_STILL_RUNNING,
+                    WORKLOAD_PRIORITY_CLASS_NOT_FOUND)
 from .view import ReclaimView
 from .workload import KUEUE_TOTAL, Workload, WorkloadKey
 

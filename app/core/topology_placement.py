@@ -102,7 +102,8 @@ def topology_ask(state, key, whole: str, cluster_queue: str, flavors: set[str], 
     name = topology.name
     not_yet = _not_placed_yet(members, others, request, size)
     if not_yet:
-        return Refuse(TOPOLOGY_RULE, f"{whole}: {not_yet} are not placed by Quotient yet (issue 36)", cluster_queue)
+        return Refuse(TOPOLOGY_RULE, f"{whole}: {not_yet} are not placed by Quotient (README, Topology-aware "
+                      "placement)", cluster_queue)
     usable = _beside(state, [n for n, ok in zip(candidates, allowed(members[0])) if ok], topology.levels, request,
                      others)
     return TopologyAsk(state, name, topology.levels, request, usable, members, bool(others))
@@ -141,7 +142,8 @@ def narrow(state, pod: PodInfo, key, flavors, nodes: list[str], rooms, cluster_q
     request, topology = found
     if key is not None and request.slice_size > 1:       # a Job's pod taking a slot of its admitted workload
         return Refuse(TOPOLOGY_RULE, f"{whole}: a pod replacing one of a workload placed in slices of "
-                      f"{request.slice_size} is not placed by Quotient yet (issue 36)", cluster_queue)
+                      f"{request.slice_size} is not placed by Quotient (README, Topology-aware placement)",
+                      cluster_queue)
     levels = topology.levels
     on = [n for n in nodes if _path(state, n, levels, 1) is not None]
     if others:

@@ -23,8 +23,8 @@ DRA_RULE = "DRANotSupported"
 FEATURE_RULE = "KueueFeatureNotSupported"
 GATED_RULE = "AdmissionGated"
 
-TOPOLOGY_WHY = ("this part of topology-aware scheduling is not implemented by Quotient yet (issue 36), so it could "
-                "not place the pods as Kueue would")
+TOPOLOGY_WHY = ("Quotient does not implement this part of topology-aware scheduling (README, Topology-aware "
+                "placement), so it could not place the pods as Kueue would")
 ADMISSION_CHECKS_WHY = ("Quotient runs no admission checks (ProvisioningRequest, MultiKueue or custom ones), so "
                         "it could not wait for them as Kueue does; remove the checks, or let Kueue serve this "
                         "ClusterQueue")
@@ -245,7 +245,7 @@ MARKS: dict[tuple[str, str], Mark] = {
 def refused_marks(labels: dict[str, str], annotations: dict[str, str], on: str) -> tuple[str, str] | None:
     """(rule, reason) for the first Kueue label or annotation an object (on: "pod" or "Job") carries that Quotient
     refuses (or honours by refusing: admission-gated-by) with a value that acts in Kueue; None when it carries
-    none. TOPOLOGY_RULE first: it is the one issue 36 will lift."""
+    none. TOPOLOGY_RULE first: the one a pod most often meets."""
     found = []
     for (key, where), mark in MARKS.items():
         if not mark.rule or on not in mark.on:
