@@ -91,9 +91,7 @@ def topology_ask(state, key, whole: str, cluster_queue: str, flavors: set[str], 
     to place now go where the group's others run or are held: for a required level, inside that domain (a
     replacement goes back beside its peers, as Kueue keeps a workload's assignment). Only nodes the members may
     use count (not unschedulable, taints tolerated, selector and affinity met)."""
-    placing = {m.uid for m in members}
-    others = [m for m in state.store.members(key) if m.uid not in placing and not m.terminal
-              and (m.node_name or m.uid in state.holds)]
+    others = _placed_others(state, key, {m.uid for m in members})
     size = len(members) + len(others)
     found = _request(state, whole, cluster_queue, flavors, members, size)
     if found is None or isinstance(found, Refuse):
@@ -130,8 +128,7 @@ def narrow(state, pod: PodInfo, key, flavors, nodes: list[str], rooms, cluster_q
     set of one) the domain TAS assigns it; a Job's pod taking a slot of its admitted workload the domain of its
     peers that run (a required level's, or a preferred level's domains they run in), as Kueue keeps a workload's
     topology assignment for the pods that replace others."""
-    others = [m for m in state.store.members(key) if m.uid != pod.uid and not m.terminal
-              and (m.node_name or m.uid in state.holds)] if key is not None else []
+    others = _placed_others(state, key, {pod.uid}) if key is not None else []
     whole = key.described if key is not None else f"pod {pod.key}"
     size = max(expected_size(state, pod) or 1, len(others) + 1) if key is not None else 1
     found = _request(state, whole, cluster_queue, flavors, [pod], size)
@@ -144,18 +141,17 @@ def narrow(state, pod: PodInfo, key, flavors, nodes: list[str], rooms, cluster_q
         return Refuse(TOPOLOGY_RULE, f"{whole}: a pod replacing one of a workload placed in slices of "
                       f"{request.slice_size} is not placed by Quotient (README, Topology-aware placement)",
                       cluster_queue)
-    levels = topology.levels
-    on = [n for n in nodes if _path(state, n, levels, 1) is not None]
+    levels = topology.levels        # nodes: the flavor's, every one carrying each level (state.ledger._selects)
     if others:
-        on = _beside(state, on, levels, request, others)
+        on = _beside(state, nodes, levels, request, others)
         return on or Refuse(TOPOLOGY_PLACEMENT_FAILED, f"{whole}: none of the {len(nodes)} node(s) offered is in "
                             f"the domain of {request.level or 'the topology'} its other pods run in", cluster_queue)
-    assigned = TopologyAsk(state, topology.name, levels, request, on, [pod]).assign(on, rooms)
+    assigned = TopologyAsk(state, topology.name, levels, request, nodes, [pod]).assign(nodes, rooms)
     if isinstance(assigned, str):
         return Refuse(TOPOLOGY_PLACEMENT_FAILED, f"{whole}: couldn't assign flavors to pod set: {assigned}",
                       cluster_queue)
     inside = {n for domain in assigned.nodes.values() for n in domain}
-    return [n for n in on if n in inside]
+    return [n for n in nodes if n in inside]
 
 
 def _beside(state, nodes: list[str], levels: tuple[str, ...], request, others: list[PodInfo]) -> list[str]:
@@ -179,6 +175,12 @@ def _not_placed_yet(members: list[PodInfo], others: list[PodInfo], request, size
     if others and request.slice_size > 1:
         return "replacement members of a group placed in slices"
     return ""
+
+
+def _placed_others(state, key, placing: set[str]) -> list[PodInfo]:
+    """The workload's pods, other than those being placed, that run or hold a node (not finished)."""
+    return [m for m in state.store.members(key) if m.uid not in placing and not m.terminal
+            and (m.node_name or m.uid in state.holds)]
 
 
 def _node_of(state, member: PodInfo) -> str:

@@ -14,7 +14,6 @@ from .spent_budgets import spent_budgets
 from .choose import plans
 from .laws import may_preempt
 from .targets import Plan
-from ..reclaim import flavor_nodes
 from ..view import ReclaimView
 from ..workload import Workload, group_of
 
@@ -53,8 +52,8 @@ def answer(state: ReclaimView, pod: PodInfo, nodes: list[str]) -> PreemptAnswer:
     if why:
         return PreemptAnswer(why=why, cluster_queue=verdict.cluster_queue)
     a = verdict.assignment
-    mine = set(flavor_nodes(state, a))      # victims elsewhere free a node filter never passes the pod onto
-    nodes = [n for n in nodes if n in mine]
+    flavors = set(a.flavors.values())       # victims elsewhere free a node filter never passes the pod onto
+    nodes = [n for n in nodes if all(state.ledger.node_in_flavor(n, f) for f in flavors)]
     spent = spent_budgets(state)
     found, why = plans(state, workload, cq, a, nodes, state.workloads.rooms(pod.uid), every=True, local=True, spent=spent)
     found = [p for p in found if p.targets]
