@@ -15,7 +15,7 @@ from app.act.kube import KubeWriter
 from app.api.app import create_app
 from app.objects import coverage
 from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, ResourceFlavor
-from helpers import Verbs, decide_pod, make_state
+from helpers import Verbs, decide_pod, make_state, refused_by
 from live import started, until
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -100,13 +100,6 @@ def queue_world(cq: dict, flavor: dict | None = None) -> list[dict]:
 
 def verdict(objects: list[dict], pod: dict):
     return decide_pod(make_state(*objects), pod)
-
-
-def refused_by(v, rule: str, *words: str) -> None:
-    assert v.admit is False, f"admitted: {v}"
-    assert v.rule == rule, v
-    for w in words:
-        assert w in v.reason, (w, v.reason)
 
 
 POD = Pod("p").queue("lq").cpu("1")

@@ -127,3 +127,44 @@ def test_what_is_kept_stays_as_short_as_what_is_due_when_nothing_reads_it():
         clock.now += MAX_BACKOFF + OVERDUE + 0.1
     presence = state.queues.presence
     assert len(presence._arrivals) + len(presence._leavings) <= 4
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_walk_of_one_shape_goes_on_in_queue_order_while_the_pods_present_change(seed):
+    """A queue of alike pods (a backlog) is walked as one list, not merged by shape (Presence._walk_one): if the
+    pods present change while it is walked (a pod tried, one arriving, one bound), each step still yields the
+    first pod present then past the last one yielded, in queue order, and the walk ends only when none is left
+    as far as the queue reached when it began."""
+    shapes = ["2"]
+    rng = random.Random(seed)
+    clock = Clock()
+    state = make_state(*cluster(), clock=clock)
+
+    def add(name: str) -> None:
+        apply(state, Pod(name).queue("lq").cpu(rng.choice(shapes)).created(rng.choice([1, 2, 3])).obj())
+    for i in range(30):
+        add(f"p{i:02d}")
+    order = lambda: [p.uid for p in state.queues.pending_pods("cq")]   # noqa: E731
+    end = order()[-1]              # the walk covers the queue as far as it reached when it began
+    last, walked = None, 0
+    for p in state.queues.present_pending("cq"):
+        now = order()
+        present = brute_force(state, "cq")
+        after = [u for u in present if (last is None or now.index(u) > now.index(last))
+                 and now.index(u) <= now.index(end)]
+        assert after and p.uid == after[0], (last, p.uid, after[:3])
+        last, walked = p.uid, walked + 1
+        change = rng.random()
+        if change < 0.3:
+            state.queues.tried(p.uid, refused=True)                 # this one backs off: away
+        elif change < 0.5:
+            state.queues.tried(rng.choice(present), refused=True)   # another one, ahead or behind
+        elif change < 0.7:
+            add(f"q{walked:02d}")                                    # a pod arrives (created at 1, 2 or 3)
+        elif change < 0.8:
+            other = state.pods[rng.choice(present)]
+            if other.uid not in (p.uid, end):
+                apply(state, Pod(other.name).queue("lq").cpu("2").node("n1").obj())   # bound: gone from the queue
+    now = order()
+    assert [u for u in brute_force(state, "cq") if now.index(last) < now.index(u) <= now.index(end)] == []
+    assert walked >= 10

@@ -8,7 +8,7 @@ from __future__ import annotations
 from app.act.writer import SnapshotWriter
 from app.objects.topology import HOSTNAME
 from app.scheduler.scheduler import Scheduler
-from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod
+from builders import ClusterQueue, FlavorQuotas, Job, LocalQueue, Namespace, Node, Pod, running
 from helpers import Verbs, apply, make_state, refused, uid
 from test_topology_api import K, RACK, tas_flavor, topology
 
@@ -25,8 +25,9 @@ def cluster(quota: str, *pods: dict, preemption=None) -> list[dict]:
             LocalQueue("lq", "team-a").cluster_queue("cq").obj(), *nodes, *pods]
 
 
-def running(name: str, node: str, cpu: str, created: int, priority: int = 1) -> dict:
-    return Pod(name).queue("lq").cpu(cpu).priority(priority).created(created).started(created).node(node).obj()
+def running_on(name: str, node: str, cpu: str, created: int, priority: int = 1) -> dict:
+    """A running pod of LocalQueue lq (builders.running), started when it was created."""
+    return running(name, "lq", cpu, node, priority=priority, created=created).started(created).obj()
 
 
 def gang(count: int, cpu: str = "2", annotations=None, priority: int = 10) -> list[dict]:
@@ -41,8 +42,8 @@ def gang(count: int, cpu: str = "2", annotations=None, priority: int = 10) -> li
 
 
 # r1: two 4-CPU pods, the oldest; r2: three 2-CPU pods, the newest (Kueue's candidate order takes them first).
-SPREAD = [running("a", "r1-n1", "4", 1), running("b", "r1-n2", "4", 2), running("c", "r2-n1", "2", 10),
-          running("d", "r2-n1", "2", 11), running("e", "r2-n2", "2", 12)]
+SPREAD = [running_on("a", "r1-n1", "4", 1), running_on("b", "r1-n2", "4", 2), running_on("c", "r2-n1", "2", 10),
+          running_on("d", "r2-n1", "2", 11), running_on("e", "r2-n2", "2", 12)]
 
 
 def decide(objects: list[dict], members: list[dict]):
@@ -75,7 +76,7 @@ def test_when_quota_needs_freeing_the_victims_that_free_it_inside_one_rack_are_p
 def test_no_eviction_in_a_rack_where_the_gang_would_still_not_fit():
     """r1's pods are above the gang's priority: only r2 may be emptied, and r2 alone holds the gang once c, d and
     e are gone. A rack-blind search would have counted r1's free room with r2's."""
-    pods = [running("a", "r1-n1", "2", 1, priority=50), running("b", "r1-n2", "2", 2, priority=50),
+    pods = [running_on("a", "r1-n1", "2", 1, priority=50), running_on("b", "r1-n2", "2", 2, priority=50),
             *SPREAD[2:]]
     members = gang(4)
     _, answer, held, victims = decide(cluster("100", *pods, *members), members)
@@ -84,7 +85,7 @@ def test_no_eviction_in_a_rack_where_the_gang_would_still_not_fit():
 
 
 def test_when_no_rack_can_be_made_to_hold_the_gang_nothing_is_evicted_and_each_rack_says_why():
-    pods = [running("a", "r1-n1", "4", 1, priority=50), running("c", "r2-n1", "4", 10, priority=50)]
+    pods = [running_on("a", "r1-n1", "4", 1, priority=50), running_on("c", "r2-n1", "4", 10, priority=50)]
     members = gang(4)
     state, answer, held, victims = decide(cluster("100", *pods, *members), members)
     why = refused(answer, NODES)
@@ -136,7 +137,7 @@ def test_kube_schedulers_preempt_verb_for_a_lone_pod_asking_a_rack_keeps_only_th
     """kube-scheduler's dry run proposes victims on r1-n1 and on a node of the flavor's labels but none of the
     Topology's: only r1-n1's are answered (a pod set of one fits any node of the Topology, none outside it)."""
     bare = Node("bare").cpu("4").labels({"tas": "yes"}).obj()
-    low = [running("a", "r1-n1", "4", 1), running("z", "bare", "4", 2)]
+    low = [running_on("a", "r1-n1", "4", 1), running_on("z", "bare", "4", 2)]
     pod = Pod("p").queue("lq").cpu("4").priority(10).created(50).obj()
     pod["metadata"]["annotations"] = REQUIRED
     state = make_state(*cluster("100", bare, *low, pod))
@@ -158,7 +159,7 @@ def test_a_domain_that_holds_the_gang_with_no_victim_is_taken_when_kueues_choice
              for n, r, c in (("r1-n1", "r1", "4"), ("r1-n2", "r1", "1"), ("r2-n1", "r2", "5"))]
     objects = [o for o in cluster("100") if o["kind"] not in ("Node", "Topology")] + nodes + [topology([RACK])]
     members = gang(2)
-    state = make_state(*objects, running("a", "r1-n1", "1", 1), *members)
+    state = make_state(*objects, running_on("a", "r1-n1", "1", 1), *members)
     answer = Verbs(Scheduler(state, SnapshotWriter(state))).filter(members[0], ["r1-n1", "r1-n2", "r2-n1"])
     assert answer["NodeNames"] == ["r2-n1"], answer
     assert {h.node for h in state.holds.values()} == {"r2-n1"} and not any(h.victims for h in state.holds.values())

@@ -113,6 +113,20 @@ def test_a_pod_behind_a_higher_workload_priority_waits_for_it():
     assert decide_pod(s, Pod("prod").queue("q").cpu("4").workload_priority("prod").created(2).obj()).admit
 
 
+def test_a_changed_class_value_is_what_the_next_filter_decides_on():
+    """A pod's workload is made once per pod record (core.workload.Workload.of_pod) and kept for every filter
+    of it: once its class's value changes, the next filter decides on the new priority, not the one kept. 8 CPUs
+    run as r (WorkloadPriorityClass prod, 1000); p (dev, 100) may not preempt it, until dev is worth 2000."""
+    s = queue_state(DEV.obj(), PROD.obj(), Pod("r").queue("q").cpu("8").workload_priority("prod").node("n1").obj(),
+                    preemption={"withinClusterQueue": "LowerPriority"})
+    p = Pod("p").queue("q").cpu("4").workload_priority("dev").created(5).obj()
+    apply(s, p)
+    verbs = Verbs(Scheduler(s, SnapshotWriter(s)))
+    assert "preempting" not in answer_reasons(verbs.filter(p, ["n1"]), ["n1"])["n1"]
+    apply(s, WorkloadPriorityClass("dev", 2000).obj())
+    assert "preempting team-a/r (InClusterQueue)" in answer_reasons(verbs.filter(p, ["n1"]), ["n1"])["n1"]
+
+
 # ---- preemption -----------------------------------------------------------------------------------------
 
 def test_preemption_candidates_are_chosen_by_workload_priority():

@@ -73,7 +73,7 @@ def assign(state: AdmissionView, workload: Workload, cq: ClusterQueue, offered: 
     assignment = assign_flavors(state.ledger.quota_requests(workload), cq, state.ledger.quota_node(cq.name),
                                 state.flavors, template.tolerations, template.node_selector,
                                 partial(offered.has_nodes, state) if offered is not None else None, oracle,
-                                any(m.topology_asked for m in workload.members))
+                                workload.topology_asked)
     assignment.searched = oracle.searched      # preemption.plans reuses them in the same decision
     return assignment
 

@@ -14,6 +14,7 @@ Kueue's shouldTryNextFlavor does with NoCandidates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 from ..objects.kueue import PREEMPTION_OVER_BORROWING, TRY_NEXT_FLAVOR, ClusterQueue, ResourceFlavor
@@ -134,10 +135,7 @@ def assign_flavors(
     asks for a topology level takes only flavors with a Topology; one that asks none, a flavor with one only when
     every flavor of the ClusterQueue has one (Kueue's checkPodSetAndFlavorMatchForTAS: implied TAS)."""
     result = Assignment()
-
-    def usable(name: str) -> str:
-        return _flavor_usable(name, flavors, tolerations, node_selector) or \
-            _topology_mismatch(flavors[name], asks_topology, cq, flavors)
+    usable = partial(_flavor_usable, flavors, tolerations, node_selector, asks_topology, cq)
     covered = cq.covered_resources()
     by_group: dict[int, dict[str, int]] = {}
     for resource, amount in requests.items():
@@ -167,9 +165,9 @@ def assign_flavors(
     return result
 
 
-def _flavor_usable(flavor_name: str, flavors: dict[str, ResourceFlavor], tolerations: list,
-                   node_selector: dict[str, str]) -> str:
-    """Why a flavor cannot take this pod at all ("" when it can)."""
+def _flavor_usable(flavors: dict[str, ResourceFlavor], tolerations: list, node_selector: dict[str, str],
+                   asks_topology: bool, cq: ClusterQueue, flavor_name: str) -> str:
+    """Why a flavor cannot take this pod at all ("" when it can): a taint, a selector, a topology mismatch."""
     flavor = flavors.get(flavor_name)
     if flavor is None:
         return f"flavor {flavor_name} does not exist"
@@ -177,6 +175,8 @@ def _flavor_usable(flavor_name: str, flavors: dict[str, ResourceFlavor], tolerat
     if taint is not None:
         return (f"flavor {flavor_name}: untolerated taint {taint.get('key')}="
                 f"{taint.get('value', '')}:{taint.get('effect')}")
+    if asks_topology or flavor.topology_name:
+        return _selector_conflict(flavor, node_selector) or _topology_mismatch(flavor, asks_topology, cq, flavors)
     return _selector_conflict(flavor, node_selector)
 
 

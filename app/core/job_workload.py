@@ -14,7 +14,7 @@ def inherit(pod: PodInfo, jobs: dict[str, JobInfo]) -> None:
     """Give the pod of a Kueue-managed Job (one with the queue label) the Job's labels it lacks, and mark it a
     member of the Job's workload (pod.job: the Job's uid; core.workload.group_of); a pod's labels taken from an
     earlier version of the Job are dropped first."""
-    pod._shape = None            # its shape is worked out again from what it is now
+    pod._shape = pod._workload = None      # its shape and workload are worked out again from what it is now
     if pod.inherited:
         pod.labels = {k: v for k, v in pod.labels.items() if k not in pod.inherited}
         pod.inherited = ()

@@ -20,7 +20,7 @@ def resolve(pod: PodInfo, classes: dict, workload_classes: dict[str, int], befor
     exist, a pod already known (`before`, its previous record, itself not waiting for a class) keeps its
     priority, as Kueue's Workload keeps its spec.priority when the label's reconcile fails; a new one gets
     none (missing_priority_class) and waits, as Kueue creates no Workload for it."""
-    pod._shape = None            # its shape is worked out again from what it is now
+    pod._shape = pod._workload = None      # its shape and workload are worked out again from what it is now
     pc = classes.get(pod.priority_class) if pod.priority_class else None
     default = None
     if pc is None and not pod.priority_class:

@@ -94,7 +94,7 @@ class Workload:
     lone pod's uid, a group's or a Job's printed name), key_text the name a reason shows (namespace/name)."""
 
     __slots__ = ("key", "_pod_sets", "members", "template", "uid", "key_text", "namespace", "queue_name",
-                 "priority", "pod_priority", "created", "requests", "refused")
+                 "priority", "pod_priority", "created", "requests", "refused", "topology_asked", "shape")
 
     def __init__(self, key: WorkloadKey, pod_sets: tuple[PodSet, ...] | None, members: tuple[PodInfo, ...],
                  template: PodInfo, uid: str, key_text: str, priority: int, pod_priority: int,
@@ -103,18 +103,27 @@ class Workload:
         self.uid, self.key_text, self.namespace, self.queue_name = uid, key_text, key.namespace, template.queue_name
         self.priority, self.pod_priority, self.created = priority, pod_priority, created
         self.requests, self.refused = requests, refused
+        self.topology_asked = any(m.topology_asked for m in members)    # a member asks a Topology level
+        # what a walk of queue order passes over alike: a lone pod's shape (PodInfo.shape), a group's or a Job's own
+        # identity (its members are admitted together or not at all)
+        self.shape = template.shape if key.kind == POD else uid
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> Workload:
-        """A pod on its own. This runs on every filter and for every pod a queue walk passes, so it costs one
-        Python call: its requests as they are (not copied), its one pod set made only when asked for."""
-        w = _new(cls)
+        """A pod on its own. This runs on every filter and for every pod a queue walk passes, so it is made once per
+        pod record (kept on it until what it reads changes: core.priority.resolve, core.job_workload.inherit):
+        its requests as they are (not copied), its one pod set made only when asked for."""
+        w = pod._workload
+        if w is not None:
+            return w
+        w = pod._workload = _new(cls)
         ns, name = pod.namespace, pod.name
         w.key, w._pod_sets, w.members, w.template = _tuple_new(WorkloadKey, (POD, ns, name, "")), None, (pod,), pod
         w.uid, w.key_text, w.namespace = pod.uid, f"{ns}/{name}", ns
         w.queue_name = pod.labels.get(QUEUE_LABEL, "")             # PodInfo.queue_name, without its call
         w.priority, w.pod_priority, w.created = pod.priority or 0, pod.pod_priority or 0, pod.created
-        w.requests, w.refused = pod.requests, pod.refused
+        w.requests, w.refused, w.topology_asked = pod.requests, pod.refused, bool(pod.topology_asked)
+        w.shape = pod.shape
         return w
 
     @classmethod
@@ -140,12 +149,6 @@ class Workload:
         if self._pod_sets is None:
             self._pod_sets = (PodSet("main", 1, self.template.requests),)
         return self._pod_sets
-
-    @property
-    def shape(self) -> object:
-        """What a walk of queue order passes over alike (core.gangs.walk_shape): a lone pod's shape
-        (PodInfo.shape), a group's or a Job's own identity (its members are admitted together or not at all)."""
-        return self.template.shape if self.key[0] == POD else self.uid
 
     @property
     def kind(self) -> str:

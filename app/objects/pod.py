@@ -77,6 +77,7 @@ class PodInfo:
     topology_asked: str = ""            # its Kueue topology annotations as a reason names them ("": none asked)
     gates: tuple[str, ...] = ()         # spec.schedulingGates' names: kube-scheduler leaves it alone while any is left
     _shape: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _workload: object = field(default=None, init=False, repr=False, compare=False)   # core.workload.Workload.of_pod
 
     @property
     def key(self) -> str:

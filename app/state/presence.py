@@ -36,6 +36,7 @@ class Presence:
         # a shape it has set aside without stepping through its pods (walk)
         self._present: dict[str, dict[object, list[tuple]]] = {}
         self._where: dict[str, tuple[str, object, tuple]] = {}  # uid -> (ClusterQueue, shape, entry) while present
+        self._changes = 0                              # counts the changes to _present: a walk resumes where it was
 
     # ---- what kube-scheduler did -------------------------------------------------
     def expect(self, uid: str, due: float, attempts: int = 0) -> None:
@@ -72,6 +73,7 @@ class Presence:
         """The pending index is built anew (ClusterState._rebuild): every pod is indexed again."""
         self._present.clear()
         self._where.clear()
+        self._changes += 1
 
     # ---- reading ---------------------------------------------------------------------
     def away(self, uid: str) -> bool:
@@ -95,21 +97,41 @@ class Presence:
         by_shape = self._present.get(cq_name)
         if not by_shape:
             return
-        heap = [(items[0], shape) for shape, items in by_shape.items() if items and items[0] <= last]
+        if len(by_shape) == 1:          # one shape present (a backlog of alike pods): its list, in order
+            yield from self._walk_one(by_shape, next(iter(by_shape)), last, skip)
+            return
+        heap = [(items[0], shape, 0) for shape, items in by_shape.items() if items and items[0] <= last]
         heapq.heapify(heap)                 # (entries hold the uid: no two compare equal, shapes never compared)
         while heap:
-            entry, shape = heap[0]
-            if shape not in skip:
-                yield entry
+            entry, shape, i = heap[0]
             if shape in skip:
                 heapq.heappop(heap)
                 continue
+            changes = self._changes
+            yield entry
             items = by_shape.get(shape, ())
-            i = bisect.bisect_right(items, entry)        # (found again: the list may have changed meanwhile)
+            # the next entry of the shape: the one after, unless the lists changed meanwhile (then found again)
+            i = i + 1 if changes == self._changes else bisect.bisect_right(items, entry)
             if i < len(items) and items[i] <= last:
-                heapq.heapreplace(heap, (items[i], shape))
+                heapq.heapreplace(heap, (items[i], shape, i))
             else:
                 heapq.heappop(heap)
+
+    def _walk_one(self, by_shape: dict, shape: object, last: tuple, skip: set) -> Iterator[tuple]:
+        """walk for one shape: its entries up to `last`, until the caller puts the shape in `skip`."""
+        items = by_shape[shape]
+        i, n = 0, len(items)
+        while i < n:
+            entry = items[i]
+            if entry > last or shape in skip:
+                return
+            changes = self._changes
+            yield entry
+            if changes == self._changes:
+                i += 1
+            else:                        # the list changed meanwhile: the next entry is found again
+                items = by_shape.get(shape, ())
+                i, n = bisect.bisect_right(items, entry), len(items)
 
     # ---- inside ----------------------------------------------------------------------
     def _advance(self) -> None:
@@ -135,6 +157,7 @@ class Presence:
             return
         cq_name, entry, shape = found[0], found[1], found[2]
         bisect.insort(self._present.setdefault(cq_name, {}).setdefault(shape, []), entry)
+        self._changes += 1
         self._where[uid] = (cq_name, shape, entry)
 
     def _leave(self, uid: str) -> None:
@@ -142,6 +165,7 @@ class Presence:
         if found is None:
             return
         cq_name, shape, entry = found
+        self._changes += 1
         by_shape = self._present.get(cq_name, {})
         items = by_shape.get(shape, [])
         remove_entry(items, entry)

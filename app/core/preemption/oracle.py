@@ -54,7 +54,7 @@ class PreemptionOracle:
         self.state, self.workload, self.cq = state, workload, cq
         self.barred = state.config.preemption_mode in ("None", "Priority") or \
             workload.template.preemption_policy == "Never"
-        self.searched = CandidateSearches()
+        self.searched: CandidateSearches | None = None       # made at the first search (most decisions make none)
 
     def __call__(self, flavor: str, usage: dict[FR, int]) -> tuple[str, bool]:
         state, cq = self.state, self.cq
@@ -63,6 +63,8 @@ class PreemptionOracle:
         candidates = []
         if not self.barred:
             candidates = find_candidates(state, pre, pre.relevant, set())
+            if self.searched is None:
+                self.searched = CandidateSearches()
             self.searched.remember(state, pre, candidates)
         targets = quota_targets(state, pre, candidates) if candidates else None
         if not targets:
