@@ -72,6 +72,8 @@ class SourceHealth:
         nothing, the relist it waits for (the server refused to go on from its resourceVersion, or the
         watch stalled), or (reconnecting) the watch whose connection broke and is not back yet; kind: that
         kind only."""
+        if self._fresh(reconnecting):
+            return ""
         silent = self.silent()
         if kind is not None:
             silent = {k: v for k, v in silent.items() if k == kind}
@@ -86,6 +88,17 @@ class SourceHealth:
                       if k not in silent and k not in stale and kind in (None, k)]
         return "; ".join(parts) + ("; Quotient relists it" if len(parts) == 1 else "; Quotient relists them") \
             if parts else ""
+
+    def _fresh(self, reconnecting: bool) -> bool:
+        """No kind is silent, awaiting a relist or (reconnecting) reconnecting: staleness's answer, "", in one pass
+        over the kinds (filter asks it of every pod of a queue)."""
+        horizon = time.monotonic() - self.stall_timeout if self.listed else None
+        for k in self.kinds.values():
+            if k.stale or (reconnecting and k.reconnecting):
+                return False
+            if horizon is not None and not k.absent and k.seen is not None and k.seen < horizon:
+                return False
+        return True
 
     @property
     def alive(self) -> bool:

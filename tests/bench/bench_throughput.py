@@ -192,6 +192,17 @@ def run(kind: str, binaries: dict[str, str], nodes: int, backlog: int, verbs: st
         rig.close()
 
 
+def profiled(profile: str | None, kind: str) -> str | None:
+    """Where the first run of kind is profiled: Quotient's at FILE, the baseline's at FILE with .baseline before its
+    extension (the two compare within one invocation); None for the no-op or without --profile."""
+    if not profile or kind == "noop":
+        return None
+    if kind == "baseline":
+        stem, dot, ext = profile.rpartition(".")
+        return f"{stem}.baseline.{ext}" if dot else f"{profile}.baseline"
+    return profile
+
+
 def latencies(r: dict) -> str:
     return "  ".join(f"{v} p50 {r[v]['p50_ms']:.2f} / p99 {r[v]['p99_ms']:.2f} ms"
                      for v in ("filter", "prioritize", "bind") if r.get(v))
@@ -214,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     "`filter` alone shows what bind adds")
     ap.add_argument("--plain-http", action="store_true", help="the fake API without TLS (a real one has it)")
     ap.add_argument("--profile", metavar="FILE", help="py-spy flame graph of Quotient's first run (py-spy on PATH; FILE.txt: "
-                    "collapsed stacks)")
+                    "collapsed stacks); with --baseline, the baseline's too, at FILE.baseline.EXT")
     ap.add_argument("--baseline", metavar="CHECKOUT", help="also run Quotient from this other checkout (e.g. a "
                     "`git worktree` of main), to compare within one run")
     ap.add_argument("--keep", metavar="DIR", help="keep the logs, cluster and binaries here")
@@ -237,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{backlog} pending pods, verbs {verbs}:", flush=True)
                 kinds = ("quotient", "noop") + (("baseline",) if a.baseline else ())
                 pair = [run(kind, binaries, a.nodes, backlog, verbs, workdir, not a.plain_http,
-                            a.profile if kind == "quotient" and not results else None, a.baseline)
+                            profiled(a.profile, kind) if not results else None, a.baseline)
                         for kind in kinds]
                 for r in pair:
                     print(line(r), flush=True)
