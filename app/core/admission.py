@@ -23,12 +23,12 @@ from .dominant_share import dominant_resource_share
 from .preemption.oracle import PreemptionOracle
 from .gangs import waiting_members
 from .readiness import refusal, requeue_key, workload_order
-from .flavors import FIT, NOFIT, PREEMPT, Assignment, assign_flavors
+from .flavors import FIT, NOFIT, PREEMPT, Assignment, FitMemo, assign_flavors
 from .overlay import Overlay
 from .resource_node import FR, QuotaNode
 from .shortfall import at_nominal, lacks, shortfall
 from .stop_policy import local_queue_stopped
-from ..objects.quantity import format_quantity
+from ..objects.quantity import amounts
 from .borrowing import BorrowingLevel, borrowing_level, resources_to_reserve
 from .rules import (ADMITTED, BORROWING_LEVEL_ORDER, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_NOT_FOUND,
                     CLUSTER_QUEUE_OVER_QUOTA, CLUSTER_QUEUE_STOPPED, FAIR_SHARING_ORDER, LOCAL_QUEUE_NOT_FOUND,
@@ -213,12 +213,17 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue,
     there), for as long as less than that pod lacked frees (it lacks no more than this workload)."""
     passed_over: set = set()
     reached: set = set()                 # shapes of which a pod fitted
+    memo = FitMemo(cq, state.ledger.quota_node)     # shapes fitted, given again while they still fit so
     own, holds = workload.shape, None
     strict = cq.queueing_strategy == "StrictFIFO"
     with virtual_charges(state, charges) as overlay:
         for other in _ahead(state, workload, cq, present=not strict, skip=passed_over):   # (one backing off
             shape = other.shape                                                        # keeps no quota meanwhile)
             if shape in passed_over:
+                continue
+            again = memo.again(shape)
+            if again is not None:
+                _charge_one_more(overlay, charges, (cq.name, again.usage, other.key_text))
                 continue
             if resolve(state, other)[1] is not None:
                 passed_over.add(shape)
@@ -227,6 +232,7 @@ def queue_ahead(state: AdmissionView, workload: Workload, cq: ClusterQueue,
             if a.mode == FIT:
                 _charge_one_more(overlay, charges, (cq.name, a.usage, other.key_text))
                 reached.add(shape)
+                memo.keep(shape, a)
             elif strict:
                 why = a.reasons[-1] if a.reasons else "it does not fit"
                 return (f"StrictFIFO: {other.key_text} is ahead in ClusterQueue {cq.name} and does not fit "
@@ -400,11 +406,6 @@ def _first_in_cohort(state: AdmissionView, workload: Workload, cq: ClusterQueue,
                        f"is kept: {shown}; a borrower admitted now would be evicted once the head's quota frees",
                        cq.name, False, again)
     return None
-
-
-def amounts(usage: dict) -> str:
-    """Quota per (flavor, resource) in the words refusals use: "3 cpu of flavor default"."""
-    return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))
 
 
 def decide(state: AdmissionView, workload: Workload, offered: OfferedNodes | None = None) -> Verdict:

@@ -109,3 +109,8 @@ def format_quantity(amount: int, resource: str) -> str:
             if amount and amount % factor == 0:
                 return f"{amount // factor}{suffix}"
     return str(amount)
+
+
+def amounts(usage: dict) -> str:
+    """Quota per (flavor, resource) in the words refusals use: "3 cpu of flavor default"."""
+    return ", ".join(f"{format_quantity(v, r)} {r} of flavor {f}" for (f, r), v in sorted(usage.items()))

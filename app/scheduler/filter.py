@@ -11,7 +11,7 @@ from dataclasses import replace
 import orjson
 
 from ..core import filtering, gang_admission, gangs, job_slots, members, reclaim, topology_placement
-from ..core.admission import QUEUE_HEAD, Verdict, amounts, decide, may_reclaim, resolve
+from ..core.admission import QUEUE_HEAD, Verdict, decide, may_reclaim, resolve
 from ..core.decisions import Refuse
 from ..core.workload import Workload, WorkloadKey, group_of
 from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, PODS_READY_GATE, PREEMPTING,
@@ -19,6 +19,7 @@ from ..core.rules import (ADMITTED, ALREADY_ADMITTED, GROUP_RESERVED, JOB_SLOT, 
 from ..journal import FilterRecord
 from ..objects.offered_nodes import OfferedNodes
 from ..objects.pod import PodInfo
+from ..objects.quantity import amounts
 from ..sync import freshness
 from .context import Context
 from .outcome import Outcome, passed, refused
