@@ -272,10 +272,11 @@ def main(argv: list[str] | None = None) -> int:
               [r["paced"][v]["p99_ms"] if r["paced"].get(v) else float("inf") for r in shipped
                for v in a.verbs.split(",")])
     ok = max(cpu) <= TARGET_CPU_MS and flat and p99 <= TARGET_P99_MS and all(r["failed"] == 0 for r in results)
+    yes = {True: "yes", False: "no"}
     print(f"\nQuotient, shipped verbs: CPU {', '.join(f'{c:.2f}' for c in cpu)} ms/pod at "
-          f"{', '.join(map(str, backlogs))} pending (target <= {TARGET_CPU_MS} and within 10%: "
-          f"{'yes' if flat else 'no'}); worst p99 of filter under the backlog and of each verb paced "
-          f"{p99:.2f} ms (target <= {TARGET_P99_MS}): {'PASS' if ok else 'FAIL'}")
+          f"{', '.join(map(str, backlogs))} pending (<= {TARGET_CPU_MS}: {yes[max(cpu) <= TARGET_CPU_MS]}; within "
+          f"10% of each other: {yes[flat]}); worst p99 of filter under the backlog and of each verb paced "
+          f"{p99:.2f} ms (<= {TARGET_P99_MS}: {yes[p99 <= TARGET_P99_MS]}): {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 
