@@ -8,7 +8,7 @@ import random
 import pytest
 
 from app.core.gangs import walk_shape
-from app.state.presence import MAX_BACKOFF, OVERDUE
+from app.state.presence import MAX_BACKOFF, OVERDUE, Presence
 from builders import ClusterQueue, FlavorQuotas, LocalQueue, Namespace, Node, Pod, ResourceFlavor
 from helpers import apply, delete, make_state, uid
 
@@ -168,3 +168,19 @@ def test_a_walk_of_one_shape_goes_on_in_queue_order_while_the_pods_present_chang
     now = order()
     assert [u for u in brute_force(state, "cq") if now.index(last) < now.index(u) <= now.index(end)] == []
     assert walked >= 10
+
+
+def test_a_walk_of_several_shapes_finds_its_next_entry_again_after_a_change_made_while_another_was_out():
+    """Shapes A (a1, a3) and B (b2, b4, b5) merged in order: b2 leaves while a3 is out of the walk. B's next entry is
+    found again (its list changed since B's place was taken), so b4 and b5 both come (Presence.walk)."""
+    entries = {"a1": ("cq", (1, "a1"), "A"), "a3": ("cq", (3, "a3"), "A"),
+               "b2": ("cq", (2, "b2"), "B"), "b4": ("cq", (4, "b4"), "B"), "b5": ("cq", (5, "b5"), "B")}
+    presence = Presence(lambda: 0.0, entries.get)
+    for u in entries:
+        presence.indexed(u)
+    walked = []
+    for entry in presence.walk("cq", (9,), set()):
+        walked.append(entry[1])
+        if entry[1] == "a3":
+            presence.unindexed("b2")
+    assert walked == ["a1", "b2", "a3", "b4", "b5"]

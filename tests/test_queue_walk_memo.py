@@ -59,3 +59,25 @@ def test_a_shape_given_its_fit_again_decides_as_assigning_every_pod_anew(seed, m
     objs = cluster(rng)
     pod = Pod("me").queue("lq").cpu(rng.choice([1, 2, 3])).priority(rng.choice([0, 5, 10])).created(100).obj()
     assert verdict(objs, pod, True, monkeypatch) == verdict(objs, pod, False, monkeypatch)
+
+
+RACK = "cloud.provider.com/topology-rack"
+
+
+def test_a_pod_asking_a_topology_is_not_given_the_fit_of_one_asking_none(monkeypatch):
+    """Two 1-CPU pods ahead, the second asking a rack (Kueue's TAS): it cannot take the flavor without a Topology
+    ("does not support TopologyAwareScheduling"), so it takes tas, and `me` fits in plain. Asking a topology is
+    part of a pod's shape (PodInfo.shape): the first pod's fit in plain is not given to the second."""
+    topology = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "default"},
+                "spec": {"levels": [{"nodeLabel": RACK}]}}
+    tas = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+           "spec": {"nodeLabels": {"tas": "yes"}, "topologyName": "default"}}
+    cq = ClusterQueue("cq").resource_group(FlavorQuotas("plain").resource("cpu", 2), FlavorQuotas("tas").resource("cpu", 2))
+    objs = [Namespace("team-a").obj(), topology, ResourceFlavor("plain").obj(), tas, cq.obj(),
+            LocalQueue("lq", "team-a").cluster_queue("cq").obj(),
+            Node("n1").cpu("100").labels({"tas": "yes", RACK: "r1"}).obj(),
+            Pod("p1").queue("lq").cpu(1).created(10).obj(),
+            Pod("p2").queue("lq").cpu(1).created(11).annotation("kueue.x-k8s.io/podset-required-topology", RACK).obj()]
+    me = Pod("me").queue("lq").cpu(1).created(100).obj()
+    assert verdict(objs, me, True, monkeypatch) == verdict(objs, me, False, monkeypatch)
+    assert verdict(objs, me, True, monkeypatch)[:2] == (True, "Admitted")

@@ -97,7 +97,7 @@ class PodInfo:
                 self.missing_priority_class, tuple(sorted(self.node_selector.items())), repr(self.tolerations),
                 repr(self.affinity_terms), self.job, owner.uid if owner is not None and owner.is_batch_job else "",
                 self.group_total, self.labels.get("kueue.x-k8s.io/pod-group-name", ""),
-                self.labels.get("scheduling.x-k8s.io/pod-group", ""), self.refused)
+                self.labels.get("scheduling.x-k8s.io/pod-group", ""), self.refused, self.topology_asked)
         return found
 
     @property

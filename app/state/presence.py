@@ -100,20 +100,21 @@ class Presence:
         if len(by_shape) == 1:          # one shape present (a backlog of alike pods): its list, in order
             yield from self._walk_one(by_shape, next(iter(by_shape)), last, skip)
             return
-        heap = [(items[0], shape, 0) for shape, items in by_shape.items() if items and items[0] <= last]
+        changes = self._changes
+        heap = [(items[0], shape, 0, changes) for shape, items in by_shape.items() if items and items[0] <= last]
         heapq.heapify(heap)                 # (entries hold the uid: no two compare equal, shapes never compared)
         while heap:
-            entry, shape, i = heap[0]
+            entry, shape, i, seen = heap[0]
             if shape in skip:
                 heapq.heappop(heap)
                 continue
-            changes = self._changes
             yield entry
             items = by_shape.get(shape, ())
-            # the next entry of the shape: the one after, unless the lists changed meanwhile (then found again)
-            i = i + 1 if changes == self._changes else bisect.bisect_right(items, entry)
+            # the next entry of the shape: the one after, unless the lists changed since its place was taken
+            changes = self._changes
+            i = i + 1 if seen == changes else bisect.bisect_right(items, entry)
             if i < len(items) and items[i] <= last:
-                heapq.heapreplace(heap, (items[i], shape, i))
+                heapq.heapreplace(heap, (items[i], shape, i, changes))
             else:
                 heapq.heappop(heap)
 
