@@ -82,6 +82,13 @@ class _Tree:
         return self.by_level[-1].values()
 
 
+def one_pod(requests: dict[str, int]) -> dict[str, int]:
+    """A pod's requests with its one place on a node (`pods`), as kube-scheduler counts it: what count_in divides by."""
+    pod = dict(requests)
+    pod["pods"] = max(pod.get("pods", 0), 1)
+    return pod
+
+
 def count_in(requests: dict[str, int], free: dict[str, int]) -> tuple[int, str]:
     """How many pods of these requests the free room holds, and the resource that limits it."""
     best, limiting = None, ""
@@ -215,8 +222,7 @@ def place(name: str, levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[st
     if requested > slice_idx:
         return f"podset slice topology {slice_level} is above the podset topology {level}"
     tree = _Tree(levels, nodes)
-    pod = dict(requests)
-    pod["pods"] = max(pod.get("pods", 0), 1)        # one pod's place on its node, as kube-scheduler counts it
+    pod = one_pod(requests)
     run = _Placement(tree, name, count, request)
     least_free = run.least_free
     for leaf in tree.leaves:
@@ -259,26 +265,22 @@ def domain_rooms(levels: tuple[str, ...], nodes: Iterable[tuple[str, dict[str, s
     """Every domain of every level (the widest first), in values order: what each has free, and how many pods of
     requests (with one `pods` each) it holds, counted as place() counts them."""
     tree = _Tree(levels, nodes)
-    pod = dict(requests or {})
-    if requests is not None:
-        pod["pods"] = max(pod.get("pods", 0), 1)
-    held: dict[int, int] = {}
-
-    def total(d: _Domain) -> tuple[dict[str, int], int]:
-        if not d.children:
-            n = count_in(pod, d.free)[0] if requests is not None else 0
-            held[id(d)] = n
-            return dict(d.free), n
-        free, n = {}, 0
-        for c in d.children:
-            f, k = total(c)
-            for r, v in f.items():
-                free[r] = free.get(r, 0) + v
-            n += k
-        d.free, held[id(d)] = free, n
-        return free, n
-
+    pod = one_pod(requests) if requests is not None else None
+    for leaf in tree.leaves:
+        leaf.pods = count_in(pod, leaf.free)[0] if pod is not None else 0
     for top in tree.by_level[0].values():
-        total(top)
-    return [[DomainRoom(d.values, len(d.nodes), d.free, held[id(d)]) for _, d in sorted(level.items())]
+        _fill(top, 0, -1, 1)            # a parent holds its children's pods (no slice level)
+        _sum_free(top)
+    return [[DomainRoom(d.values, len(d.nodes), d.free, d.pods) for _, d in sorted(level.items())]
             for level in tree.by_level]
+
+
+def _sum_free(domain: _Domain) -> dict[str, int]:
+    """A domain's free room: a leaf's own, a parent's its children's summed."""
+    if domain.children:
+        free: dict[str, int] = {}
+        for child in domain.children:
+            for r, v in _sum_free(child).items():
+                free[r] = free.get(r, 0) + v
+        domain.free = free
+    return domain.free

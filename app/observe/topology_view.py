@@ -17,9 +17,13 @@ def _free(free: dict[str, int]) -> dict[str, str]:
     return {r: format_quantity(v, r) for r, v in sorted(free.items())}
 
 
-def _nodes_of(state, name: str) -> list[str]:
-    """The nodes of the flavors naming Topology name (every node when one of them selects none)."""
-    flavors = [f for f, rf in state.flavors.items() if rf.topology_name == name]
+def _flavors_of(state, name: str) -> list[str]:
+    """The ResourceFlavors naming Topology name, by name."""
+    return sorted(f for f, rf in state.flavors.items() if rf.topology_name == name)
+
+
+def _nodes_of(state, flavors: list[str]) -> list[str]:
+    """The nodes of these flavors (every node when one of them selects none)."""
     nodes: set[str] = set()
     for f in flavors:
         members = state.flavor_nodes.get(f)
@@ -31,11 +35,11 @@ def topologies_view(state, limit: int = DOMAINS_SHOWN) -> dict:
     rooms = state.workloads.rooms()
     out = []
     for name, topology in sorted(state.store.topologies.items()):
-        nodes = _nodes_of(state, name)
+        flavors = _flavors_of(state, name)
+        nodes = _nodes_of(state, flavors)
         levels = domain_rooms(topology.levels, [(n, state.nodes[n].labels, rooms(n)) for n in nodes])
         out.append({
-            "name": name, "levels": list(topology.levels),
-            "flavors": sorted(f for f, rf in state.flavors.items() if rf.topology_name == name),
+            "name": name, "levels": list(topology.levels), "flavors": flavors,
             "nodes": sum(d.nodes for d in levels[0]) if levels else 0,
             "domains": {level: {"count": len(domains), "shown": [
                 {"domain": "/".join(d.values), "nodes": d.nodes, "free": _free(d.free)} for d in domains[:limit]]}
@@ -73,7 +77,7 @@ def pod_topology(state, pod) -> dict | None:
     level = request.level if request.level in levels else levels[-1]
     depth = levels.index(level) + 1
     rooms = state.workloads.rooms(pod.uid)
-    nodes = [n for n in _nodes_of(state, name) if not static_misfit(pod, state.nodes[n])]
+    nodes = [n for n in _nodes_of(state, _flavors_of(state, name)) if not static_misfit(pod, state.nodes[n])]
     members = state.store.members(key) if key is not None else [pod]
     placed = {m.node_name or (state.holds[m.uid].node if m.uid in state.holds else "") for m in members} - {""}
     domain = sorted({"/".join(state.nodes[n].labels.get(lv, "?") for lv in levels[:depth])

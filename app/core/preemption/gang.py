@@ -21,7 +21,7 @@ from .ordering import order, plan_key
 from .quota_targets import quota_targets
 from .removals import Removals, quota_fits
 from ..resource_node import available
-from ..topology import count_in
+from ..topology import count_in, one_pod
 from .targets import Candidate, Plan, Preemptor, Target, add_requests, reason_of
 from ..view import CandidateView
 from ..workload import Workload
@@ -114,8 +114,7 @@ class _Room:
         for m in members:
             add_requests(self.need, m.requests)
         self.need = {r: v for r, v in self.need.items() if v > 0}
-        self.smallest = {r: min(m.requests.get(r, 0) for m in members) for r in self.need}
-        self.smallest["pods"] = max(self.smallest.get("pods", 0), 1)
+        self.smallest = one_pod({r: min(m.requests.get(r, 0) for m in members) for r in self.need})
         self.members = len(members)
         self.total = {r: sum(max(f.get(r, 0), 0) for f in self.free.values()) for r in self.need}
         self.count = {n: count_in(self.smallest, f)[0] for n, f in self.free.items()}
