@@ -23,10 +23,19 @@ REPO = Path(__file__).resolve().parents[1]
 QUOTIENT_BIN = REPO / ".venv" / "bin" / "quotient"
 
 
+_GIVEN: set[int] = set()       # ports free_port handed out in this process
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, and never one this process was given before: the socket that found it is closed at once,
+    so two taken one after the other (a process's --port and --conversion-port) could be the same one."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 @dataclass
